@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+// The seam between the engine and an ISA: what a site looks like, how to
+// encode each of its states, how to flip between them live, and how to emit
+// trampolines. Encoders return bytes and never touch memory: runtime/ does
+// every write.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/error.h"
+#include "core/site.h"
+
+namespace ftjit {
+
+// Constant facts about one ISA, read by core and runtime (no #if ladders).
+struct IsaTraits {
+  Isa isa = Isa::kUnknown;
+  uint32_t call_bytes = 0;     // size of the live instruction at the entry
+  uint32_t slot_bytes = 0;     // size of the ops slot before the entry
+  uint32_t slot_align = 0;     // alignment the slot needs for atomic stores
+  int64_t branch_reach = 0;    // +- reach of the site's call instruction
+  uint32_t code_align = 0;     // alignment of emitted trampolines
+};
+
+// One instruction (or one fixed-size instruction group) as bytes.
+struct Insn {
+  uint8_t bytes[16] = {};
+  uint8_t size = 0;
+  bool operator==(const Insn& o) const;
+};
+
+// What a site's entry currently holds.
+enum class SledKind : uint8_t {
+  kNopSled,   // the compiler's run of short NOPs: needs the one-time init,
+              // done while no thread can stand inside the sled
+  kNop,       // the single disabled instruction (encode_nop)
+  kCall,      // a call: target in SledInfo::call_target
+  kUnknown,   // anything else: someone else patched it, or not a sled
+};
+
+struct SledInfo {
+  SledKind kind = SledKind::kUnknown;
+  uint64_t call_target = 0;
+};
+
+// One step of a live rewrite: bytes written at entry+offset for every site of
+// a batch, followed by one core-serialising sync of all threads.
+struct WriteStep {
+  uint8_t offset = 0;
+  uint8_t size = 0;
+  uint8_t bytes[16] = {};
+};
+
+struct LiveWrite {
+  WriteStep steps[3];
+  uint8_t n_steps = 0;
+};
+
+// What a thread that traps at a site in the middle of a rewrite must do
+// instead of running the instruction: continue at `pc`, after pushing
+// `push_value` if `push` (the return address of an emulated call).
+struct TrapFixup {
+  uint64_t pc = 0;
+  bool push = false;
+  uint64_t push_value = 0;
+};
+
+// How a trampoline finds the ops it passes to the callback.
+enum class OpsSource : uint8_t {
+  kImmediate,  // ops and func baked in (generated, and the list dispatcher)
+  kSiteSlot,   // ops loaded from the slot before the calling site (call-ops)
+};
+
+struct TrampolineRequest {
+  OpsSource source = OpsSource::kImmediate;
+  uint64_t ops = 0;    // kImmediate: passed as the callback's `ops`
+  uint64_t func = 0;   // kImmediate: the callback
+  bool save_fp = true;           // save/restore the FP argument registers
+  bool honour_direct = false;    // continue to regs->direct when it is set
+  int64_t nesting_tls_offset = 0;  // per-thread depth counter, from the
+                                   // thread pointer (see runtime/grace)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const IsaTraits& traits() const = 0;
+
+  // Classifies the bytes at a site's entry (at least traits().call_bytes).
+  virtual SledInfo classify_entry(uint64_t entry,
+                                  std::span<const uint8_t> bytes) const = 0;
+
+  // The single disabled instruction a site holds between uses.
+  virtual Insn encode_nop() const = 0;
+
+  // A call from `entry` to `target`; an error if out of reach.
+  virtual Result<Insn> encode_call(uint64_t entry, uint64_t target) const = 0;
+
+  // The ordered steps that turn `from` into `to` while other threads may
+  // execute the site.
+  virtual LiveWrite plan_live_write(const Insn& from, const Insn& to) const = 0;
+
+  // What a thread trapped at `entry` during a rewrite to `to` must do.
+  virtual TrapFixup emulate(uint64_t entry, const Insn& to) const = 0;
+
+  // Emits a trampoline to run at address `place`.
+  virtual Result<std::vector<uint8_t>> emit_trampoline(
+      const TrampolineRequest& request, uint64_t place) const = 0;
+};
+
+// The backend for `isa`, or nullptr if ftjit was built without it.
+const Backend* backend_for(Isa isa);
+
+// The backend of the machine ftjit runs on.
+const Backend* native_backend();
+
+}  // namespace ftjit

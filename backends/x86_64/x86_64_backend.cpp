@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// x86-64: site encodings, the int3 rewrite protocol, trampolines (asmjit).
+//
+// (a) The site, -fpatchable-function-entry=5 or =13,8 (slot only with =13,8):
+//
+//     record-8 ...... entry ............... entry+5
+//     [ ops slot, 8B ][ 5 bytes at entry ][ body ...
+//
+//     state       bytes at entry              written
+//     compiled    90 90 90 90 90   (GCC)      by the compiler
+//                 0f 1f 44 00 00   (clang)
+//     disabled    0f 1f 44 00 00   nopl 0(%rax,%rax)   once, all stopped
+//     enabled     e8 <rel32>       call trampoline     live, int3 protocol
+//
+//     The slot holds 8 x 0x90 until call-ops stores an ops pointer there; it
+//     is never executed (it lies before the symbol), so it is plain data.
+//
+// (b) Registers at the entry (SysV): rdi rsi rdx rcx r8 r9 hold arguments,
+//     al the vector-register count of a varargs call, r10 the static chain,
+//     xmm0-7 FP arguments: all live. r11 and the flags are free: the call
+//     into the function already clobbered them as far as the caller knows.
+//     rsp = 8 mod 16.
+//
+// (c) The trampoline frame (rsp is 16-aligned after the site's call):
+//
+//     rsp+F+8   parent return address    -> parent_ip
+//     rsp+F     return into entry+5      -> ip = it - 5
+//     rsp+80    xmm0..xmm7 (16 B each)   -+
+//     rsp+72    sp at the traced entry    |  ftjit_regs, passed as `regs`
+//     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
+//     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
+//
+//     The first instruction raises and the last but one lowers a per-thread
+//     depth counter at fs:[tls]; runtime/grace reads it to know when no
+//     thread can still be inside a trampoline about to be freed.
+//
+// Live rewrite order (each step for every site of a batch, then one sync):
+//   1. write int3 (cc) over the first byte: a thread reaching the site now
+//      traps, and the SIGTRAP handler emulates the new instruction;
+//   2. write bytes 1..4 of the new instruction;
+//   3. write its first byte.
+#include "backends/x86_64/x86_64_backend.h"
+
+#include <asmjit/x86.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "ftjit/ftjit.h"
+
+namespace ftjit {
+namespace {
+
+constexpr uint8_t kOneByteNop = 0x90;                               // nop
+constexpr uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};        // nopl 0(%rax,%rax,1)
+constexpr uint8_t kCallRel32 = 0xe8;                                // call rel32
+constexpr uint8_t kInt3 = 0xcc;                                     // int3
+constexpr uint32_t kSiteBytes = 5;
+
+constexpr int32_t kFrameWithFp = 208;
+constexpr int32_t kFrameNoFp = 80;
+static_assert(offsetof(ftjit_regs, direct) == 64);
+static_assert(offsetof(ftjit_regs, sp) == 72);
+static_assert(offsetof(ftjit_regs, fp) == 80);
+static_assert(sizeof(ftjit_regs) == kFrameWithFp);
+static_assert(offsetof(ftjit_ops, func) == 8);
+
+bool fits_rel32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+class X86_64Backend final : public Backend {
+ public:
+  const IsaTraits& traits() const override { return traits_; }
+
+  SledInfo classify_entry(uint64_t entry, std::span<const uint8_t> b) const override {
+    SledInfo info;
+    if (b.size() < kSiteBytes) return info;
+    if (std::memcmp(b.data(), kNop5, kSiteBytes) == 0) {
+      info.kind = SledKind::kNop;
+    } else if (b[0] == kCallRel32) {
+      int32_t rel;
+      std::memcpy(&rel, b.data() + 1, 4);
+      info.kind = SledKind::kCall;
+      info.call_target = entry + kSiteBytes + int64_t{rel};
+    } else {
+      bool all_nops = true;
+      for (uint32_t i = 0; i < kSiteBytes; ++i) all_nops &= b[i] == kOneByteNop;
+      if (all_nops) info.kind = SledKind::kNopSled;
+    }
+    return info;
+  }
+
+  Insn encode_nop() const override {
+    Insn insn;
+    std::memcpy(insn.bytes, kNop5, kSiteBytes);
+    insn.size = kSiteBytes;
+    return insn;
+  }
+
+  Result<Insn> encode_call(uint64_t entry, uint64_t target) const override {
+    // Encoded by hand rather than with asmjit: attach encodes one per site,
+    // up to millions per batch. tests/golden checks it against asmjit.
+    int64_t rel = static_cast<int64_t>(target - (entry + kSiteBytes));
+    if (!fits_rel32(rel)) {
+      return make_error(FTJIT_E_OUT_OF_RANGE, "call from site out of rel32 reach");
+    }
+    Insn insn;
+    insn.bytes[0] = kCallRel32;
+    int32_t rel32 = static_cast<int32_t>(rel);
+    std::memcpy(insn.bytes + 1, &rel32, 4);
+    insn.size = kSiteBytes;
+    return insn;
+  }
+
+  LiveWrite plan_live_write(const Insn& from, const Insn& to) const override {
+    LiveWrite w;
+    if (from == to) return w;
+    w.steps[0] = WriteStep{0, 1, {kInt3}};
+    w.steps[1].offset = 1;
+    w.steps[1].size = static_cast<uint8_t>(to.size - 1);
+    std::memcpy(w.steps[1].bytes, to.bytes + 1, to.size - 1);
+    w.steps[2] = WriteStep{0, 1, {to.bytes[0]}};
+    w.n_steps = 3;
+    return w;
+  }
+
+  TrapFixup emulate(uint64_t entry, const Insn& to) const override {
+    TrapFixup fix;
+    if (to.bytes[0] == kCallRel32) {
+      int32_t rel;
+      std::memcpy(&rel, to.bytes + 1, 4);
+      fix.pc = entry + kSiteBytes + int64_t{rel};
+      fix.push = true;
+      fix.push_value = entry + kSiteBytes;
+    } else {
+      fix.pc = entry + to.size;
+    }
+    return fix;
+  }
+
+  Result<std::vector<uint8_t>> emit_trampoline(const TrampolineRequest& req,
+                                               uint64_t place) const override;
+
+ private:
+  IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16};
+};
+
+// ---------------------------------------------------------------------------
+// Trampoline emission
+// ---------------------------------------------------------------------------
+
+Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
+    const TrampolineRequest& req, uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+
+  CodeHolder code;
+  if (code.init(Environment(Arch::kX64), place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
+  }
+  Assembler a(&code);
+
+  const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
+  Mem depth = ptr_abs(static_cast<uint64_t>(req.nesting_tls_offset), 8);
+  depth.setSegment(fs);
+  static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
+
+  a.inc(depth);
+  a.sub(rsp, frame);
+  for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
+  if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
+  a.lea(r11, qword_ptr(rsp, frame + 8));
+  a.mov(qword_ptr(rsp, 72), r11);
+  if (req.save_fp) {
+    for (int i = 0; i < 8; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
+  }
+
+  a.mov(rdi, qword_ptr(rsp, frame));       // return address = entry + 5
+  a.sub(rdi, kSiteBytes);                  // ip
+  a.mov(rsi, qword_ptr(rsp, frame + 8));   // parent_ip
+  a.mov(rcx, rsp);                         // regs
+  if (req.source == OpsSource::kImmediate) {
+    a.mov(rdx, imm(req.ops));
+    int64_t rel = static_cast<int64_t>(req.func - (place + 64));
+    if (fits_rel32(rel) && fits_rel32(static_cast<int64_t>(req.func - place))) {
+      a.call(imm(req.func));
+    } else {
+      a.mov(rax, imm(req.func));
+      a.call(rax);
+    }
+  } else {
+    a.mov(rdx, qword_ptr(rdi, -8));        // the site's ops slot
+    a.call(qword_ptr(rdx, 8));             // ops->func
+  }
+
+  if (req.save_fp) {
+    for (int i = 0; i < 8; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
+  }
+  for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
+  if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
+  a.add(rsp, frame);
+  a.dec(depth);
+  if (req.honour_direct) {
+    Label to_direct = a.newLabel();
+    a.test(r11, r11);
+    a.jnz(to_direct);
+    a.ret();
+    a.bind(to_direct);
+    // Continue into the direct trampoline as if the site had called it: the
+    // return address into entry+5 is on top of the stack again.
+    a.jmp(r11);
+  } else {
+    a.ret();
+  }
+
+  if (code.flatten() != kErrorOk || code.resolveUnresolvedLinks() != kErrorOk ||
+      code.relocateToBase(place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot relocate trampoline");
+  }
+  std::vector<uint8_t> out(code.codeSize());
+  if (code.copyFlattenedData(out.data(), out.size()) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot copy trampoline");
+  }
+  return out;
+}
+
+}  // namespace
+
+const Backend& x86_64_backend() {
+  static const X86_64Backend backend;
+  return backend;
+}
+
+}  // namespace ftjit

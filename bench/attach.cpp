@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// "attach" section: time to attach and detach one ops over 20k..1M sites of
+// a generated library, and the syncs each batch costs.
+//
+// Per (library, strategy): dlopen the library fresh, create the engine
+// (which discovers its sites), attach once (that first batch also turns
+// GCC's 1-byte NOP sleds into nop5 under stop-the-world), detach, then K
+// steady-state attach/detach pairs. Engine and library are torn down after
+// each strategy so every strategy's first attach meets untouched sleds.
+#include <dlfcn.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+
+namespace ftjit_bench {
+
+namespace {
+
+struct SiteSet {
+  const char *key;    // --sites spelling
+  const char *file;   // built by bench/CMakeLists.txt
+  long sites;
+  const char *style;  // how gen_sites laid the sleds out
+};
+
+constexpr SiteSet kSiteSets[] = {
+    {"20k", "bench_sites_20k.so", 20'000, "gcc 13,8"},
+    {"100k", "bench_sites_100k.so", 100'000, "gcc 13,8"},
+    {"1m", "bench_sites_1m.so", 1'000'000, "gcc 13,8"},
+    {"1m-clang", "bench_sites_1m_clang.so", 1'000'000, "clang 13,8"},
+};
+
+constexpr ftjit_strategy kAttachStrategies[] = {
+    FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST};
+
+double ms_since(std::int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) / 1e6; }
+
+// A dlopen handle, closed on destruction.
+class Library {
+ public:
+  explicit Library(const std::string &path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {}
+  ~Library() { close(); }
+  Library(const Library &) = delete;
+  Library &operator=(const Library &) = delete;
+
+  void *get() const { return handle_; }
+  void close() {
+    if (handle_ != nullptr) dlclose(handle_);
+    handle_ = nullptr;
+  }
+
+ private:
+  void *handle_;
+};
+
+bool is_loaded(const std::string &path) {
+  void *h = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return false;
+  dlclose(h);
+  return true;
+}
+
+class AttachRun {
+ public:
+  AttachRun(const BenchOptions &opts, Report &report, const SiteSet &set, ftjit_strategy strategy)
+      : opts_(opts), report_(report), set_(set), strategy_(strategy),
+        path_(opts.sites_dir + "/" + set.file) {}
+
+  void run();
+
+ private:
+  bool attach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after);
+  bool detach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after);
+  bool check_calls(Tracer &tracer, void *lib, std::uint64_t expected_hits);
+  std::string name() const {
+    return std::string("attach/") + set_.key + "/" + strategy_key(strategy_);
+  }
+  void fail(const std::string &what) { report_.add_error(name() + ": " + what); }
+
+  const BenchOptions &opts_;
+  Report &report_;
+  const SiteSet &set_;
+  const ftjit_strategy strategy_;
+  const std::string path_;
+  std::unique_ptr<Engine> engine_;
+  Row row_;
+};
+
+bool AttachRun::attach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after) {
+  const std::int64_t start = now_ns();
+  const ftjit_status st = tracer.attach(*engine_);
+  ms.push_back(ms_since(start));
+  if (st != FTJIT_OK) {
+    const std::string text = status_text(st);
+    if (st != FTJIT_E_UNSUPPORTED) fail("attach failed: " + text);
+    row_.set("status", text);
+    return false;
+  }
+  after = engine_->stats();
+  const long count = ftjit_ops_site_count(engine_->get(), &tracer.ops);
+  if (count != set_.sites) {
+    fail("ftjit_ops_site_count is " + std::to_string(count) + ", expected " + std::to_string(set_.sites));
+    row_.set("status", "site count mismatch");
+    return false;
+  }
+  return true;
+}
+
+bool AttachRun::detach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after) {
+  const std::int64_t start = now_ns();
+  const ftjit_status st = tracer.detach();
+  ms.push_back(ms_since(start));
+  if (st != FTJIT_OK) {
+    fail("detach failed: " + status_text(st));
+    row_.set("status", "detach failed");
+    return false;
+  }
+  after = engine_->stats();
+  return true;
+}
+
+// Calls the first and the last generated function: proof that the batch
+// really patched live code at both ends of the library, not just counted.
+bool AttachRun::check_calls(Tracer &tracer, void *lib, std::uint64_t expected_hits) {
+  using SiteFn = int (*)();
+  const std::string last = "ftjit_site_" + std::to_string(set_.sites - 1);
+  for (const char *symbol : {"ftjit_site_0", last.c_str()}) {
+    auto fn = reinterpret_cast<SiteFn>(dlsym(lib, symbol));
+    if (fn == nullptr) {
+      fail(std::string("dlsym ") + symbol + ": " + dlerror());
+      return false;
+    }
+    if (fn() != 0) {
+      fail(std::string(symbol) + " returned non-zero");
+      return false;
+    }
+  }
+  if (tracer.hits != expected_hits) {
+    fail("after calling 2 sites the tracer counted " + std::to_string(tracer.hits) + ", expected " +
+         std::to_string(expected_hits));
+    return false;
+  }
+  return true;
+}
+
+void AttachRun::run() {
+  row_.set("sites_lib", set_.key).set("sites", set_.sites).set("strategy", strategy_key(strategy_));
+  Table &table = report_.table("attach", "attach: one ops over every site of a generated library (ms)");
+  auto finish = [&] {
+    table.rows.push_back(row_);
+    spdlog::info("{}: done", name());
+  };
+
+  // A library still mapped from an earlier run keeps its converted sleds:
+  // the first attach is then not a "first" one, and the row says so.
+  const bool fresh = !is_loaded(path_);
+  row_.set("fresh_sleds", fresh);
+  std::int64_t start = now_ns();
+  Library lib(path_);
+  if (lib.get() == nullptr) {
+    fail(std::string("dlopen: ") + dlerror());
+    row_.set("status", "dlopen failed");
+    return finish();
+  }
+  row_.set("load_ms", ms_since(start));
+
+  start = now_ns();
+  std::string error;
+  engine_ = Engine::create(strategy_, &error);
+  if (!engine_) {
+    fail(error);
+    row_.set("status", "engine failed");
+    return finish();
+  }
+  row_.set("discover_ms", ms_since(start));
+
+  {
+    Tracer tracer(std::string(set_.file) + "!ftjit_site_*", strategy_);
+    std::vector<double> first_attach, first_detach, attach_ms, detach_ms;
+    ftjit_stats after_attach{}, after_detach{};
+    bool ok = attach_timed(tracer, first_attach, after_attach) && check_calls(tracer, lib.get(), 2) &&
+              detach_timed(tracer, first_detach, after_detach) && check_calls(tracer, lib.get(), 2);
+    row_.set("first_attach_ms", first_attach.empty() ? Value() : Value(first_attach[0]));
+    row_.set("first_detach_ms", first_detach.empty() ? Value() : Value(first_detach[0]));
+    for (int rep = 0; ok && rep < opts_.reps; ++rep) {
+      ok = attach_timed(tracer, attach_ms, after_attach) && detach_timed(tracer, detach_ms, after_detach);
+    }
+    if (ok) {
+      const Summary a = summarize(attach_ms);
+      const Summary d = summarize(detach_ms);
+      row_.set("attach_ms", a.median).set("attach_min_ms", a.min).set("attach_max_ms", a.max);
+      row_.set("detach_ms", d.median).set("detach_min_ms", d.min).set("detach_max_ms", d.max);
+      // Stats of the last steady-state pair; every batch should look alike.
+      row_.set("attach_syncs", static_cast<long>(after_attach.last_batch_syncs))
+          .set("attach_batch_sites", static_cast<long>(after_attach.last_batch_sites))
+          .set("detach_syncs", static_cast<long>(after_detach.last_batch_syncs))
+          .set("detach_batch_sites", static_cast<long>(after_detach.last_batch_sites))
+          .set("sync_fallbacks", static_cast<long>(after_detach.sync_fallbacks))
+          .set("status", "ok");
+    }
+  }
+
+  engine_.reset();
+  lib.close();
+  if (is_loaded(path_)) {
+    report_.table("attach", "").notes.push_back(std::string(set_.file) +
+                                                " stayed mapped after dlclose: later first attaches reuse its sleds");
+  }
+  finish();
+}
+
+}  // namespace
+
+void run_attach_section(const BenchOptions &opts, Report &report) {
+  Table &table = report.table("attach", "attach: one ops over every site of a generated library (ms)");
+  for (const SiteSet &set : kSiteSets) {
+    const bool requested =
+        opts.site_sets.empty() ||
+        std::find(opts.site_sets.begin(), opts.site_sets.end(), set.key) != opts.site_sets.end();
+    if (!requested) continue;
+    const std::string path = opts.sites_dir + "/" + set.file;
+    if (access(path.c_str(), R_OK) != 0) {
+      // Only an error when asked for by name; by default a build without
+      // the large libraries (FTJIT_BENCH_LARGE_SITES=OFF) just skips them.
+      const std::string msg = "attach/" + std::string(set.key) + ": " + path + " not found";
+      if (opts.site_sets.empty()) {
+        table.notes.push_back(msg + " (skipped)");
+      } else {
+        report.add_error(msg);
+      }
+      continue;
+    }
+    for (const ftjit_strategy strategy : kAttachStrategies) {
+      AttachRun(opts, report, set, strategy).run();
+    }
+  }
+  table.notes.push_back("filter: <library file>!ftjit_site_*; first_* include the one-time sled "
+                        "rewrite; attach/detach: median of " + std::to_string(opts.reps) +
+                        " steady-state pairs; *_syncs and *_batch_sites: ftjit_stats of the last batch");
+}
+
+}  // namespace ftjit_bench

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// Shared pieces of ftjit-bench: options, the section entry points, and the
+// small RAII helpers every section uses (engine, counting tracer, timing).
+#pragma once
+
+#include <ftjit/ftjit.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/report.h"
+
+namespace ftjit_bench {
+
+struct BenchOptions {
+  std::vector<std::string> sections;    // subset of {calls, attach, sizes}
+  long calls = 1'000'000;               // calls per timed repetition
+  int reps = 5;                         // repetitions; rows report the median
+  bool full = false;                    // calls: full R x I cross product
+  std::vector<std::string> strategies;  // calls: subset of kCallStrategies
+  std::string sites_dir;                // attach: where bench_sites_*.so are
+  std::vector<std::string> site_sets;   // attach: subset of {20k, 100k, 1m, 1m-clang}
+};
+
+// Section entry points. Each creates and destroys its own engine (ftjit
+// allows one per process), adds its tables to `report`, and records every
+// correctness failure with report.add_error().
+void run_calls_section(const BenchOptions &opts, Report &report);
+void run_attach_section(const BenchOptions &opts, Report &report);
+void run_sizes_section(const BenchOptions &opts, Report &report);
+
+// ---------------------------------------------------------------------------
+// Strategies
+// ---------------------------------------------------------------------------
+
+// Bench spelling of a strategy ("list", "call-ops", "generated", "direct",
+// "auto"); the same spelling the options and JSON use.
+const char *strategy_key(ftjit_strategy strategy);
+std::optional<ftjit_strategy> parse_strategy(const std::string &key);
+
+// "FTJIT_E_UNSUPPORTED: <ftjit_last_error()>" for a failed call. Call it
+// right after the failing call: the message is per thread and overwritten.
+std::string status_text(ftjit_status status);
+
+// ---------------------------------------------------------------------------
+// Timing
+// ---------------------------------------------------------------------------
+
+std::int64_t now_ns();
+
+// Median, min and max of the repetitions of one measurement.
+struct Summary {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+Summary summarize(std::vector<double> samples);
+
+// ---------------------------------------------------------------------------
+// Engine and tracers
+// ---------------------------------------------------------------------------
+
+// The process's engine, destroyed (all ops detached, sites restored) when
+// this goes out of scope.
+class Engine {
+ public:
+  // Null engine and a message in *error when ftjit_engine_create fails.
+  static std::unique_ptr<Engine> create(ftjit_strategy default_strategy, std::string *error);
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  ftjit_engine *get() const { return engine_; }
+  ftjit_stats stats() const;
+
+ private:
+  explicit Engine(ftjit_engine *engine) : engine_(engine) {}
+  ftjit_engine *engine_;
+};
+
+// One tracer registration whose entry callback counts its calls in `hits`.
+// Pinned in memory (the engine keeps &ops, the callback writes &hits), so
+// it is neither copyable nor movable: hold it through unique_ptr.
+class Tracer {
+ public:
+  Tracer(std::string pattern, ftjit_strategy strategy, std::uint32_t flags = 0);
+  Tracer(const Tracer &) = delete;
+  Tracer &operator=(const Tracer &) = delete;
+  ~Tracer();
+
+  // Attaches with the one-pattern include filter; detaches on destruction
+  // if the caller did not.
+  ftjit_status attach(Engine &engine);
+  ftjit_status detach();
+
+  ftjit_ops ops{};
+  std::uint64_t hits = 0;
+  const std::string pattern;
+
+ private:
+  const char *include_[1];
+  Engine *attached_to_ = nullptr;
+};
+
+// The entry callback of every Tracer: ++*(uint64_t *)ops->private_data.
+// noinline so the measured cost is a real call, never folded into the
+// trampoline by some future LTO.
+extern "C" void ftjit_bench_count_entry(std::uint64_t ip, std::uint64_t parent_ip,
+                                        ftjit_ops *ops, ftjit_regs *regs);
+
+}  // namespace ftjit_bench

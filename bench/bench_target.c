@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* Traced functions of ftjit-bench: the leaf the calls section times, its no-sled
+ * twin, and 200 functions the "irrelevant" tracers attach to.
+ *
+ * Built with -O2 -fpatchable-function-entry=13,8 -falign-functions=16 (see
+ * bench/CMakeLists.txt); it is the only file of ftjit-bench with sleds, so the
+ * engine's own code and the bench driver are never traced. */
+#include "bench_target.h"
+
+/* noinline + noipa: the bench calls through a volatile pointer anyway, but
+ * this also keeps GCC from cloning or specialising the body, so the timed
+ * function is exactly one sled + a few instructions + ret. */
+#define BENCH_LEAF_ATTRS __attribute__((noinline, noipa, used))
+
+BENCH_LEAF_ATTRS int bench_leaf(int x) { return x * 3 + 1; }
+
+/* patchable_function_entry(0,0) opts out of the global flag: no NOPs, no
+ * __patchable_function_entries record. Same body as bench_leaf, so the
+ * difference between the two is the cost of the (disabled) sled itself. */
+BENCH_LEAF_ATTRS __attribute__((patchable_function_entry(0, 0)))
+int bench_leaf_untraced(int x) { return x * 3 + 1; }
+
+/* 200 distinct functions; distinct constants so no two bodies are equal and
+ * nothing can fold them together. They are never called: tracers attached
+ * to them are "irrelevant" to bench_leaf. */
+#define BENCH_OTHER(k) \
+  BENCH_LEAF_ATTRS int bench_other_##k(int x) { return x + k; }
+#define BENCH_OTHER10(t)                                             \
+  BENCH_OTHER(t##0) BENCH_OTHER(t##1) BENCH_OTHER(t##2)              \
+  BENCH_OTHER(t##3) BENCH_OTHER(t##4) BENCH_OTHER(t##5)              \
+  BENCH_OTHER(t##6) BENCH_OTHER(t##7) BENCH_OTHER(t##8) BENCH_OTHER(t##9)
+
+BENCH_OTHER10()
+BENCH_OTHER10(1)
+BENCH_OTHER10(2)
+BENCH_OTHER10(3)
+BENCH_OTHER10(4)
+BENCH_OTHER10(5)
+BENCH_OTHER10(6)
+BENCH_OTHER10(7)
+BENCH_OTHER10(8)
+BENCH_OTHER10(9)
+BENCH_OTHER10(10)
+BENCH_OTHER10(11)
+BENCH_OTHER10(12)
+BENCH_OTHER10(13)
+BENCH_OTHER10(14)
+BENCH_OTHER10(15)
+BENCH_OTHER10(16)
+BENCH_OTHER10(17)
+BENCH_OTHER10(18)
+BENCH_OTHER10(19)
+
+/* Static assertion that the list above matches BENCH_OTHER_COUNT. */
+typedef char bench_other_count_check[(BENCH_OTHER_COUNT == 200) ? 1 : -1];

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The functions ftjit-bench traces, defined in bench_target.c (C linkage). */
+#ifndef FTJIT_BENCH_BENCH_TARGET_H
+#define FTJIT_BENCH_BENCH_TARGET_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of bench_other_<k> functions, k = 0 .. BENCH_OTHER_COUNT - 1. */
+#define BENCH_OTHER_COUNT 200
+
+/* The traced leaf: has a -fpatchable-function-entry=13,8 sled. */
+int bench_leaf(int x);
+/* The same body with no sled at all: the "no ftjit compiled in" baseline. */
+int bench_leaf_untraced(int x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FTJIT_BENCH_BENCH_TARGET_H */

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Helpers shared by the ftjit-bench sections: strategy names, timing, the
+// engine and counting-tracer RAII wrappers.
+#include <time.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "bench/bench.h"
+
+namespace ftjit_bench {
+
+namespace {
+
+struct StrategyName {
+  ftjit_strategy strategy;
+  const char *key;
+};
+
+constexpr StrategyName kStrategyNames[] = {
+    {FTJIT_STRATEGY_AUTO, "auto"},
+    {FTJIT_STRATEGY_LIST, "list"},
+    {FTJIT_STRATEGY_CALL_OPS, "call-ops"},
+    {FTJIT_STRATEGY_GENERATED, "generated"},
+    {FTJIT_STRATEGY_DIRECT, "direct"},
+};
+
+}  // namespace
+
+const char *strategy_key(ftjit_strategy strategy) {
+  for (const auto &s : kStrategyNames) {
+    if (s.strategy == strategy) return s.key;
+  }
+  return "?";
+}
+
+std::optional<ftjit_strategy> parse_strategy(const std::string &key) {
+  for (const auto &s : kStrategyNames) {
+    if (key == s.key) return s.strategy;
+  }
+  return std::nullopt;
+}
+
+std::string status_text(ftjit_status status) {
+  std::string text = ftjit_status_name(status);
+  const char *message = ftjit_last_error();
+  if (message != nullptr && *message != '\0') {
+    text += ": ";
+    text += message;
+  }
+  return text;
+}
+
+std::int64_t now_ns() {
+  // CLOCK_MONOTONIC through the vDSO: ~20 ns, taken once per repetition.
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Summary summarize(std::vector<double> samples) {
+  Summary s;
+  if (samples.empty()) return s;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  s.median = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+  s.min = samples.front();
+  s.max = samples.back();
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Engine
+// ---------------------------------------------------------------------------
+
+std::unique_ptr<Engine> Engine::create(ftjit_strategy default_strategy, std::string *error) {
+  ftjit_engine_options opts;
+  ftjit_engine_options_init(&opts);
+  opts.default_strategy = default_strategy;
+  ftjit_engine *engine = ftjit_engine_create(&opts);
+  if (engine == nullptr) {
+    if (error != nullptr) *error = std::string("ftjit_engine_create: ") + ftjit_last_error();
+    return nullptr;
+  }
+  return std::unique_ptr<Engine>(new Engine(engine));
+}
+
+Engine::~Engine() { ftjit_engine_destroy(engine_); }
+
+ftjit_stats Engine::stats() const {
+  ftjit_stats s{};
+  ftjit_get_stats(engine_, &s);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Tracer
+// ---------------------------------------------------------------------------
+
+extern "C" __attribute__((noinline)) void ftjit_bench_count_entry(std::uint64_t, std::uint64_t,
+                                                                  ftjit_ops *ops, ftjit_regs *) {
+  ++*static_cast<std::uint64_t *>(ops->private_data);
+}
+
+Tracer::Tracer(std::string pattern_in, ftjit_strategy strategy, std::uint32_t flags)
+    : pattern(std::move(pattern_in)) {
+  ftjit_ops_init(&ops);
+  ops.flags = flags;
+  ops.func = &ftjit_bench_count_entry;
+  ops.private_data = &hits;
+  ops.strategy = strategy;
+  include_[0] = pattern.c_str();
+}
+
+Tracer::~Tracer() {
+  if (attached_to_ != nullptr) (void)detach();
+}
+
+ftjit_status Tracer::attach(Engine &engine) {
+  const ftjit_filter filter{include_, 1, nullptr, 0};
+  const ftjit_status status = ftjit_attach(engine.get(), &ops, &filter);
+  if (status == FTJIT_OK) attached_to_ = &engine;
+  return status;
+}
+
+ftjit_status Tracer::detach() {
+  if (attached_to_ == nullptr) return FTJIT_E_NOT_ATTACHED;
+  const ftjit_status status = ftjit_detach(attached_to_->get(), &ops);
+  attached_to_ = nullptr;
+  return status;
+}
+
+}  // namespace ftjit_bench

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+// Declarations of the caller-supplied direct trampolines in direct_tramp.S.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// Bumps ftjit_bench_direct_hits and returns; preserves every argument register.
+void ftjit_bench_direct_tramp();
+// Bumps ftjit_bench_direct_irrelevant_hits and returns.
+void ftjit_bench_direct_tramp_irrelevant();
+
+// Plain (not atomic) counters: written only by the one calling thread.
+extern std::uint64_t ftjit_bench_direct_hits;
+extern std::uint64_t ftjit_bench_direct_irrelevant_hits;
+}

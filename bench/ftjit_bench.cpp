@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// ftjit-bench: measures ftjit's dispatch strategies on this machine (calls),
+// attach/detach over 20k..1M sites (attach) and trampoline sizes (sizes).
+//
+// Output goes to stdout (a table, or one JSON object with --json); progress
+// and log lines go to stderr so the JSON stays parseable. Exit status is 1
+// when any correctness check failed (counters, site counts, attach/detach
+// errors), 2 on bad options.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+
+#ifndef FTJIT_BENCH_SITES_DIR
+#define FTJIT_BENCH_SITES_DIR "."
+#endif
+
+namespace {
+
+using ftjit_bench::BenchOptions;
+using ftjit_bench::Report;
+
+bool wants(const BenchOptions &opts, const char *section) {
+  return std::find(opts.sections.begin(), opts.sections.end(), "all") != opts.sections.end() ||
+         std::find(opts.sections.begin(), opts.sections.end(), section) != opts.sections.end();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  BenchOptions opts;
+  opts.sections = {"all"};
+  opts.sites_dir = FTJIT_BENCH_SITES_DIR;
+  bool json = false;
+  bool verbose = false;
+
+  CLI::App app{"ftjit-bench: dispatch cost, attach time and trampoline size of ftjit"};
+  app.add_option("--section", opts.sections, "Sections to run (repeatable or comma list)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"all", "calls", "attach", "sizes"}))
+      ->capture_default_str();
+  app.add_flag("--json", json, "Print one JSON object instead of tables");
+  app.add_option("--reps", opts.reps, "Repetitions per measurement; rows show the median, min and max")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--calls", opts.calls, "Calls per timed repetition (calls section)")
+      ->check(CLI::Range(100'000L, 1'000'000'000L))
+      ->capture_default_str();
+  app.add_flag("--full", opts.full, "calls: full 6x6 relevant x irrelevant cross product");
+  app.add_option("--strategy", opts.strategies, "calls: strategies to run (default all four)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"list", "call-ops", "generated", "direct"}));
+  app.add_option("--sites", opts.site_sets, "attach: site libraries to use (default every one built)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"20k", "100k", "1m", "1m-clang"}));
+  app.add_option("--sites-dir", opts.sites_dir, "attach: directory of bench_sites_*.so")
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", verbose, "Log progress to stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  // Logs to stderr only: stdout is reserved for the result.
+  auto logger = spdlog::stderr_color_mt("ftjit-bench");
+  logger->set_pattern("[%H:%M:%S.%e] %v");
+  logger->set_level(verbose ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+
+  Report report;
+  report.meta() = ftjit_bench::machine_info();
+  report.meta()
+      .set("api_version", FTJIT_API_VERSION)
+      .set("calls", opts.calls)
+      .set("reps", opts.reps)
+      .set("full", opts.full);
+
+  // sizes and calls first: attach dlopens libraries of up to 1M functions,
+  // and although it closes them, leaving the small sections unaffected by
+  // whatever the loader keeps around is cheaper than arguing it is.
+  if (wants(opts, "sizes")) ftjit_bench::run_sizes_section(opts, report);
+  if (wants(opts, "calls")) ftjit_bench::run_calls_section(opts, report);
+  if (wants(opts, "attach")) ftjit_bench::run_attach_section(opts, report);
+
+  if (json) {
+    report.write_json(stdout);
+  } else {
+    report.write_text(stdout);
+  }
+  std::fflush(stdout);
+  return report.failed() ? 1 : 0;
+}

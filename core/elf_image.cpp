@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: MIT
+// ElfImage::parse: reads headers, __patchable_function_entries and function symbols, trusting no field.
+#include "core/elf_image.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace ftjit {
+namespace {
+
+// Loads go through memcpy of host-order structs; every ISA ftjit supports is
+// little-endian, and big-endian files are rejected before any load.
+static_assert(std::endian::native == std::endian::little,
+              "ElfImage reads little-endian structs in host order");
+
+constexpr std::string_view kPatchableSectionName = "__patchable_function_entries";
+constexpr uint64_t kRecordSize = 8;
+
+// A hostile file can point thousands of symbols at one long string; copying
+// each would allocate quadratically in the file size. Real string tables
+// are shared by few symbols, so a few times the file size is ample.
+constexpr uint64_t kNameBudgetFactor = 4;
+constexpr uint64_t kNameBudgetSlack = uint64_t{1} << 20;
+
+// ============================================================================
+// Messages
+// ============================================================================
+
+std::string hex(uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[19];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = kDigits[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  *--p = 'x';
+  *--p = '0';
+  return std::string(p, buf + sizeof buf);
+}
+
+Error elf_error(std::string what) { return make_error(FTJIT_E_ELF, std::move(what)); }
+
+std::string section_label(uint64_t index, std::string_view name) {
+  std::string s = "section [" + std::to_string(index) + "]";
+  if (!name.empty()) s += " '" + std::string(name) + "'";
+  return s;
+}
+
+// ============================================================================
+// Bounds-checked access
+// ============================================================================
+
+class FileView {
+ public:
+  explicit FileView(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+
+  uint64_t size() const { return bytes_.size(); }
+
+  // Written so that no addition can wrap: offset and length both come from
+  // the file and may be anything.
+  bool contains(uint64_t offset, uint64_t length) const {
+    return offset <= bytes_.size() && length <= bytes_.size() - offset;
+  }
+
+  // Caller has checked contains(offset, sizeof(T)). memcpy because offsets
+  // from the file need not be aligned for T.
+  template <typename T>
+  T load(uint64_t offset) const {
+    T value;
+    std::memcpy(&value, bytes_.data() + offset, sizeof value);
+    return value;
+  }
+
+  std::span<const uint8_t> slice(uint64_t offset, uint64_t length) const {
+    return bytes_.subspan(offset, length);
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+};
+
+// Checks that count entries of entsize bytes at offset lie inside the file.
+// Dividing instead of multiplying keeps a huge count from wrapping around,
+// and it is what bounds every later allocation by the file size.
+Status check_table(const FileView& file, uint64_t offset, uint64_t count,
+                   uint64_t entsize, const char* what) {
+  if (count == 0) return {};
+  if (offset > file.size() || count > (file.size() - offset) / entsize) {
+    return elf_error(std::string(what) + " at offset " + hex(offset) + " with " +
+                     std::to_string(count) + " entries of " + std::to_string(entsize) +
+                     " bytes extends past the end of the file (" +
+                     std::to_string(file.size()) + " bytes)");
+  }
+  return {};
+}
+
+// Two byte ranges [a, a+alen) and [b, b+blen), both already inside the file.
+bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+  return alen != 0 && blen != 0 && a < b + blen && b < a + alen;
+}
+
+Result<std::string_view> string_at(std::span<const uint8_t> table, uint64_t index,
+                                   const std::string& what) {
+  if (index >= table.size()) {
+    return elf_error(what + ": string index " + hex(index) +
+                     " is outside its string table (" + std::to_string(table.size()) +
+                     " bytes)");
+  }
+  const auto* start = table.data() + index;
+  const auto* end = static_cast<const uint8_t*>(std::memchr(start, 0, table.size() - index));
+  if (end == nullptr) {
+    return elf_error(what + ": string at index " + hex(index) +
+                     " is not terminated inside its string table");
+  }
+  return std::string_view(reinterpret_cast<const char*>(start),
+                          static_cast<size_t>(end - start));
+}
+
+// ============================================================================
+// Headers
+// ============================================================================
+
+Result<Elf64_Ehdr> read_elf_header(const FileView& file) {
+  if (file.size() < EI_NIDENT) {
+    return elf_error("file too short for an ELF identification (" +
+                     std::to_string(file.size()) + " bytes)");
+  }
+  auto ident = file.slice(0, EI_NIDENT);
+  if (std::memcmp(ident.data(), ELFMAG, SELFMAG) != 0) {
+    return elf_error("not an ELF file (bad magic)");
+  }
+  if (ident[EI_CLASS] != ELFCLASS64) {
+    return elf_error(ident[EI_CLASS] == ELFCLASS32
+                         ? std::string("ELF32 files are not supported")
+                         : "unknown ELF class " + std::to_string(ident[EI_CLASS]));
+  }
+  if (ident[EI_DATA] != ELFDATA2LSB) {
+    return elf_error(ident[EI_DATA] == ELFDATA2MSB
+                         ? std::string("big-endian ELF files are not supported")
+                         : "unknown ELF data encoding " + std::to_string(ident[EI_DATA]));
+  }
+  if (ident[EI_VERSION] != EV_CURRENT) {
+    return elf_error("unknown ELF version " + std::to_string(ident[EI_VERSION]));
+  }
+  if (!file.contains(0, sizeof(Elf64_Ehdr))) {
+    return elf_error("file truncated inside the ELF header (" +
+                     std::to_string(file.size()) + " of " +
+                     std::to_string(sizeof(Elf64_Ehdr)) + " bytes)");
+  }
+  auto ehdr = file.load<Elf64_Ehdr>(0);
+  if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN) {
+    // Relocatable objects keep section-relative records that only a link
+    // resolves; cores and others have no patchable code of their own.
+    return elf_error("ELF type " + std::to_string(ehdr.e_type) +
+                     " is not an executable or shared object");
+  }
+  return ehdr;
+}
+
+Isa isa_from_machine(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return Isa::kX86_64;
+    case EM_AARCH64: return Isa::kArm64;
+    case EM_RISCV: return Isa::kRiscv64;
+    default: return Isa::kUnknown;
+  }
+}
+
+// The section header table, with its count and string table index resolved
+// through section 0 when they do not fit the ELF header (extended numbering).
+struct SectionTable {
+  std::vector<Elf64_Shdr> headers;
+  uint64_t shstrndx = SHN_UNDEF;
+  uint64_t phnum = 0;  // resolved program header count, PN_XNUM handled
+};
+
+Result<SectionTable> read_section_table(const FileView& file, const Elf64_Ehdr& ehdr) {
+  SectionTable table;
+  table.phnum = ehdr.e_phnum;
+  uint64_t shnum = ehdr.e_shnum;
+  table.shstrndx = ehdr.e_shstrndx;
+
+  if (ehdr.e_shoff == 0) {
+    if (shnum != 0) {
+      return elf_error("e_shnum is " + std::to_string(shnum) + " but e_shoff is 0");
+    }
+    if (table.phnum == PN_XNUM) {
+      return elf_error("e_phnum is PN_XNUM but there is no section 0 to hold the count");
+    }
+    return table;  // no section headers (sstripped): legal, just nothing to find
+  }
+  if (ehdr.e_shentsize != sizeof(Elf64_Shdr)) {
+    return elf_error("e_shentsize is " + std::to_string(ehdr.e_shentsize) + ", expected " +
+                     std::to_string(sizeof(Elf64_Shdr)));
+  }
+  if (ehdr.e_shoff < sizeof(Elf64_Ehdr)) {
+    return elf_error("section header table at " + hex(ehdr.e_shoff) +
+                     " overlaps the ELF header");
+  }
+  FTJIT_TRY(check_table(file, ehdr.e_shoff, 1, sizeof(Elf64_Shdr), "section header table"));
+  auto section0 = file.load<Elf64_Shdr>(ehdr.e_shoff);
+  if (shnum == 0) shnum = section0.sh_size;
+  if (table.shstrndx == SHN_XINDEX) table.shstrndx = section0.sh_link;
+  if (table.phnum == PN_XNUM) table.phnum = section0.sh_info;
+
+  FTJIT_TRY(check_table(file, ehdr.e_shoff, shnum, sizeof(Elf64_Shdr), "section header table"));
+  if (table.shstrndx != SHN_UNDEF && table.shstrndx >= shnum) {
+    return elf_error("section name table index " + std::to_string(table.shstrndx) +
+                     " is out of range (" + std::to_string(shnum) + " sections)");
+  }
+  table.headers.reserve(shnum);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    table.headers.push_back(file.load<Elf64_Shdr>(ehdr.e_shoff + i * sizeof(Elf64_Shdr)));
+  }
+  return table;
+}
+
+Result<std::vector<ElfImage::Segment>> read_load_segments(const FileView& file,
+                                                          const Elf64_Ehdr& ehdr,
+                                                          const SectionTable& sections) {
+  const uint64_t phnum = sections.phnum;
+  std::vector<ElfImage::Segment> segments;
+  if (phnum == 0) return segments;
+  if (ehdr.e_phoff == 0) {
+    return elf_error("e_phnum is " + std::to_string(phnum) + " but e_phoff is 0");
+  }
+  if (ehdr.e_phentsize != sizeof(Elf64_Phdr)) {
+    return elf_error("e_phentsize is " + std::to_string(ehdr.e_phentsize) + ", expected " +
+                     std::to_string(sizeof(Elf64_Phdr)));
+  }
+  if (ehdr.e_phoff < sizeof(Elf64_Ehdr)) {
+    return elf_error("program header table at " + hex(ehdr.e_phoff) +
+                     " overlaps the ELF header");
+  }
+  FTJIT_TRY(check_table(file, ehdr.e_phoff, phnum, sizeof(Elf64_Phdr), "program header table"));
+  if (overlaps(ehdr.e_phoff, phnum * sizeof(Elf64_Phdr), ehdr.e_shoff,
+               sections.headers.size() * sizeof(Elf64_Shdr))) {
+    return elf_error("program header table overlaps the section header table");
+  }
+  for (uint64_t i = 0; i < phnum; ++i) {
+    auto ph = file.load<Elf64_Phdr>(ehdr.e_phoff + i * sizeof(Elf64_Phdr));
+    if (ph.p_type != PT_LOAD) continue;
+    std::string what = "PT_LOAD program header " + std::to_string(i);
+    if (!file.contains(ph.p_offset, ph.p_filesz)) {
+      return elf_error(what + ": file range " + hex(ph.p_offset) + " + " + hex(ph.p_filesz) +
+                       " extends past the end of the file");
+    }
+    if (ph.p_filesz > ph.p_memsz) {
+      return elf_error(what + ": p_filesz " + hex(ph.p_filesz) + " exceeds p_memsz " +
+                       hex(ph.p_memsz));
+    }
+    if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr) {
+      return elf_error(what + ": address range " + hex(ph.p_vaddr) + " + " +
+                       hex(ph.p_memsz) + " wraps around");
+    }
+    segments.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags});
+  }
+  return segments;
+}
+
+// ============================================================================
+// Sections
+// ============================================================================
+
+// The section table after every header was checked against the file.
+class Sections {
+ public:
+  static Result<Sections> check(const FileView& file, SectionTable table, uint64_t shoff) {
+    Sections s(file, std::move(table.headers));
+    const uint64_t count = s.headers_.size();
+    const uint64_t table_bytes = count * sizeof(Elf64_Shdr);
+    if (table.shstrndx != SHN_UNDEF) {
+      const auto& sh = s.headers_[table.shstrndx];
+      if (sh.sh_type == SHT_NOBITS || !file.contains(sh.sh_offset, sh.sh_size)) {
+        return elf_error("section name table [" + std::to_string(table.shstrndx) +
+                         "] at " + hex(sh.sh_offset) + " + " + hex(sh.sh_size) +
+                         " is not inside the file");
+      }
+      s.names_ = file.slice(sh.sh_offset, sh.sh_size);
+    }
+    s.name_views_.resize(count);
+    for (uint64_t i = 1; i < count; ++i) {
+      const auto& sh = s.headers_[i];
+      if (table.shstrndx != SHN_UNDEF) {
+        auto name = string_at(s.names_, sh.sh_name, section_label(i, {}) + " name");
+        FTJIT_TRY(name);
+        s.name_views_[i] = name.value();
+      } else if (sh.sh_name != 0) {
+        return elf_error(section_label(i, {}) + " has a name but the file has no "
+                                                "section name table");
+      }
+      const std::string label = section_label(i, s.name_views_[i]);
+      if (sh.sh_link >= count) {
+        return elf_error(label + ": sh_link " + std::to_string(sh.sh_link) +
+                         " is out of range (" + std::to_string(count) + " sections)");
+      }
+      if (sh.sh_type == SHT_NULL || sh.sh_type == SHT_NOBITS) continue;
+      if (!file.contains(sh.sh_offset, sh.sh_size)) {
+        return elf_error(label + " at " + hex(sh.sh_offset) + " + " + hex(sh.sh_size) +
+                         " extends past the end of the file (" + std::to_string(file.size()) +
+                         " bytes)");
+      }
+      if (overlaps(sh.sh_offset, sh.sh_size, 0, sizeof(Elf64_Ehdr))) {
+        return elf_error(label + " overlaps the ELF header");
+      }
+      if (overlaps(sh.sh_offset, sh.sh_size, shoff, table_bytes)) {
+        return elf_error(label + " overlaps the section header table");
+      }
+    }
+    return s;
+  }
+
+  uint64_t count() const { return headers_.size(); }
+  const Elf64_Shdr& operator[](uint64_t i) const { return headers_[i]; }
+  std::string_view name(uint64_t i) const { return name_views_[i]; }
+  std::string label(uint64_t i) const { return section_label(i, name_views_[i]); }
+
+  // Only valid for sections check() has bounds-checked (not NULL/NOBITS).
+  std::span<const uint8_t> contents(uint64_t i) const {
+    return file_.slice(headers_[i].sh_offset, headers_[i].sh_size);
+  }
+
+ private:
+  Sections(const FileView& file, std::vector<Elf64_Shdr> headers)
+      : file_(file), headers_(std::move(headers)) {}
+
+  FileView file_;
+  std::vector<Elf64_Shdr> headers_;
+  std::span<const uint8_t> names_;
+  std::vector<std::string_view> name_views_;  // view into the file's bytes
+};
+
+// A symbol table section with its string table, both bounds-checked.
+struct SymbolTable {
+  std::span<const uint8_t> entries;
+  std::span<const uint8_t> strings;
+  uint64_t count() const { return entries.size() / sizeof(Elf64_Sym); }
+  Elf64_Sym at(uint64_t i) const {
+    Elf64_Sym sym;
+    std::memcpy(&sym, entries.data() + i * sizeof(Elf64_Sym), sizeof sym);
+    return sym;
+  }
+};
+
+Result<SymbolTable> symbol_table(const Sections& sections, uint64_t index) {
+  const auto& sh = sections[index];
+  const std::string label = sections.label(index);
+  if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) {
+    return elf_error(label + " is not a symbol table (type " + std::to_string(sh.sh_type) + ")");
+  }
+  if (sh.sh_entsize != sizeof(Elf64_Sym)) {
+    return elf_error(label + ": sh_entsize is " + std::to_string(sh.sh_entsize) +
+                     ", expected " + std::to_string(sizeof(Elf64_Sym)));
+  }
+  if (sh.sh_size % sizeof(Elf64_Sym) != 0) {
+    return elf_error(label + ": size " + hex(sh.sh_size) + " is not a multiple of " +
+                     std::to_string(sizeof(Elf64_Sym)));
+  }
+  const auto& strtab = sections[sh.sh_link];  // sh_link range checked by Sections
+  if (strtab.sh_type != SHT_STRTAB) {
+    return elf_error(label + ": sh_link " + std::to_string(sh.sh_link) +
+                     " is not a string table");
+  }
+  return SymbolTable{sections.contents(index), sections.contents(sh.sh_link)};
+}
+
+// ============================================================================
+// Records
+// ============================================================================
+
+struct RecordWord {
+  uint64_t vaddr;  // where the 8-byte word lives
+  uint64_t value;  // what it says, or what its relocation will make it
+};
+
+struct RelocKinds {
+  uint32_t relative;
+  uint32_t abs64;
+};
+
+bool reloc_kinds(Isa isa, RelocKinds* out) {
+  switch (isa) {
+    case Isa::kX86_64: *out = {R_X86_64_RELATIVE, R_X86_64_64}; return true;
+    case Isa::kArm64: *out = {R_AARCH64_RELATIVE, R_AARCH64_ABS64}; return true;
+    case Isa::kRiscv64: *out = {R_RISCV_RELATIVE, R_RISCV_64}; return true;
+    case Isa::kUnknown: break;
+  }
+  return false;
+}
+
+// Overwrites words that a dynamic RELA relocation targets with the
+// link-time value the relocation produces (B = 0). Only SHF_ALLOC RELA
+// sections are read: they are what the loader applies, while non-alloc
+// ones (--emit-relocs) describe a value already in the word.
+Status apply_dynamic_relocations(const Sections& sections, Isa isa,
+                                 std::vector<RecordWord>& words) {
+  RelocKinds kinds;
+  if (words.empty() || !reloc_kinds(isa, &kinds)) return {};
+  for (uint64_t i = 1; i < sections.count(); ++i) {
+    const auto& sh = sections[i];
+    if (sh.sh_type != SHT_RELA || (sh.sh_flags & SHF_ALLOC) == 0 || sh.sh_size == 0) continue;
+    if (sh.sh_entsize != sizeof(Elf64_Rela)) {
+      return elf_error(sections.label(i) + ": sh_entsize is " + std::to_string(sh.sh_entsize) +
+                       ", expected " + std::to_string(sizeof(Elf64_Rela)));
+    }
+    if (sh.sh_size % sizeof(Elf64_Rela) != 0) {
+      return elf_error(sections.label(i) + ": size " + hex(sh.sh_size) +
+                       " is not a multiple of " + std::to_string(sizeof(Elf64_Rela)));
+    }
+    auto bytes = sections.contents(i);
+    const uint64_t count = bytes.size() / sizeof(Elf64_Rela);
+    for (uint64_t r = 0; r < count; ++r) {
+      Elf64_Rela rela;
+      std::memcpy(&rela, bytes.data() + r * sizeof rela, sizeof rela);
+      auto it = std::lower_bound(words.begin(), words.end(), rela.r_offset,
+                                 [](const RecordWord& w, uint64_t a) { return w.vaddr < a; });
+      if (it == words.end() || it->vaddr != rela.r_offset) continue;
+      const uint32_t type = ELF64_R_TYPE(rela.r_info);
+      const uint64_t sym_index = ELF64_R_SYM(rela.r_info);
+      const auto addend = static_cast<uint64_t>(rela.r_addend);
+      if (type == kinds.relative || (type == kinds.abs64 && sym_index == 0)) {
+        it->value = addend;
+      } else if (type == kinds.abs64) {
+        auto symtab = symbol_table(sections, sh.sh_link);
+        FTJIT_TRY(symtab);
+        if (sym_index >= symtab->count()) {
+          return elf_error(sections.label(i) + ": relocation " + std::to_string(r) +
+                           " names symbol " + std::to_string(sym_index) + " of " +
+                           std::to_string(symtab->count()));
+        }
+        auto sym = symtab->at(sym_index);
+        // An undefined symbol resolves in another object; a record of this
+        // module cannot point there, so the word is left as the file has it.
+        if (sym.st_shndx != SHN_UNDEF) it->value = sym.st_value + addend;
+      }
+    }
+  }
+  return {};
+}
+
+bool in_executable_segment(const std::vector<ElfImage::Segment>& segments, uint64_t vaddr) {
+  if (segments.empty()) return true;  // nothing to judge by
+  return std::any_of(segments.begin(), segments.end(), [vaddr](const ElfImage::Segment& s) {
+    return (s.flags & PF_X) != 0 && vaddr >= s.vaddr && vaddr - s.vaddr < s.memsz;
+  });
+}
+
+Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
+                                           const std::vector<ElfImage::Segment>& segments,
+                                           bool* has_section) {
+  std::vector<RecordWord> words;
+  for (uint64_t i = 1; i < sections.count(); ++i) {
+    if (sections.name(i) != kPatchableSectionName) continue;
+    *has_section = true;
+    const auto& sh = sections[i];
+    const std::string label = sections.label(i);
+    if (sh.sh_type == SHT_NOBITS) {
+      return elf_error(label + " has no contents in the file (SHT_NOBITS)");
+    }
+    if (sh.sh_size % kRecordSize != 0) {
+      return elf_error(label + ": size " + hex(sh.sh_size) + " is not a multiple of 8");
+    }
+    if (sh.sh_addr + sh.sh_size < sh.sh_addr) {
+      return elf_error(label + ": address range " + hex(sh.sh_addr) + " + " + hex(sh.sh_size) +
+                       " wraps around");
+    }
+    auto bytes = sections.contents(i);
+    for (uint64_t off = 0; off < bytes.size(); off += kRecordSize) {
+      uint64_t value;
+      std::memcpy(&value, bytes.data() + off, sizeof value);
+      words.push_back({sh.sh_addr + off, value});
+    }
+  }
+  std::stable_sort(words.begin(), words.end(),
+                   [](const RecordWord& a, const RecordWord& b) { return a.vaddr < b.vaddr; });
+  FTJIT_TRY(apply_dynamic_relocations(sections, isa, words));
+
+  std::vector<uint64_t> records;
+  records.reserve(words.size());
+  for (const auto& w : words) {
+    // A zero word is the record of a function the linker dropped.
+    if (w.value != 0 && in_executable_segment(segments, w.value)) records.push_back(w.value);
+  }
+  std::sort(records.begin(), records.end());
+  records.erase(std::unique(records.begin(), records.end()), records.end());
+  return records;
+}
+
+// ============================================================================
+// Symbols
+// ============================================================================
+
+int binding_rank(unsigned char info) {
+  switch (ELF64_ST_BIND(info)) {
+    case STB_GLOBAL: return 0;
+    case STB_WEAK: return 1;
+    case STB_LOCAL: return 3;
+    default: return 2;  // GNU_UNIQUE and OS-specific: visible, but unusual
+  }
+}
+
+Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections) {
+  uint64_t index = 0;
+  for (unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (uint64_t i = 1; i < sections.count() && index == 0; ++i) {
+      if (sections[i].sh_type == type && sections[i].sh_size != 0) index = i;
+    }
+    if (index != 0) break;
+  }
+  std::vector<ElfSymbol> functions;
+  if (index == 0) return functions;
+
+  auto table = symbol_table(sections, index);
+  FTJIT_TRY(table);
+  const std::string label = sections.label(index);
+  const uint64_t budget = kNameBudgetFactor * file.size() + kNameBudgetSlack;
+  uint64_t name_bytes = 0;
+
+  std::vector<std::pair<int, ElfSymbol>> ranked;
+  for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
+    auto sym = table->at(i);
+    const unsigned type = ELF64_ST_TYPE(sym.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
+    auto name = string_at(table->strings, sym.st_name, label + " symbol " + std::to_string(i));
+    FTJIT_TRY(name);
+    name_bytes += name->size();
+    if (name_bytes > budget) {
+      return elf_error(label + ": function names total more than " + std::to_string(budget) +
+                       " bytes, too many for a " + std::to_string(file.size()) +
+                       "-byte file");
+    }
+    ranked.push_back({binding_rank(sym.st_info),
+                      ElfSymbol{sym.st_value, sym.st_size, std::string(name.value())}});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (a.second.value != b.second.value) return a.second.value < b.second.value;
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.name < b.second.name;
+  });
+  functions.reserve(ranked.size());
+  for (auto& r : ranked) functions.push_back(std::move(r.second));
+  return functions;
+}
+
+}  // namespace
+
+// ============================================================================
+// ElfImage
+// ============================================================================
+
+Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) {
+  FileView file(bytes);
+  auto ehdr = read_elf_header(file);
+  FTJIT_TRY(ehdr);
+  auto table = read_section_table(file, ehdr.value());
+  FTJIT_TRY(table);
+  auto segments = read_load_segments(file, ehdr.value(), table.value());
+  FTJIT_TRY(segments);
+  auto sections = Sections::check(file, std::move(table.value()), ehdr->e_shoff);
+  FTJIT_TRY(sections);
+
+  ElfImage img;
+  img.isa_ = isa_from_machine(ehdr->e_machine);
+  img.dynamic_ = ehdr->e_type == ET_DYN;
+  img.segments_ = std::move(segments.value());
+  auto records = read_records(sections.value(), img.isa_, img.segments_,
+                              &img.has_patchable_section_);
+  FTJIT_TRY(records);
+  img.records_ = std::move(records.value());
+  auto functions = read_functions(file, sections.value());
+  FTJIT_TRY(functions);
+  img.functions_ = std::move(functions.value());
+  return img;
+}
+
+const ElfSymbol* ElfImage::function_at(uint64_t vaddr) const {
+  auto it = std::lower_bound(functions_.begin(), functions_.end(), vaddr,
+                             [](const ElfSymbol& s, uint64_t v) { return s.value < v; });
+  return it != functions_.end() && it->value == vaddr ? &*it : nullptr;
+}
+
+}  // namespace ftjit

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// ElfImage: a bounds-checked reader for the parts of an ELF64 LE file that discovery needs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/site.h"
+
+namespace ftjit {
+
+// A function symbol (STT_FUNC or STT_GNU_IFUNC, defined in this file).
+struct ElfSymbol {
+  uint64_t value = 0;  // link-time virtual address
+  uint64_t size = 0;
+  std::string name;    // as in the string table (mangled for C++)
+};
+
+// What discovery reads from one linked ELF64 little-endian file
+// (ET_EXEC or ET_DYN). parse() copies everything it keeps, so the bytes it
+// was given may be unmapped as soon as it returns.
+//
+// The parser treats its input as hostile: every offset, size, count and
+// string index is checked against the file before it is used, counts are
+// bounded by the file size, and every violation becomes an FTJIT_E_ELF
+// error naming the field, never a crash or an allocation larger than a
+// small multiple of the input.
+class ElfImage {
+ public:
+  // One PT_LOAD program header.
+  struct Segment {
+    uint64_t vaddr = 0;
+    uint64_t memsz = 0;
+    uint64_t offset = 0;
+    uint64_t filesz = 0;
+    uint32_t flags = 0;  // PF_R | PF_W | PF_X
+  };
+
+  // Parses a whole file. Fails with FTJIT_E_ELF if the bytes are not an
+  // ELF64 little-endian executable or shared object, or if any header,
+  // table or string the parser needs is truncated or inconsistent.
+  [[nodiscard]] static Result<ElfImage> parse(std::span<const uint8_t> file);
+
+  // ISA from e_machine; Isa::kUnknown for machines ftjit has no backend for.
+  Isa isa() const { return isa_; }
+
+  // True for ET_DYN (PIE executables and shared objects), whose link-time
+  // addresses must be shifted by the load bias.
+  bool is_dynamic() const { return dynamic_; }
+
+  // True if at least one section is named __patchable_function_entries,
+  // even if it holds no usable record.
+  bool has_patchable_section() const { return has_patchable_section_; }
+
+  // Link-time address of the first NOP of every sled, sorted and without
+  // duplicates. A record's value is its 8-byte word, or the addend of a
+  // dynamic RELA relocation of that word when there is one (PIE/.so files
+  // leave the word 0). Records that point outside every executable PT_LOAD
+  // segment (e.g. 0, left by a function the linker discarded) are dropped,
+  // so that no caller ever patches an address that is not code.
+  const std::vector<uint64_t>& patchable_records() const { return records_; }
+
+  // Defined function symbols from .symtab, or from .dynsym when the file is
+  // stripped. Sorted by value; symbols at the same value are ordered
+  // GLOBAL, WEAK, LOCAL, then by name, so the first one is the best name.
+  const std::vector<ElfSymbol>& functions() const { return functions_; }
+
+  // The preferred symbol whose value is exactly vaddr, or nullptr.
+  const ElfSymbol* function_at(uint64_t vaddr) const;
+
+  // Every PT_LOAD segment, in program header order.
+  const std::vector<Segment>& load_segments() const { return segments_; }
+
+ private:
+  Isa isa_ = Isa::kUnknown;
+  bool dynamic_ = false;
+  bool has_patchable_section_ = false;
+  std::vector<uint64_t> records_;
+  std::vector<ElfSymbol> functions_;
+  std::vector<Segment> segments_;
+};
+
+}  // namespace ftjit

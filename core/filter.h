@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// A compiled site filter: include and exclude globs, each optionally scoped
+// to a module ("libfoo.so!bar_*").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ftjit {
+
+struct NamePattern {
+  std::string module;  // glob over the module's basename; empty = any
+  std::string name;    // glob over the mangled or the demangled name
+};
+
+class Filter {
+ public:
+  // Parses "GLOB" and "MODULE!GLOB" patterns. An empty pattern is an error.
+  static Result<Filter> compile(const std::vector<std::string>& include,
+                                const std::vector<std::string>& exclude);
+
+  // True if the site passes: some include matches (or there are none) and
+  // no exclude matches.
+  bool matches(std::string_view module_base, std::string_view name,
+               std::string_view demangled) const;
+
+  const std::vector<NamePattern>& includes() const { return include_; }
+  const std::vector<NamePattern>& excludes() const { return exclude_; }
+
+  // "include: a, b; exclude: c" for messages.
+  std::string describe() const;
+
+ private:
+  static bool match_one(const NamePattern& p, std::string_view module_base,
+                        std::string_view name, std::string_view demangled);
+  std::vector<NamePattern> include_;
+  std::vector<NamePattern> exclude_;
+};
+
+// The file name part of a path ("/usr/lib/libc.so.6" -> "libc.so.6").
+std::string_view path_basename(std::string_view path);
+
+}  // namespace ftjit

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* ftjit embedding API (C): attach tracer callbacks to the patchable function
+ * entries of the calling process.
+ *
+ * Threading: every ftjit_* function here may be called from any thread; the
+ * engine serialises control operations internally. Callbacks run on the
+ * traced thread, inside the traced function's entry, before its first
+ * instruction. A callback must not assume it runs alone, must not throw, and
+ * must not itself be traced by the ops it belongs to (ftjit does not guard
+ * against recursion at this layer).
+ *
+ * Lifetime: after ftjit_detach() returns, no thread is inside a trampoline
+ * or callback of that ops any more (ftjit waits for a grace period), so the
+ * ops and its private data may be freed. */
+#ifndef FTJIT_FTJIT_H
+#define FTJIT_FTJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FTJIT_API_VERSION 1
+
+/* Status codes. FTJIT_OK is zero; every failing call also leaves a message
+ * for ftjit_last_error() on the calling thread. */
+typedef enum ftjit_status {
+  FTJIT_OK = 0,
+  FTJIT_E_INVALID_ARGUMENT = 1,
+  FTJIT_E_NO_MATCH = 2,          /* the filter selects no patchable site */
+  FTJIT_E_NOT_PATCHABLE = 3,     /* a named function has no patchable entry */
+  FTJIT_E_ALREADY_ATTACHED = 4,  /* this ops is attached already */
+  FTJIT_E_NOT_ATTACHED = 5,      /* detach/set_filter of an ops not attached */
+  FTJIT_E_UNEXPECTED_BYTES = 6,  /* a sled is not what the layout promises */
+  FTJIT_E_OUT_OF_RANGE = 7,      /* no trampoline memory within branch reach */
+  FTJIT_E_UNSUPPORTED = 8,       /* strategy/layout combination not possible */
+  FTJIT_E_NO_SITES = 9,          /* no loaded module has patchable entries */
+  FTJIT_E_SYSTEM = 10,           /* an OS call failed (errno in the message) */
+  FTJIT_E_ELF = 11,              /* a module's ELF file could not be parsed */
+  FTJIT_E_INTERNAL = 12
+} ftjit_status;
+
+/* How a site reaches the ops' callback (see DESIGN.md, "Dispatch"). */
+typedef enum ftjit_strategy {
+  FTJIT_STRATEGY_AUTO = 0,      /* chosen per site by the engine */
+  FTJIT_STRATEGY_LIST = 1,      /* shared trampoline walks every list ops */
+  FTJIT_STRATEGY_CALL_OPS = 2,  /* shared trampoline loads the site's slot */
+  FTJIT_STRATEGY_GENERATED = 3, /* per-ops JIT trampoline, ops baked in */
+  FTJIT_STRATEGY_DIRECT = 4     /* the site calls ops->direct_trampoline */
+} ftjit_strategy;
+
+/* Registers at the traced function's entry, saved by the trampoline. A
+ * callback may change arg[]; the new values are what the function sees.
+ *   x86-64: arg[0..5] = rdi rsi rdx rcx r8 r9, arg[6] = rax (vararg count),
+ *           arg[7] = r10 (static chain).
+ * fp[] holds xmm0-7 only when the ops did not set FTJIT_OPS_F_NO_FP. */
+typedef struct ftjit_regs {
+  uint64_t arg[8];
+  uint64_t direct;   /* engine-internal: direct trampoline to continue to */
+  uint64_t sp;       /* stack pointer at the traced function's entry */
+  uint8_t fp[8][16];
+} ftjit_regs;
+
+struct ftjit_ops;
+
+/* ip: the traced function's entry address. parent_ip: its return address. */
+typedef void (*ftjit_func_t)(uint64_t ip, uint64_t parent_ip,
+                             struct ftjit_ops *ops, ftjit_regs *regs);
+
+/* Ops flags. */
+#define FTJIT_OPS_F_NO_FP 0x1u /* callback never touches vector/FP state:
+                                  the trampoline skips saving xmm0-7 */
+
+/* One tracer registration. Initialise with ftjit_ops_init(); the caller owns
+ * the memory and must keep it alive until ftjit_detach() returns. `func` is
+ * read at attach time (generated trampolines bake it in). */
+typedef struct ftjit_ops {
+  uint32_t struct_size;             /* sizeof(ftjit_ops), set by init */
+  uint32_t flags;                   /* FTJIT_OPS_F_* */
+  ftjit_func_t func;                /* must stay at offset 8: trampolines
+                                       load it from there */
+  void *private_data;               /* for the callback, untouched by ftjit */
+  ftjit_strategy strategy;          /* AUTO by default */
+  const void *direct_trampoline;    /* FTJIT_STRATEGY_DIRECT only: code the
+                                       site calls; it must preserve argument
+                                       registers and return with `ret` */
+  void *internal;                   /* engine-owned; do not touch */
+} ftjit_ops;
+
+/* A filter over sites. Each pattern is a glob (`*`, `?`, `[...]`) over the
+ * mangled or the demangled name, optionally prefixed with `MODULE!` where
+ * MODULE is a glob over the module's file name (basename). An empty include
+ * list means "every site". */
+typedef struct ftjit_filter {
+  const char *const *include;
+  size_t n_include;
+  const char *const *exclude;
+  size_t n_exclude;
+} ftjit_filter;
+
+typedef struct ftjit_engine ftjit_engine;
+
+typedef struct ftjit_engine_options {
+  uint32_t struct_size;           /* sizeof(ftjit_engine_options) */
+  ftjit_strategy default_strategy; /* for ops whose strategy is AUTO */
+} ftjit_engine_options;
+
+/* Engine statistics (monotonic counters since create). */
+typedef struct ftjit_stats {
+  uint64_t sites;             /* patchable sites discovered */
+  uint64_t sites_enabled;     /* sites currently calling a trampoline */
+  uint64_t batches;           /* patch batches applied */
+  uint64_t syncs;             /* core-serialising syncs issued */
+  uint64_t last_batch_syncs;  /* syncs of the most recent batch */
+  uint64_t last_batch_sites;  /* sites written by the most recent batch */
+  uint64_t trampolines;       /* live trampolines */
+  uint64_t trampoline_bytes;  /* code bytes of live trampolines */
+  uint64_t traps_emulated;    /* int3 hits emulated during batches */
+  uint64_t grace_periods;
+  uint64_t sync_fallbacks;    /* syncs done without membarrier */
+} ftjit_stats;
+
+void ftjit_engine_options_init(ftjit_engine_options *opts);
+void ftjit_ops_init(ftjit_ops *ops);
+
+/* Creates an engine for this process, discovering the sites of every
+ * loaded module. Returns NULL on failure (see ftjit_last_error()). Only one
+ * engine may exist per process at a time. */
+ftjit_engine *ftjit_engine_create(const ftjit_engine_options *opts);
+/* Detaches every ops, restores every site, frees the engine. */
+void ftjit_engine_destroy(ftjit_engine *engine);
+
+/* Re-reads the list of loaded modules (after dlopen). Returns the number of
+ * new sites found, or -1 on error. */
+long ftjit_refresh_modules(ftjit_engine *engine);
+
+ftjit_status ftjit_attach(ftjit_engine *engine, ftjit_ops *ops,
+                          const ftjit_filter *filter);
+ftjit_status ftjit_set_filter(ftjit_engine *engine, ftjit_ops *ops,
+                              const ftjit_filter *filter);
+ftjit_status ftjit_detach(ftjit_engine *engine, ftjit_ops *ops);
+
+/* Number of sites the ops is attached to, or -1 if it is not attached. */
+long ftjit_ops_site_count(ftjit_engine *engine, const ftjit_ops *ops);
+
+void ftjit_get_stats(ftjit_engine *engine, ftjit_stats *out);
+
+/* The message of the last failing call on this thread ("" if none). */
+const char *ftjit_last_error(void);
+const char *ftjit_status_name(ftjit_status status);
+const char *ftjit_strategy_name(ftjit_strategy strategy);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FTJIT_FTJIT_H */

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// The C API: status codes out, messages through ftjit_last_error().
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ftjit/ftjit.h"
+#include "runtime/engine.h"
+
+struct ftjit_engine {
+  std::unique_ptr<ftjit::Engine> engine;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+ftjit_status fail(const ftjit::Error& e) {
+  t_last_error = e.message;
+  return e.code;
+}
+
+ftjit_status report(const ftjit::Status& st) {
+  if (st.ok()) return FTJIT_OK;
+  return fail(st.error());
+}
+
+ftjit::Result<ftjit::Filter> to_filter(const ftjit_filter* f) {
+  std::vector<std::string> inc, exc;
+  if (f != nullptr) {
+    if ((f->n_include && !f->include) || (f->n_exclude && !f->exclude)) {
+      return ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "filter has a count but no array");
+    }
+    for (size_t i = 0; i < f->n_include; ++i) {
+      if (!f->include[i]) return ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "null include pattern");
+      inc.emplace_back(f->include[i]);
+    }
+    for (size_t i = 0; i < f->n_exclude; ++i) {
+      if (!f->exclude[i]) return ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "null exclude pattern");
+      exc.emplace_back(f->exclude[i]);
+    }
+  }
+  return ftjit::Filter::compile(inc, exc);
+}
+
+}  // namespace
+
+extern "C" {
+
+void ftjit_engine_options_init(ftjit_engine_options* opts) {
+  std::memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+  opts->default_strategy = FTJIT_STRATEGY_AUTO;
+}
+
+void ftjit_ops_init(ftjit_ops* ops) {
+  std::memset(ops, 0, sizeof *ops);
+  ops->struct_size = sizeof *ops;
+  ops->strategy = FTJIT_STRATEGY_AUTO;
+}
+
+ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
+  ftjit_engine_options o;
+  ftjit_engine_options_init(&o);
+  if (opts != nullptr) {
+    if (opts->struct_size < sizeof o) {
+      fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine options from a newer or broken caller"));
+      return nullptr;
+    }
+    o = *opts;
+  }
+  auto e = ftjit::Engine::create(o);
+  if (!e) {
+    fail(e.error());
+    return nullptr;
+  }
+  return new ftjit_engine{std::move(e.value())};
+}
+
+void ftjit_engine_destroy(ftjit_engine* engine) { delete engine; }
+
+long ftjit_refresh_modules(ftjit_engine* engine) {
+  if (engine == nullptr) return -1;
+  auto r = engine->engine->refresh_modules();
+  if (!r) {
+    fail(r.error());
+    return -1;
+  }
+  return static_cast<long>(r.value());
+}
+
+ftjit_status ftjit_attach(ftjit_engine* engine, ftjit_ops* ops, const ftjit_filter* filter) {
+  if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
+  auto f = to_filter(filter);
+  if (!f) return fail(f.error());
+  return report(engine->engine->attach(ops, f.value()));
+}
+
+ftjit_status ftjit_set_filter(ftjit_engine* engine, ftjit_ops* ops, const ftjit_filter* filter) {
+  if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
+  auto f = to_filter(filter);
+  if (!f) return fail(f.error());
+  return report(engine->engine->set_filter(ops, f.value()));
+}
+
+ftjit_status ftjit_detach(ftjit_engine* engine, ftjit_ops* ops) {
+  if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
+  return report(engine->engine->detach(ops));
+}
+
+long ftjit_ops_site_count(ftjit_engine* engine, const ftjit_ops* ops) {
+  return engine ? engine->engine->site_count(ops) : -1;
+}
+
+void ftjit_get_stats(ftjit_engine* engine, ftjit_stats* out) {
+  if (engine == nullptr || out == nullptr) return;
+  *out = engine->engine->stats();
+}
+
+const char* ftjit_last_error(void) { return t_last_error.c_str(); }
+
+const char* ftjit_status_name(ftjit_status status) {
+  switch (status) {
+    case FTJIT_OK: return "ok";
+    case FTJIT_E_INVALID_ARGUMENT: return "invalid-argument";
+    case FTJIT_E_NO_MATCH: return "no-match";
+    case FTJIT_E_NOT_PATCHABLE: return "not-patchable";
+    case FTJIT_E_ALREADY_ATTACHED: return "already-attached";
+    case FTJIT_E_NOT_ATTACHED: return "not-attached";
+    case FTJIT_E_UNEXPECTED_BYTES: return "unexpected-bytes";
+    case FTJIT_E_OUT_OF_RANGE: return "out-of-range";
+    case FTJIT_E_UNSUPPORTED: return "unsupported";
+    case FTJIT_E_NO_SITES: return "no-sites";
+    case FTJIT_E_SYSTEM: return "system";
+    case FTJIT_E_ELF: return "elf";
+    case FTJIT_E_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+const char* ftjit_strategy_name(ftjit_strategy strategy) {
+  switch (strategy) {
+    case FTJIT_STRATEGY_AUTO: return "auto";
+    case FTJIT_STRATEGY_LIST: return "list";
+    case FTJIT_STRATEGY_CALL_OPS: return "call-ops";
+    case FTJIT_STRATEGY_GENERATED: return "generated";
+    case FTJIT_STRATEGY_DIRECT: return "direct";
+  }
+  return "unknown";
+}
+
+}  // extern "C"

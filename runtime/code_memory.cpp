@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+// memfd-backed dual mappings for module text and for trampolines.
+#include "runtime/code_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+namespace ftjit {
+namespace {
+
+Error sys_error(const std::string& what) {
+  return make_error(FTJIT_E_SYSTEM, what + ": " + strerror(errno));
+}
+
+// A memfd that may be mapped executable. Newer kernels want MFD_EXEC said
+// out loud when vm.memfd_noexec is set; older ones reject the flag.
+int make_exec_memfd(const char* name, size_t size) {
+  int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_EXEC));
+  if (fd < 0 && errno == EINVAL) fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC));
+  if (fd < 0) return -1;
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// TextAlias
+// ---------------------------------------------------------------------------
+
+Result<ExecMapping> find_exec_mapping(uint64_t addr) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    uint64_t lo, hi, off;
+    char perms[8] = {};
+    int path_at = 0;
+    if (sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &lo, &hi,
+               perms, &off, &path_at) < 4) {
+      continue;
+    }
+    if (addr < lo || addr >= hi) continue;
+    if (perms[2] != 'x') {
+      return make_error(FTJIT_E_INTERNAL, "address is not in an executable mapping");
+    }
+    ExecMapping m{lo, hi, off, path_at > 0 ? line.substr(static_cast<size_t>(path_at)) : ""};
+    return m;
+  }
+  return make_error(FTJIT_E_INTERNAL, "address is not mapped");
+}
+
+Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, std::string path,
+                                                     uint64_t file_offset) {
+  size_t size = hi - lo;
+  int fd = make_exec_memfd("ftjit-text", size);
+  if (fd < 0) return sys_error("memfd_create for module text");
+  void* rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (rw == MAP_FAILED) {
+    close(fd);
+    return sys_error("mmap of the text alias");
+  }
+  std::memcpy(rw, reinterpret_cast<const void*>(lo), size);
+  // Replacing the mapping is atomic for the other threads: a fault on the
+  // range waits for the mmap lock and then finds identical bytes.
+  void* rx = mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED,
+                  fd, 0);
+  int e = errno;
+  close(fd);
+  if (rx == MAP_FAILED) {
+    munmap(rw, size);
+    errno = e;
+    return sys_error("mmap of module text onto its alias");
+  }
+  std::unique_ptr<TextAlias> t(new TextAlias());
+  t->lo_ = lo;
+  t->hi_ = hi;
+  t->rw_ = static_cast<uint8_t*>(rw);
+  t->path_ = std::move(path);
+  t->file_offset_ = file_offset;
+  return t;
+}
+
+void TextAlias::restore_file_mapping() {
+  if (path_.empty() || path_[0] != '/') return;
+  int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  size_t size = hi_ - lo_;
+  void* file = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(file_offset_));
+  if (file != MAP_FAILED) {
+    if (std::memcmp(file, rw_, size) == 0) {
+      mmap(reinterpret_cast<void*>(lo_), size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd,
+           static_cast<off_t>(file_offset_));
+    }
+    munmap(file, size);
+  }
+  close(fd);
+}
+
+TextAlias::~TextAlias() {
+  if (rw_ != nullptr) munmap(rw_, hi_ - lo_);
+}
+
+// ---------------------------------------------------------------------------
+// CodeArena
+// ---------------------------------------------------------------------------
+
+Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t reach,
+                                                          size_t size) {
+  size = (size + page_size() - 1) & ~(page_size() - 1);
+  int fd = make_exec_memfd("ftjit-trampolines", size);
+  if (fd < 0) return sys_error("memfd_create for trampolines");
+  void* rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (rw == MAP_FAILED) {
+    close(fd);
+    return sys_error("mmap of trampoline alias");
+  }
+  // Probe hints outwards from `near`, below first (where the gap before a
+  // PIE or a library usually is), in 32 MiB steps, until within reach.
+  const uint64_t step = 32ull << 20;
+  const uint64_t limit = static_cast<uint64_t>(reach) - size - (64ull << 20);
+  void* rx = MAP_FAILED;
+  for (uint64_t dist = step; dist < limit && rx == MAP_FAILED; dist += step) {
+    for (int dir = 0; dir < 2 && rx == MAP_FAILED; ++dir) {
+      uint64_t hint = dir == 0 ? near - dist : near + dist;
+      if (dir == 0 && dist > near) continue;
+      hint &= ~(uint64_t{page_size()} - 1);
+      void* p = mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
+                     MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+      if (p == MAP_FAILED) continue;
+      if (p != reinterpret_cast<void*>(hint)) {  // old kernels treat it as a hint
+        munmap(p, size);
+        continue;
+      }
+      rx = p;
+    }
+  }
+  close(fd);
+  if (rx == MAP_FAILED) {
+    munmap(rw, size);
+    return make_error(FTJIT_E_OUT_OF_RANGE, "no free address range within branch reach of 0x" +
+                                                [&] {
+                                                  char b[24];
+                                                  snprintf(b, sizeof b, "%" PRIx64, near);
+                                                  return std::string(b);
+                                                }());
+  }
+  std::unique_ptr<CodeArena> a(new CodeArena());
+  a->rx_ = reinterpret_cast<uint64_t>(rx);
+  a->rw_ = static_cast<uint8_t*>(rw);
+  a->size_ = size;
+  a->free_.push_back({a->rx_, size});
+  // Fill with int3 so a stray jump into unused space traps loudly.
+  std::memset(rw, 0xcc, size);
+  return a;
+}
+
+CodeArena::~CodeArena() {
+  if (rw_ != nullptr) {
+    munmap(rw_, size_);
+    munmap(reinterpret_cast<void*>(rx_), size_);
+  }
+}
+
+bool CodeArena::reaches(uint64_t addr, int64_t reach) const {
+  auto dist = [&](uint64_t a) {
+    return a > addr ? static_cast<int64_t>(a - addr) : static_cast<int64_t>(addr - a);
+  };
+  return dist(rx_) < reach && dist(rx_ + size_) < reach;
+}
+
+uint64_t CodeArena::allocate(size_t n, size_t align) {
+  n = (n + align - 1) & ~(align - 1);
+  for (size_t i = 0; i < free_.size(); ++i) {
+    Block& b = free_[i];
+    uint64_t start = (b.addr + align - 1) & ~(uint64_t{align} - 1);
+    if (start + n > b.addr + b.size) continue;
+    uint64_t end = start + n;
+    Block tail{end, static_cast<size_t>(b.addr + b.size - end)};
+    if (start > b.addr) {
+      b.size = start - b.addr;
+      if (tail.size > 0) free_.insert(free_.begin() + static_cast<long>(i) + 1, tail);
+    } else if (tail.size > 0) {
+      b = tail;
+    } else {
+      free_.erase(free_.begin() + static_cast<long>(i));
+    }
+    used_.push_back({start, n});
+    return start;
+  }
+  return 0;
+}
+
+void CodeArena::free(uint64_t addr) {
+  auto it = std::find_if(used_.begin(), used_.end(), [&](const Block& b) { return b.addr == addr; });
+  if (it == used_.end()) return;
+  Block blk = *it;
+  used_.erase(it);
+  std::memset(rw(blk.addr), 0xcc, blk.size);
+  auto pos = std::lower_bound(free_.begin(), free_.end(), blk.addr,
+                              [](const Block& b, uint64_t a) { return b.addr < a; });
+  pos = free_.insert(pos, blk);
+  // Coalesce with neighbours.
+  if (pos + 1 != free_.end() && pos->addr + pos->size == (pos + 1)->addr) {
+    pos->size += (pos + 1)->size;
+    free_.erase(pos + 1);
+  }
+  if (pos != free_.begin() && (pos - 1)->addr + (pos - 1)->size == pos->addr) {
+    (pos - 1)->size += pos->size;
+    free_.erase(pos);
+  }
+}
+
+}  // namespace ftjit

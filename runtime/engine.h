@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// The in-process engine: sites of every loaded module, the ops attached to
+// them, and the commit of every change (plan in core/, encode in the
+// backend, write here). One engine per process.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/error.h"
+#include "core/filter.h"
+#include "core/planner.h"
+#include "core/site.h"
+#include "ftjit/ftjit.h"
+#include "runtime/code_memory.h"
+#include "runtime/dispatch.h"
+#include "runtime/patcher.h"
+#include "runtime/sync.h"
+
+namespace ftjit {
+
+struct OpsRecord;
+
+// The ops attached to one site, in attach order. Inline room for one: most
+// sites carry one ops, and a million sites must not mean a million vectors.
+class SiteOps {
+ public:
+  size_t size() const { return rest_ ? rest_->size() : (one_ ? 1 : 0); }
+  bool empty() const { return size() == 0; }
+  OpsRecord* operator[](size_t i) const { return rest_ ? (*rest_)[i] : one_; }
+  void add(OpsRecord* r);
+  void remove(OpsRecord* r);
+
+ private:
+  OpsRecord* one_ = nullptr;
+  std::unique_ptr<std::vector<OpsRecord*>> rest_;
+};
+
+// What the engine keeps per site (ftrace: dyn_ftrace).
+struct SiteRecord {
+  uint64_t entry = 0;
+  uint32_t module = 0;
+  uint32_t prefix_bytes = 0;
+  bool has_slot = false;       // aligned 8-byte ops slot before the entry
+  bool usable = false;         // the entry holds a sled we know
+  bool initialized = false;    // the sled has been turned into one NOP
+  SledKind original_kind = SledKind::kUnknown;
+  uint8_t original[8] = {};    // entry bytes as discovered
+  uint64_t original_slot = 0;  // slot bytes as discovered
+  std::string name;
+  std::string demangled;
+  SiteOps ops;                 // desired
+  SiteTarget applied;          // what the site calls / its slot holds now
+  Route route = Route::kNone;  // the route `applied` implements
+  SiteMux* mux = nullptr;      // published multiplexer, if route is a mux
+  CodeArena* arena = nullptr;  // trampoline memory within reach
+};
+
+struct OpsRecord {
+  ftjit_ops* ops = nullptr;
+  ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // resolved against the engine default
+  Filter filter;
+  std::vector<uint32_t> sites;  // sorted site indices
+  std::map<CodeArena*, uint64_t> generated;  // its trampoline in each arena
+  std::unique_ptr<IpSet> ips;   // published when it serves a list-routed site
+};
+
+struct ModuleRecord {
+  std::string path;
+  std::string base;  // basename, what filters match
+  uint64_t load_bias = 0;
+};
+
+// A read-only view of one site for status output and tests.
+struct SiteInfo {
+  uint64_t entry;
+  const std::string* name;
+  const std::string* demangled;
+  const std::string* module;
+  Route route;
+  uint64_t call_target;
+  size_t n_ops;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const ftjit_engine_options& options);
+  ~Engine();
+
+  // Attaches `ops` to the sites `filter` selects. Fails, changing nothing, if
+  // the filter selects nothing, the ops is attached already, a strategy
+  // cannot serve a selected site, or a selected sled is not as expected.
+  Status attach(ftjit_ops* ops, const Filter& filter);
+  // Changes the sites of an attached ops; same failure rules as attach.
+  Status set_filter(ftjit_ops* ops, const Filter& filter);
+  // Detaches `ops` and waits for a grace period before returning.
+  Status detach(ftjit_ops* ops);
+  // Re-reads loaded modules; returns the number of new sites.
+  Result<size_t> refresh_modules();
+
+  long site_count(const ftjit_ops* ops) const;
+  ftjit_stats stats() const;
+  std::vector<SiteInfo> sites() const;
+  const Backend& backend() const { return backend_; }
+
+ private:
+  Engine(const Backend& backend, const ftjit_engine_options& options);
+  Status add_modules(std::vector<DiscoveredModule> modules);
+  Result<std::vector<uint32_t>> select_sites(const Filter& filter) const;
+  Status commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
+                const std::vector<uint32_t>& new_sites);
+  Status restore_original_sleds();
+  Result<CodeArena*> arena_for(uint64_t entry);
+  Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
+  Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
+  Result<uint8_t*> writable(uint64_t addr, size_t n);
+  Insn encoded(const SiteRecord& s, uint64_t call) const;
+  Status release_after_grace();
+  bool in_trampoline_memory(uint64_t pc) const;
+  OpsRecord* find(const ftjit_ops* ops) const;
+
+  const Backend& backend_;
+  ftjit_engine_options options_;
+  mutable std::mutex mu_;
+  CoreSync sync_;
+  Patcher patcher_;
+  std::vector<ModuleRecord> modules_;
+  std::vector<SiteRecord> sites_;
+  std::map<uint64_t, uint32_t> site_by_entry_;
+  uint64_t modules_generation_ = 0;
+  std::vector<std::unique_ptr<OpsRecord>> ops_;
+  std::vector<std::unique_ptr<TextAlias>> aliases_;
+  std::vector<std::unique_ptr<CodeArena>> arenas_;
+  // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP.
+  std::map<CodeArena*, std::array<uint64_t, 3>> shared_;
+  std::unique_ptr<ListTable> list_table_;
+  // Retired by the last commit, freed after its grace period.
+  struct Retired {
+    std::vector<std::unique_ptr<SiteMux>> muxes;
+    std::vector<std::unique_ptr<IpSet>> ipsets;
+    std::unique_ptr<ListTable> list_table;
+    std::vector<std::pair<CodeArena*, uint64_t>> trampolines;
+    std::vector<std::unique_ptr<OpsRecord>> records;
+    bool empty() const {
+      return muxes.empty() && ipsets.empty() && !list_table && trampolines.empty() &&
+             records.empty();
+    }
+  } retired_;
+  std::vector<std::unique_ptr<SiteMux>> live_muxes_;
+  uint64_t batches_ = 0;
+  uint64_t last_batch_sites_ = 0;
+  uint64_t grace_periods_ = 0;
+  uint64_t trampolines_ = 0;
+  uint64_t trampoline_bytes_ = 0;
+  std::map<uint64_t, size_t> trampoline_sizes_;
+  int64_t tls_offset_ = 0;
+};
+
+}  // namespace ftjit

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// Grace periods over the per-thread trampoline depth counters.
+#include "runtime/grace.h"
+
+#include <time.h>
+
+#include <chrono>
+#include <unordered_set>
+#include <vector>
+
+#include "runtime/thread_control.h"
+
+namespace ftjit {
+
+Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoline_code,
+                             int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::unordered_set<pid_t> done;
+  struct Waiting {
+    pid_t tid;
+    const uint64_t* depth_addr;
+    uint64_t depth;
+  };
+  for (;;) {
+    auto snap = snapshot_threads();
+    if (!snap) return snap.take_error();
+    std::vector<Waiting> waiting;
+    bool need_resnapshot = false;
+    for (const ThreadSnapshot& t : *snap) {
+      if (!t.responded || done.count(t.tid)) continue;
+      if (t.depth > 0) {
+        waiting.push_back({t.tid, t.depth_addr, t.depth});
+      } else if (in_trampoline_code(t.pc)) {
+        need_resnapshot = true;  // one instruction from in or out: look again
+      } else {
+        done.insert(t.tid);
+      }
+    }
+    // A busy thread is through once its depth drops below the snapshot:
+    // every trampoline frame it had then has returned.
+    for (int spin = 0; !waiting.empty(); ++spin) {
+      for (size_t i = 0; i < waiting.size();) {
+        uint64_t depth;
+        if (!read_remote_word(waiting[i].depth_addr, &depth) || depth < waiting[i].depth) {
+          done.insert(waiting[i].tid);
+          waiting[i] = waiting.back();
+          waiting.pop_back();
+        } else {
+          ++i;
+        }
+      }
+      if (waiting.empty()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        return make_error(FTJIT_E_SYSTEM,
+                          "grace period timed out: thread " + std::to_string(waiting[0].tid) +
+                              " stays inside a tracer callback");
+      }
+      struct timespec ts{0, spin < 100 ? 10'000 : 1'000'000};
+      nanosleep(&ts, nullptr);
+    }
+    if (!need_resnapshot) return {};
+    if (std::chrono::steady_clock::now() > deadline) {
+      return make_error(FTJIT_E_SYSTEM, "grace period timed out: a thread stays on a trampoline");
+    }
+    struct timespec ts{0, 50'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+}  // namespace ftjit

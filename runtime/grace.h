@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Grace periods: the userspace analogue of ftrace's synchronize_rcu_tasks().
+// Once a site no longer calls a trampoline (and the patch batch's last sync
+// has run), the trampoline, the ops it passes and any snapshot a dispatcher
+// reads may only be freed when no thread can still be inside them.
+//
+// A thread is inside while its trampoline depth counter is non-zero (every
+// trampoline raises it first and lowers it last), or while its pc lies in
+// trampoline memory (the one instruction before the raise, and the `ret`
+// after the lower). The grace period interrupts every thread once to read
+// both, then waits for each busy thread's depth to fall below what it was.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "core/error.h"
+
+namespace ftjit {
+
+// Waits until no thread other than the caller can be inside code or data
+// retired before the call. `in_trampoline_code(pc)` tells whether a pc lies
+// in trampoline memory. Fails after `timeout_ms` (the caller must then keep
+// the retired memory alive: leaking is safe, freeing is not).
+Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoline_code,
+                             int timeout_ms = 5000);
+
+}  // namespace ftjit

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// Module scanning: maps ELF files read-only and walks the loader's list with dl_iterate_phdr.
+#include "runtime/module_scan.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <utility>
+
+#include "core/elf_image.h"
+#include "core/site_discovery.h"
+
+namespace ftjit {
+namespace {
+
+constexpr const char* kSelfExe = "/proc/self/exe";
+
+Error system_error(const std::string& path, const char* call, int err) {
+  return make_error(FTJIT_E_SYSTEM, path + ": " + call + ": " + std::strerror(err));
+}
+
+// A read-only private mapping of a whole file. Mapping instead of reading
+// keeps large binaries cheap: the parser touches only headers, symbol
+// tables and the record sections, so most pages are never faulted in.
+class MappedFile {
+ public:
+  static Result<MappedFile> open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return system_error(path, "open", errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return system_error(path, "fstat", err);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return make_error(FTJIT_E_SYSTEM, path + ": not a regular file");
+    }
+    MappedFile file;
+    file.size_ = static_cast<size_t>(st.st_size);
+    if (file.size_ != 0) {  // mmap rejects length 0; an empty span parses to an error
+      void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        return system_error(path, "mmap", err);
+      }
+      file.data_ = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+    return file;
+  }
+
+  MappedFile(MappedFile&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  MappedFile& operator=(MappedFile&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+ private:
+  MappedFile() = default;
+
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Reads read_path, reports report_path: the two differ for the main
+// executable, whose name may be unreachable while /proc/self/exe is not.
+Result<DiscoveredModule> discover_path(const std::string& read_path,
+                                       const std::string& report_path, uint64_t load_bias) {
+  auto file = MappedFile::open(read_path);
+  if (!file.ok()) {
+    Error e = file.take_error();
+    if (read_path != report_path) e.message = report_path + " (via " + e.message + ")";
+    return e;
+  }
+  auto img = ElfImage::parse(file->bytes());
+  if (!img.ok()) {
+    Error e = img.take_error();
+    e.message = report_path + ": " + e.message;
+    return e;
+  }
+  return discover_sites(img.value(), report_path, load_bias);
+}
+
+std::string self_exe_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(kSelfExe, buf, sizeof buf - 1);
+  if (n <= 0) return kSelfExe;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+struct LoadedObject {
+  std::string name;  // empty for the main executable
+  uint64_t load_bias;
+};
+
+// The vDSO's program headers sit inside the image whose ELF header the
+// kernel passes as AT_SYSINFO_EHDR; its loader name is not a file.
+bool is_vdso(const dl_phdr_info* info) {
+  const unsigned long ehdr_addr = ::getauxval(AT_SYSINFO_EHDR);
+  if (ehdr_addr == 0) return false;
+  const auto* ehdr = reinterpret_cast<const ElfW(Ehdr)*>(ehdr_addr);
+  return reinterpret_cast<uintptr_t>(info->dlpi_phdr) == ehdr_addr + ehdr->e_phoff;
+}
+
+int collect_object(dl_phdr_info* info, size_t, void* data) {
+  auto* objects = static_cast<std::vector<LoadedObject>*>(data);
+  const bool first = objects->empty();
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  // Only the first object may be nameless: it is the main executable.
+  // Later nameless ones (and the vDSO) have no file to read.
+  if (!is_vdso(info) && (first || name[0] != '\0')) {
+    objects->push_back({first ? std::string() : std::string(name), info->dlpi_addr});
+  }
+  return 0;
+}
+
+int read_generation(dl_phdr_info* info, size_t size, void* data) {
+  // dlpi_adds/dlpi_subs are a later addition to the struct; size tells
+  // whether this loader fills them in.
+  if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 1;
+  *static_cast<uint64_t*>(data) = info->dlpi_adds + info->dlpi_subs;
+  return 1;  // every object carries the same counters: one is enough
+}
+
+}  // namespace
+
+Result<DiscoveredModule> discover_file(const std::string& path, uint64_t load_bias) {
+  return discover_path(path, path, load_bias);
+}
+
+Result<std::vector<DiscoveredModule>> discover_loaded_modules() {
+  // Files are read after the walk, not inside the callback, which runs with
+  // the loader lock held and would block dlopen in other threads.
+  std::vector<LoadedObject> objects;
+  ::dl_iterate_phdr(collect_object, &objects);
+
+  std::vector<DiscoveredModule> modules;
+  modules.reserve(objects.size());
+  for (const auto& obj : objects) {
+    const bool main_exe = obj.name.empty();
+    const std::string report = main_exe ? self_exe_path() : obj.name;
+    auto module = discover_path(main_exe ? kSelfExe : obj.name, report, obj.load_bias);
+    if (module.ok()) {
+      modules.push_back(std::move(module.value()));
+    } else {
+      DiscoveredModule unreadable;
+      unreadable.path = report;
+      unreadable.load_bias = obj.load_bias;
+      modules.push_back(std::move(unreadable));
+    }
+  }
+  return modules;
+}
+
+uint64_t loaded_modules_generation() {
+  uint64_t generation = 0;
+  ::dl_iterate_phdr(read_generation, &generation);
+  return generation;
+}
+
+}  // namespace ftjit

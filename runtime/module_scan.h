@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Module scanning: the patchable sites of ELF files and of every object loaded in this process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/site.h"
+
+namespace ftjit {
+
+// Reads and parses the ELF file at path and returns its sites shifted by
+// load_bias. Fails with FTJIT_E_SYSTEM if the file cannot be opened or
+// mapped (errno text in the message) and FTJIT_E_ELF if it does not parse;
+// both messages start with the path.
+[[nodiscard]] Result<DiscoveredModule> discover_file(const std::string& path,
+                                                     uint64_t load_bias = 0);
+
+// The main executable and every shared object with a file name that the
+// dynamic loader has mapped into this process right now, in loader order,
+// with load_bias = dlpi_addr. The main executable is read through
+// /proc/self/exe but reported under its resolved path. The vDSO is skipped.
+// An object whose file cannot be read or parsed is still listed, with
+// has_patchable_section = false and no sites, so callers can tell it
+// exists. Nothing is cached: each call rescans. Currently never fails.
+[[nodiscard]] Result<std::vector<DiscoveredModule>> discover_loaded_modules();
+
+// Count of objects the loader has ever added plus removed. It changes
+// whenever dlopen/dlclose changes the set of modules, and is cheap enough
+// to poll before deciding to call discover_loaded_modules() again.
+uint64_t loaded_modules_generation();
+
+}  // namespace ftjit

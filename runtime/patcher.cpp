@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+// Batch patching, the SIGTRAP emulation window, and sled initialisation.
+#include "runtime/patcher.h"
+
+#include <signal.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/thread_control.h"
+
+namespace ftjit {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The trap window
+// ---------------------------------------------------------------------------
+//
+// While a batch is being written, g_batch points at its sorted writes. A
+// thread that executes a half-written site traps; the handler finds the
+// site by binary search and emulates the instruction the site is becoming.
+// g_readers keeps the batch alive while a handler reads it.
+
+std::atomic<const EntryWrite*> g_batch{nullptr};
+std::atomic<size_t> g_batch_n{0};
+std::atomic<const Backend*> g_batch_backend{nullptr};
+std::atomic<int> g_readers{0};
+std::atomic<uint64_t> g_traps{0};
+struct sigaction g_previous_trap_action;
+std::once_flag g_trap_once;
+Status g_trap_status;
+
+#if defined(__x86_64__)
+greg_t& reg_pc(ucontext_t* uc) { return uc->uc_mcontext.gregs[REG_RIP]; }
+greg_t& reg_sp(ucontext_t* uc) { return uc->uc_mcontext.gregs[REG_RSP]; }
+constexpr uint64_t kTrapPcAdjust = 1;  // int3 reports the address after it
+constexpr uint8_t kBreakpointByte = 0xcc;
+#else
+#error "the int3 window is x86-64 only; other ISAs toggle one instruction"
+#endif
+
+void chain_trap(int sig, siginfo_t* si, void* uc) {
+  const struct sigaction& prev = g_previous_trap_action;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction != nullptr) prev.sa_sigaction(sig, si, uc);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler == SIG_DFL) {
+    // The default action (core dump) once this handler returns.
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  prev.sa_handler(sig);
+}
+
+void trap_handler(int sig, siginfo_t* si, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  uint64_t addr = static_cast<uint64_t>(reg_pc(uc)) - kTrapPcAdjust;
+  g_readers.fetch_add(1, std::memory_order_acquire);
+  const EntryWrite* batch = g_batch.load(std::memory_order_acquire);
+  size_t n = g_batch_n.load(std::memory_order_acquire);
+  const Backend* backend = g_batch_backend.load(std::memory_order_acquire);
+  if (batch != nullptr && backend != nullptr) {
+    const EntryWrite* end = batch + n;
+    const EntryWrite* w = std::lower_bound(
+        batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.entry < a; });
+    if (w != end && w->entry == addr) {
+      TrapFixup fix = backend->emulate(addr, w->to);
+      if (fix.push) {
+        reg_sp(uc) -= 8;
+        *reinterpret_cast<uint64_t*>(reg_sp(uc)) = fix.push_value;
+      }
+      reg_pc(uc) = static_cast<greg_t>(fix.pc);
+      g_readers.fetch_sub(1, std::memory_order_release);
+      g_traps.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  g_readers.fetch_sub(1, std::memory_order_release);
+  // The batch may have ended between the trap and this handler: if the
+  // breakpoint is gone, run the instruction that replaced it.
+  if (kTrapPcAdjust != 0 && *reinterpret_cast<const volatile uint8_t*>(addr) != kBreakpointByte &&
+      si->si_code == SI_KERNEL) {
+    reg_pc(uc) = static_cast<greg_t>(addr);
+    return;
+  }
+  chain_trap(sig, si, ucv);
+}
+
+void publish_batch(const Backend* backend, std::span<const EntryWrite> writes) {
+  g_batch_backend.store(backend, std::memory_order_relaxed);
+  g_batch_n.store(writes.size(), std::memory_order_relaxed);
+  g_batch.store(writes.data(), std::memory_order_release);
+}
+
+void retract_batch() {
+  g_batch.store(nullptr, std::memory_order_release);
+  g_batch_n.store(0, std::memory_order_release);
+  while (g_readers.load(std::memory_order_acquire) != 0) {
+  }
+}
+
+std::string hex_addr(uint64_t a) {
+  char b[24];
+  snprintf(b, sizeof b, "0x%" PRIx64, a);
+  return b;
+}
+
+}  // namespace
+
+std::string hex_bytes(const uint8_t* p, size_t n) {
+  std::string out;
+  char b[4];
+  for (size_t i = 0; i < n; ++i) {
+    snprintf(b, sizeof b, "%02x", p[i]);
+    if (i) out += ' ';
+    out += b;
+  }
+  return out;
+}
+
+Patcher::Patcher(const Backend& backend, CoreSync& sync) : backend_(backend), sync_(sync) {}
+
+Status Patcher::install_trap_handler() {
+  std::call_once(g_trap_once, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = trap_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTRAP, &sa, &g_previous_trap_action) != 0) {
+      g_trap_status = make_error(FTJIT_E_SYSTEM, std::string("sigaction(SIGTRAP): ") + strerror(errno));
+    }
+  });
+  return g_trap_status;
+}
+
+uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relaxed); }
+
+Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots) {
+  last_batch_syncs_ = 0;
+  // 1. Verify every site before writing any.
+  for (const EntryWrite& w : writes) {
+    const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
+    if (std::memcmp(now, w.from.bytes, w.from.size) != 0) {
+      return make_error(FTJIT_E_UNEXPECTED_BYTES,
+                        "site " + (w.name && !w.name->empty() ? *w.name : std::string("?")) +
+                            " at " + hex_addr(w.entry) + ": expected " +
+                            hex_bytes(w.from.bytes, w.from.size) + ", found " +
+                            hex_bytes(now, w.from.size) + "; nothing was patched");
+    }
+  }
+  // 2. Slots first: a site must never reach the call-ops trampoline before
+  //    its slot holds the ops. An aligned 8-byte store is atomic.
+  for (const SlotWrite& s : slots) {
+    reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
+  }
+  if (writes.empty()) return {};
+
+  // 3. The backend's steps, each for the whole batch, then one sync.
+  FTJIT_TRY(install_trap_handler());
+  publish_batch(&backend_, writes);
+  uint8_t max_steps = 0;
+  for (uint8_t step = 0;; ++step) {
+    bool any = false;
+    for (const EntryWrite& w : writes) {
+      LiveWrite lw = backend_.plan_live_write(w.from, w.to);
+      max_steps = std::max(max_steps, lw.n_steps);
+      if (step >= lw.n_steps) continue;
+      const WriteStep& s = lw.steps[step];
+      std::memcpy(w.rw + s.offset, s.bytes, s.size);
+      any = true;
+    }
+    if (!any) break;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    Status st = sync_.sync();
+    ++last_batch_syncs_;
+    if (!st.ok()) {
+      // Cannot happen with membarrier registered; with the fallback it means
+      // a thread did not answer. Finishing the steps is still right: every
+      // step leaves each site valid for a thread that runs it.
+      continue;
+    }
+    if (step + 1 >= max_steps) break;
+  }
+  retract_batch();
+  return {};
+}
+
+Status Patcher::init_sleds(std::span<const SledInit> sites) {
+  if (sites.empty()) return {};
+  Insn nop = backend_.encode_nop();
+  auto fixup = [&](uint64_t pc) -> uint64_t {
+    auto it = std::upper_bound(sites.begin(), sites.end(), pc,
+                               [](uint64_t a, const SledInit& s) { return a < s.entry; });
+    if (it == sites.begin()) return 0;
+    --it;
+    if (pc > it->entry && pc < it->entry + it->size) return it->entry + it->size;
+    return 0;
+  };
+  auto body = [&] {
+    for (const SledInit& s : sites) {
+      std::memcpy(s.rw, nop.bytes, nop.size);
+      for (uint32_t i = nop.size; i < s.size; ++i) s.rw[i] = nop.bytes[0];
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  };
+  FTJIT_TRY(stop_the_world(fixup, body));
+  // Parked threads passed through the kernel on resume; this sync covers
+  // threads that were not parked (none but us) and orders our own view.
+  return sync_.sync();
+}
+
+}  // namespace ftjit

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// Writes code live: one batch of site rewrites, in the backend's step order,
+// with one sync per step for the whole batch (3 on x86-64, whatever the
+// batch size). Verifies every site before writing any.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/error.h"
+#include "runtime/sync.h"
+
+namespace ftjit {
+
+// One site's entry rewrite.
+struct EntryWrite {
+  uint64_t entry = 0;
+  uint8_t* rw = nullptr;           // writable alias of `entry`
+  const std::string* name = nullptr;  // for messages
+  Insn from;                       // what the entry must hold now
+  Insn to;                         // what it will hold
+};
+
+// One ops slot store (8 aligned bytes before an entry; never executed).
+struct SlotWrite {
+  uint64_t* rw = nullptr;
+  uint64_t value = 0;
+};
+
+// One-time rewrite of a compiler's NOP sled into the single disabled NOP.
+struct SledInit {
+  uint64_t entry = 0;
+  uint8_t* rw = nullptr;
+  uint32_t size = 0;  // sled bytes at the entry
+};
+
+class Patcher {
+ public:
+  Patcher(const Backend& backend, CoreSync& sync);
+
+  // Installs the SIGTRAP handler that emulates sites trapped mid-rewrite;
+  // a SIGTRAP that is not ours goes to the handler the program had.
+  static Status install_trap_handler();
+
+  // Verifies all, stores `slots` (before any entry can reach them), then
+  // rewrites the entries. `writes` must be sorted by entry. On a verify
+  // failure nothing is written and the error names the site, the expected
+  // and the found bytes.
+  Status apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots);
+
+  // Rewrites sleds to encode_nop() while every other thread is parked; a
+  // thread parked inside a sled continues after it. `sites` sorted by entry.
+  Status init_sleds(std::span<const SledInit> sites);
+
+  uint64_t last_batch_syncs() const { return last_batch_syncs_; }
+  static uint64_t traps_emulated();
+
+ private:
+  const Backend& backend_;
+  CoreSync& sync_;
+  uint64_t last_batch_syncs_ = 0;
+};
+
+// "90 90 90 90 90" for messages.
+std::string hex_bytes(const uint8_t* p, size_t n);
+
+}  // namespace ftjit

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+// The control signal: park, snapshot or sync every other thread.
+#include "runtime/thread_control.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+extern "C" {
+__thread uint64_t ftjit_trampoline_depth __attribute__((tls_model("initial-exec"))) = 0;
+}
+
+namespace ftjit {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Shared state between the initiator and the handlers
+// ---------------------------------------------------------------------------
+//
+// Everything a handler touches is static: a late signal (one that arrives
+// after its request timed out) must never reach freed memory. A handler
+// checks the request generation and its own tid before writing its slot.
+
+enum class Kind : int { kSnapshot = 1, kPark = 2, kSync = 3 };
+enum SlotState : int { kSent = 0, kDone = 1, kParked = 2, kResumed = 3 };
+
+constexpr size_t kMaxThreads = 4096;
+constexpr int kWaitTimeoutMs = 3000;
+
+struct Slot {
+  std::atomic<int> state{kSent};
+  std::atomic<pid_t> tid{0};
+  uint64_t pc = 0;
+  uint64_t depth = 0;
+  const uint64_t* depth_addr = nullptr;
+  uint64_t new_pc = 0;
+  bool gone = false;
+};
+
+struct Request {
+  std::atomic<uint32_t> generation{0};
+  std::atomic<int> kind{0};
+  std::atomic<size_t> n{0};
+  std::atomic<uint32_t> release{0};
+  Slot slots[kMaxThreads];
+};
+
+Request g_request;
+std::mutex g_initiator_mutex;  // one request at a time
+int g_signal = 0;
+std::once_flag g_install_once;
+Status g_install_status;
+
+pid_t sys_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+uint64_t context_pc(const ucontext_t* uc) {
+#if defined(__x86_64__)
+  return static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return uc->uc_mcontext.pc;
+#elif defined(__riscv)
+  return uc->uc_mcontext.__gregs[0];
+#else
+#error "unsupported ISA"
+#endif
+}
+
+void set_context_pc(ucontext_t* uc, uint64_t pc) {
+#if defined(__x86_64__)
+  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(pc);
+#elif defined(__aarch64__)
+  uc->uc_mcontext.pc = pc;
+#elif defined(__riscv)
+  uc->uc_mcontext.__gregs[0] = pc;
+#endif
+}
+
+void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, long timeout_ns) {
+  struct timespec ts{0, timeout_ns};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, &ts,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* addr) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+          nullptr, 0);
+}
+
+void control_handler(int, siginfo_t* si, void* ucv) {
+  int saved_errno = errno;
+  uint64_t v = reinterpret_cast<uint64_t>(si->si_value.sival_ptr);
+  uint32_t gen = static_cast<uint32_t>(v >> 32);
+  size_t idx = static_cast<uint32_t>(v);
+  if (si->si_code != SI_QUEUE || gen != g_request.generation.load(std::memory_order_acquire) ||
+      idx >= g_request.n.load(std::memory_order_acquire)) {
+    errno = saved_errno;
+    return;  // a late signal of an earlier request
+  }
+  Slot& s = g_request.slots[idx];
+  if (s.tid.load(std::memory_order_relaxed) != sys_gettid()) {
+    errno = saved_errno;
+    return;
+  }
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  s.pc = context_pc(uc);
+  s.depth = ftjit_trampoline_depth;
+  s.depth_addr = &ftjit_trampoline_depth;
+  if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
+    s.new_pc = 0;
+    s.state.store(kParked, std::memory_order_release);
+    while (g_request.release.load(std::memory_order_acquire) == 0) {
+      futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
+    }
+    if (s.new_pc != 0) set_context_pc(uc, s.new_pc);
+    s.state.store(kResumed, std::memory_order_release);
+  } else {
+    s.state.store(kDone, std::memory_order_release);
+  }
+  errno = saved_errno;
+}
+
+// ---------------------------------------------------------------------------
+// Initiator side
+// ---------------------------------------------------------------------------
+
+// Lists the threads of this process into `out` without allocating (a parked
+// thread may hold the allocator's lock). Returns the count, or -1.
+long list_threads(pid_t* out, size_t cap) {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
+                                    O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd < 0) return -1;
+  alignas(8) char buf[4096];
+  size_t n = 0;
+  for (;;) {
+    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got <= 0) break;
+    for (long off = 0; off < got;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      if (n == cap) {
+        close(fd);
+        return -1;
+      }
+      out[n++] = static_cast<pid_t>(strtol(d->d_name, nullptr, 10));
+    }
+  }
+  close(fd);
+  return static_cast<long>(n);
+}
+
+bool send_control(pid_t tid, uint32_t gen, size_t idx) {
+  siginfo_t si;
+  std::memset(&si, 0, sizeof si);
+  si.si_signo = g_signal;
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = reinterpret_cast<void*>((uint64_t{gen} << 32) | idx);
+  return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, g_signal, &si) == 0;
+}
+
+void sleep_us(long us) {
+  struct timespec ts{0, us * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+// Starts a request of `kind`: signals every other thread, re-listing until
+// no new thread appears, and waits for each to reach `want` (or exit).
+// Caller holds g_initiator_mutex. Returns false on timeout/overflow.
+// On failure it sets *why to a static string and *who to the thread at
+// fault: no allocation while threads may be parked.
+bool run_request(Kind kind, int want, const char** why, pid_t* who) {
+  uint32_t gen = g_request.generation.load(std::memory_order_relaxed) + 1;
+  g_request.n.store(0, std::memory_order_relaxed);
+  g_request.kind.store(static_cast<int>(kind), std::memory_order_relaxed);
+  g_request.release.store(0, std::memory_order_relaxed);
+  g_request.generation.store(gen, std::memory_order_release);
+
+  pid_t self = sys_gettid();
+  pid_t tids[512];
+  size_t n = 0;
+  for (int round = 0;; ++round) {
+    long listed = list_threads(tids, sizeof tids / sizeof tids[0]);
+    if (listed < 0) {
+      *why = "cannot list /proc/self/task (or more than 512 threads)";
+      *who = 0;
+      return false;
+    }
+    bool added = false;
+    for (long i = 0; i < listed; ++i) {
+      pid_t t = tids[i];
+      if (t == self) continue;
+      bool known = false;
+      for (size_t j = 0; j < n && !known; ++j) known = g_request.slots[j].tid.load() == t;
+      if (known) continue;
+      if (n == kMaxThreads) {
+        *why = "too many threads";
+        *who = 0;
+        return false;
+      }
+      Slot& s = g_request.slots[n];
+      s.state.store(kSent, std::memory_order_relaxed);
+      s.tid.store(t, std::memory_order_relaxed);
+      s.pc = 0;
+      s.depth = 0;
+      s.depth_addr = nullptr;
+      s.new_pc = 0;
+      s.gone = false;
+      g_request.n.store(n + 1, std::memory_order_release);
+      if (!send_control(t, gen, n)) s.gone = true;  // exited meanwhile
+      ++n;
+      added = true;
+    }
+    if (!added && round > 0) break;
+    // Wait for every signalled thread to respond before listing again: a
+    // thread that is parked cannot create another.
+    int waited_ms = 0;
+    for (size_t j = 0; j < n; ++j) {
+      Slot& s = g_request.slots[j];
+      int spins = 0;
+      while (!s.gone && s.state.load(std::memory_order_acquire) < want) {
+        if (++spins < 200) continue;
+        sleep_us(100);
+        if (spins % 10 == 0) {
+          waited_ms++;
+          if (!thread_alive(s.tid.load())) s.gone = true;
+          if (waited_ms > kWaitTimeoutMs) {
+            *why = "did not answer the control signal (signal blocked?)";
+            *who = s.tid.load();
+            return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void release_parked() {
+  g_request.release.store(1, std::memory_order_release);
+  futex_wake_all(&g_request.release);
+  size_t n = g_request.n.load();
+  for (size_t j = 0; j < n; ++j) {
+    Slot& s = g_request.slots[j];
+    if (s.gone || s.state.load(std::memory_order_acquire) != kParked) continue;
+    while (s.state.load(std::memory_order_acquire) == kParked) {
+      if (!thread_alive(s.tid.load())) break;
+      sleep_us(20);
+    }
+  }
+  // Invalidate the generation so that a late handler ignores everything.
+  g_request.generation.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace
+
+int64_t trampoline_depth_tls_offset() {
+  uint64_t tp;
+#if defined(__x86_64__)
+  asm("mov %%fs:0, %0" : "=r"(tp));
+#else
+  tp = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
+#endif
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_depth) - tp);
+}
+
+Status install_thread_control() {
+  std::call_once(g_install_once, [] {
+    int sig = SIGRTMAX - 3;
+    if (const char* env = getenv("FTJIT_SIGNAL")) sig = atoi(env);
+    if (sig < SIGRTMIN || sig > SIGRTMAX) {
+      g_install_status = make_error(FTJIT_E_INVALID_ARGUMENT,
+                                    "FTJIT_SIGNAL must be a real-time signal number");
+      return;
+    }
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = control_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    if (sigaction(sig, &sa, nullptr) != 0) {
+      g_install_status = make_error(FTJIT_E_SYSTEM, std::string("sigaction: ") + strerror(errno));
+      return;
+    }
+    g_signal = sig;
+  });
+  return g_install_status;
+}
+
+static Error request_failed(const char* what, const char* why, pid_t who) {
+  std::string msg = std::string(what) + " failed: ";
+  if (who != 0) msg += "thread " + std::to_string(who) + " ";
+  return make_error(FTJIT_E_SYSTEM, msg + why);
+}
+
+Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
+                      const std::function<void()>& body) {
+  FTJIT_TRY(install_thread_control());
+  std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  const char* why = "";
+  pid_t who = 0;
+  if (!run_request(Kind::kPark, kParked, &why, &who)) {
+    release_parked();
+    return request_failed("stop-the-world", why, who);
+  }
+  size_t n = g_request.n.load();
+  for (size_t j = 0; j < n; ++j) {
+    Slot& s = g_request.slots[j];
+    if (!s.gone && s.state.load(std::memory_order_acquire) == kParked) s.new_pc = fixup(s.pc);
+  }
+  body();
+  release_parked();
+  return {};
+}
+
+Result<std::vector<ThreadSnapshot>> snapshot_threads() {
+  FTJIT_TRY(install_thread_control());
+  std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  const char* why = "";
+  pid_t who = 0;
+  if (!run_request(Kind::kSnapshot, kDone, &why, &who)) {
+    g_request.generation.fetch_add(1);
+    return request_failed("thread snapshot", why, who);
+  }
+  size_t n = g_request.n.load();
+  std::vector<ThreadSnapshot> out;
+  out.reserve(n);
+  for (size_t j = 0; j < n; ++j) {
+    Slot& s = g_request.slots[j];
+    ThreadSnapshot t;
+    t.tid = s.tid.load();
+    t.responded = !s.gone && s.state.load(std::memory_order_acquire) == kDone;
+    if (t.responded) {
+      t.pc = s.pc;
+      t.depth = s.depth;
+      t.depth_addr = s.depth_addr;
+    }
+    out.push_back(t);
+  }
+  g_request.generation.fetch_add(1);
+  return out;
+}
+
+Status signal_sync_all_threads() {
+  FTJIT_TRY(install_thread_control());
+  std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  const char* why = "";
+  pid_t who = 0;
+  bool ok = run_request(Kind::kSync, kDone, &why, &who);
+  g_request.generation.fetch_add(1);
+  if (!ok) return request_failed("signal sync", why, who);
+  return {};
+}
+
+bool read_remote_word(const uint64_t* addr, uint64_t* out) {
+  struct iovec local{out, sizeof *out};
+  struct iovec remote{const_cast<uint64_t*>(addr), sizeof *out};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof *out;
+}
+
+bool thread_alive(pid_t tid) {
+  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+}
+
+}  // namespace ftjit

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// Acting on every other thread of the process from inside it: park them all
+// (stop-the-world, with a program-counter fix-up), take a snapshot of where
+// they are (for grace periods), or make each pass through the kernel (a
+// core-serialising sync where membarrier is missing). All three use one
+// real-time signal whose handler is async-signal-safe and allocates nothing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ftjit {
+
+// The per-thread trampoline depth counter: every trampoline raises it first
+// and lowers it last. Initial-exec TLS, so generated code can reach it at a
+// fixed offset from the thread pointer.
+extern "C" __thread uint64_t ftjit_trampoline_depth
+    __attribute__((tls_model("initial-exec")));
+
+// Offset of ftjit_trampoline_depth from the thread pointer (fs base).
+int64_t trampoline_depth_tls_offset();
+
+// Installs the control signal handler (idempotent). The signal is
+// SIGRTMAX-3 unless FTJIT_SIGNAL names another number.
+Status install_thread_control();
+
+// Where one thread was when the control signal reached it.
+struct ThreadSnapshot {
+  pid_t tid = 0;
+  uint64_t pc = 0;
+  uint64_t depth = 0;                    // trampoline depth at that moment
+  const uint64_t* depth_addr = nullptr;  // its counter, in that thread's TLS
+  bool responded = false;                // false: the thread exited first
+};
+
+// Parks every other thread inside the control handler, asks `fixup` for
+// each parked thread's new pc (0 = unchanged), runs `body`, then resumes
+// them (at their new pc). Neither callback may allocate or take locks: a
+// parked thread may hold them. Fails, running nothing, if a thread does not
+// park in time. Resuming is a pass through the kernel, so parked threads
+// see every byte `body` wrote.
+Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
+                      const std::function<void()>& body);
+
+// Takes a snapshot of every other thread (each is interrupted once).
+Result<std::vector<ThreadSnapshot>> snapshot_threads();
+
+// Makes every other thread enter and leave the kernel once (a
+// core-serialising event on every CPU that runs one of them).
+Status signal_sync_all_threads();
+
+// Reads a word of another thread's TLS without risking a fault if that
+// thread has exited and its memory is gone. False if unreadable.
+bool read_remote_word(const uint64_t* addr, uint64_t* out);
+
+// Whether thread `tid` still exists.
+bool thread_alive(pid_t tid);
+
+}  // namespace ftjit

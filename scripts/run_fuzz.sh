@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the ELF parser fuzzer with clang++ and runs it for a bounded time; fails on any crash.
+#
+# usage: scripts/run_fuzz.sh [build-dir (default build/fuzz)] [seed dir, e.g. build/tests/fixtures]
+# env:   FUZZ_SECONDS (default 60), FUZZ_JOBS (parallel workers, default 1),
+#        CLANGXX (default: clang++, else clang++-14)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-build/fuzz}
+seeds=${2:-}
+seconds=${FUZZ_SECONDS:-60}
+jobs=${FUZZ_JOBS:-1}
+
+cxx=${CLANGXX:-}
+if [[ -z $cxx ]]; then
+  for candidate in clang++ clang++-16 clang++-15 clang++-14; do
+    if command -v "$candidate" >/dev/null; then cxx=$candidate; break; fi
+  done
+fi
+if [[ -z $cxx ]]; then
+  echo "run_fuzz.sh: clang++ not found (libFuzzer needs clang)" >&2
+  exit 2
+fi
+
+mkdir -p "$build/corpus" "$build/artifacts"
+binary=$build/elf_fuzz
+echo "building $binary with $cxx"
+"$cxx" -std=c++20 -g -O1 -Wall -Wextra \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+  -I"$root" -I"$root/include" \
+  "$root/tests/fuzz/elf_fuzz.cpp" \
+  "$root/core/elf_image.cpp" "$root/core/demangle.cpp" "$root/core/site_discovery.cpp" \
+  "$root/core/error.cpp" "$root/core/site.cpp" \
+  -o "$binary"
+
+# Real linked files are the best seeds: the fuzzer starts from valid
+# headers, tables and relocations and mutates from there.
+if [[ -n $seeds ]]; then
+  if [[ ! -d $seeds ]]; then
+    echo "run_fuzz.sh: seed directory $seeds does not exist" >&2
+    exit 2
+  fi
+  find "$seeds" -maxdepth 1 -type f -size -1M -exec cp -f {} "$build/corpus/" \;
+fi
+
+echo "fuzzing for ${seconds}s ($jobs job(s)); crashes go to $build/artifacts/"
+args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
+      -artifact_prefix="$build/artifacts/" -print_final_stats=1)
+if (( jobs > 1 )); then
+  args+=(-jobs="$jobs" -workers="$jobs")
+fi
+# libFuzzer exits non-zero on a crash, leak, timeout or OOM; set -e turns
+# that into this script's failure.
+"$binary" "${args[@]}" "$build/corpus"

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer target: arbitrary bytes through ElfImage::parse and discover_sites.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/elf_image.h"
+#include "core/site_discovery.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto img = ftjit::ElfImage::parse(std::span<const uint8_t>(data, size));
+  if (!img.ok()) {
+    // An error must be the ELF code: anything else means a path that
+    // reports the wrong thing to callers.
+    if (img.error().code != FTJIT_E_ELF) __builtin_trap();
+    return 0;
+  }
+  // Touch everything parse() returned, so ASan sees any dangling view into
+  // the input (parse must copy what it keeps).
+  for (uint64_t r : img->patchable_records()) (void)img->function_at(r);
+  for (const auto& f : img->functions()) {
+    if (img->function_at(f.value) == nullptr) __builtin_trap();
+  }
+  for (const auto& s : img->load_segments()) (void)(s.vaddr + s.memsz);
+
+  // A high bias makes the run-time address arithmetic wrap, which must be
+  // harmless unsigned arithmetic.
+  for (uint64_t bias : {uint64_t{0}, uint64_t{0xffffffffffff0000}}) {
+    auto module = ftjit::discover_sites(img.value(), "fuzz", bias);
+    if (!module.ok()) __builtin_trap();
+    if (module->sites.size() != img->patchable_records().size()) __builtin_trap();
+    for (const auto& site : module->sites) {
+      if (site.prefix_bytes > ftjit::kMaxSitePrefixBytes) __builtin_trap();
+      if (site.entry - site.record != site.prefix_bytes) __builtin_trap();
+    }
+  }
+  return 0;
+}
