@@ -47,8 +47,13 @@ std::string hex(uint64_t v) {
 Error elf_error(std::string what) { return make_error(FTJIT_E_ELF, std::move(what)); }
 
 std::string section_label(uint64_t index, std::string_view name) {
+  // Names come from the file and may be as long as it: keep messages short.
+  constexpr size_t kMaxShown = 64;
   std::string s = "section [" + std::to_string(index) + "]";
-  if (!name.empty()) s += " '" + std::string(name) + "'";
+  if (!name.empty()) {
+    s += " '" + std::string(name.substr(0, kMaxShown)) +
+         (name.size() > kMaxShown ? "...'" : "'");
+  }
   return s;
 }
 
@@ -193,7 +198,10 @@ Result<SectionTable> read_section_table(const FileView& file, const Elf64_Ehdr& 
     if (table.phnum == PN_XNUM) {
       return elf_error("e_phnum is PN_XNUM but there is no section 0 to hold the count");
     }
-    return table;  // no section headers (sstripped): legal, just nothing to find
+    // No section headers (sstripped): legal, just nothing to find. A stale
+    // e_shstrndx names nothing then.
+    table.shstrndx = SHN_UNDEF;
+    return table;
   }
   if (ehdr.e_shentsize != sizeof(Elf64_Shdr)) {
     return elf_error("e_shentsize is " + std::to_string(ehdr.e_shentsize) + ", expected " +
@@ -295,12 +303,13 @@ class Sections {
         return elf_error(section_label(i, {}) + " has a name but the file has no "
                                                 "section name table");
       }
+      if (sh.sh_type == SHT_NULL) continue;  // inactive: its other fields mean nothing
       const std::string label = section_label(i, s.name_views_[i]);
       if (sh.sh_link >= count) {
         return elf_error(label + ": sh_link " + std::to_string(sh.sh_link) +
                          " is out of range (" + std::to_string(count) + " sections)");
       }
-      if (sh.sh_type == SHT_NULL || sh.sh_type == SHT_NOBITS) continue;
+      if (sh.sh_type == SHT_NOBITS) continue;
       if (!file.contains(sh.sh_offset, sh.sh_size)) {
         return elf_error(label + " at " + hex(sh.sh_offset) + " + " + hex(sh.sh_size) +
                          " extends past the end of the file (" + std::to_string(file.size()) +
@@ -321,8 +330,15 @@ class Sections {
   std::string_view name(uint64_t i) const { return name_views_[i]; }
   std::string label(uint64_t i) const { return section_label(i, name_views_[i]); }
 
-  // Only valid for sections check() has bounds-checked (not NULL/NOBITS).
+  // SHT_NULL and SHT_NOBITS headers were not bounds-checked (their offsets
+  // mean nothing), so they have no contents to read.
+  bool has_contents(uint64_t i) const {
+    return headers_[i].sh_type != SHT_NULL && headers_[i].sh_type != SHT_NOBITS;
+  }
+
+  // Empty for sections without contents; bounds-checked otherwise.
   std::span<const uint8_t> contents(uint64_t i) const {
+    if (!has_contents(i)) return {};
     return file_.slice(headers_[i].sh_offset, headers_[i].sh_size);
   }
 
@@ -460,8 +476,9 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
     *has_section = true;
     const auto& sh = sections[i];
     const std::string label = sections.label(i);
-    if (sh.sh_type == SHT_NOBITS) {
-      return elf_error(label + " has no contents in the file (SHT_NOBITS)");
+    if (!sections.has_contents(i)) {
+      return elf_error(label + " has no contents in the file (type " +
+                       std::to_string(sh.sh_type) + ")");
     }
     if (sh.sh_size % kRecordSize != 0) {
       return elf_error(label + ": size " + hex(sh.sh_size) + " is not a multiple of 8");

@@ -257,7 +257,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
     return st;
   }
   ops->internal = r;
-  return release_after_grace();
+  return release_if_much_retired();
 }
 
 Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
@@ -276,7 +276,7 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
   std::vector<uint32_t> old = rec->sites;
   FTJIT_TRY(commit(rec, old, selected.value()));
   rec->filter = filter;
-  return release_after_grace();
+  return release_if_much_retired();
 }
 
 Status Engine::detach(ftjit_ops* ops) {
@@ -665,7 +665,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       if (r->ips) table->entries.push_back({r->ops, r->ips.get()});
     }
     g_list_table.store(table.get(), std::memory_order_release);
-    if (list_table_) retired_.list_table = std::move(list_table_);
+    if (list_table_) retired_.list_tables.push_back(std::move(list_table_));
     list_table_ = std::move(table);
   };
   if (list_changed) {
@@ -751,6 +751,16 @@ Status Engine::restore_original_sleds() {
     s.applied.slot = 0;
   }
   return {};
+}
+
+// attach and set_filter promise nothing about what they retire (old
+// multiplexers, ip sets, list tables), so their grace period can wait for
+// the next detach, which must have one; only a pile-up forces one earlier.
+Status Engine::release_if_much_retired() {
+  size_t n = retired_.muxes.size() + retired_.ipsets.size() + retired_.list_tables.size() +
+             retired_.trampolines.size();
+  if (n < 4096) return {};
+  return release_after_grace();
 }
 
 Status Engine::release_after_grace() {

@@ -122,6 +122,7 @@ class Engine {
   Result<uint8_t*> writable(uint64_t addr, size_t n);
   Insn encoded(const SiteRecord& s, uint64_t call) const;
   Status release_after_grace();
+  Status release_if_much_retired();
   bool in_trampoline_memory(uint64_t pc) const;
   OpsRecord* find(const ftjit_ops* ops) const;
 
@@ -144,11 +145,11 @@ class Engine {
   struct Retired {
     std::vector<std::unique_ptr<SiteMux>> muxes;
     std::vector<std::unique_ptr<IpSet>> ipsets;
-    std::unique_ptr<ListTable> list_table;
+    std::vector<std::unique_ptr<ListTable>> list_tables;
     std::vector<std::pair<CodeArena*, uint64_t>> trampolines;
     std::vector<std::unique_ptr<OpsRecord>> records;
     bool empty() const {
-      return muxes.empty() && ipsets.empty() && !list_table && trampolines.empty() &&
+      return muxes.empty() && ipsets.empty() && list_tables.empty() && trampolines.empty() &&
              records.empty();
     }
   } retired_;
