@@ -23,8 +23,8 @@ namespace ftjit_bench {
 namespace {
 
 struct SiteSet {
-  const char *key;    // --sites spelling
-  const char *file;   // built by bench/CMakeLists.txt
+  const char *key;   // --sites spelling
+  const char *file;  // built by bench/CMakeLists.txt
   long sites;
   const char *style;  // how gen_sites laid the sleds out
 };
@@ -34,17 +34,19 @@ constexpr SiteSet kSiteSets[] = {
     {"100k", "bench_sites_100k.so", 100'000, "gcc 13,8"},
     {"1m", "bench_sites_1m.so", 1'000'000, "gcc 13,8"},
     {"1m-clang", "bench_sites_1m_clang.so", 1'000'000, "clang 13,8"},
+    {"20k-clang14", "bench_sites_20k_clang14.so", 20'000, "clang14 13,8"},
 };
 
-constexpr ftjit_strategy kAttachStrategies[] = {
-    FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST};
+constexpr ftjit_strategy kAttachStrategies[] = {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS,
+                                                FTJIT_STRATEGY_LIST};
 
 double ms_since(std::int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) / 1e6; }
 
 // A dlopen handle, closed on destruction.
 class Library {
  public:
-  explicit Library(const std::string &path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {}
+  explicit Library(const std::string &path)
+      : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {}
   ~Library() { close(); }
   Library(const Library &) = delete;
   Library &operator=(const Library &) = delete;
@@ -66,18 +68,43 @@ bool is_loaded(const std::string &path) {
   return true;
 }
 
+// The engine may apply more than one batch per call (a detach that empties
+// a site also restores its original sled and slot in a second batch), so
+// "last batch" alone can mislead: keep the stats from before the call too.
+struct CallStats {
+  ftjit_stats before{};
+  ftjit_stats after{};
+};
+
+// <prefix>_syncs/_batches/_grace_periods/_traps: growth over one call;
+// <prefix>_last_batch_*: ftjit_stats' view of the call's final batch.
+void set_call_stats(Row &row, const std::string &prefix, const CallStats &c) {
+  auto delta = [](std::uint64_t after, std::uint64_t before) {
+    return static_cast<long>(after - before);
+  };
+  row.set(prefix + "_syncs", delta(c.after.syncs, c.before.syncs))
+      .set(prefix + "_batches", delta(c.after.batches, c.before.batches))
+      .set(prefix + "_last_batch_syncs", static_cast<long>(c.after.last_batch_syncs))
+      .set(prefix + "_last_batch_sites", static_cast<long>(c.after.last_batch_sites))
+      .set(prefix + "_grace_periods", delta(c.after.grace_periods, c.before.grace_periods))
+      .set(prefix + "_traps", delta(c.after.traps_emulated, c.before.traps_emulated));
+}
+
 class AttachRun {
  public:
   AttachRun(const BenchOptions &opts, Report &report, const SiteSet &set, ftjit_strategy strategy)
-      : opts_(opts), report_(report), set_(set), strategy_(strategy),
+      : opts_(opts),
+        report_(report),
+        set_(set),
+        strategy_(strategy),
         path_(opts.sites_dir + "/" + set.file) {}
 
   void run();
 
  private:
-  bool attach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after);
-  bool detach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after);
-  bool check_calls(Tracer &tracer, void *lib, std::uint64_t expected_hits);
+  bool attach_timed(Tracer &tracer, std::vector<double> &ms, CallStats &stats);
+  bool detach_timed(Tracer &tracer, std::vector<double> &ms, CallStats &stats);
+  bool check_calls(Tracer &tracer, void *lib, bool attached, std::uint64_t *expected_hits);
   std::string name() const {
     return std::string("attach/") + set_.key + "/" + strategy_key(strategy_);
   }
@@ -92,42 +119,49 @@ class AttachRun {
   Row row_;
 };
 
-bool AttachRun::attach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after) {
+bool AttachRun::attach_timed(Tracer &tracer, std::vector<double> &ms, CallStats &stats) {
+  stats.before = engine_->stats();
   const std::int64_t start = now_ns();
   const ftjit_status st = tracer.attach(*engine_);
-  ms.push_back(ms_since(start));
+  const double elapsed = ms_since(start);
   if (st != FTJIT_OK) {
     const std::string text = status_text(st);
     if (st != FTJIT_E_UNSUPPORTED) fail("attach failed: " + text);
     row_.set("status", text);
     return false;
   }
-  after = engine_->stats();
+  ms.push_back(elapsed);
+  stats.after = engine_->stats();
   const long count = ftjit_ops_site_count(engine_->get(), &tracer.ops);
   if (count != set_.sites) {
-    fail("ftjit_ops_site_count is " + std::to_string(count) + ", expected " + std::to_string(set_.sites));
+    fail("ftjit_ops_site_count is " + std::to_string(count) + ", expected " +
+         std::to_string(set_.sites));
     row_.set("status", "site count mismatch");
     return false;
   }
   return true;
 }
 
-bool AttachRun::detach_timed(Tracer &tracer, std::vector<double> &ms, ftjit_stats &after) {
+bool AttachRun::detach_timed(Tracer &tracer, std::vector<double> &ms, CallStats &stats) {
+  stats.before = engine_->stats();
   const std::int64_t start = now_ns();
   const ftjit_status st = tracer.detach();
-  ms.push_back(ms_since(start));
+  const double elapsed = ms_since(start);
   if (st != FTJIT_OK) {
     fail("detach failed: " + status_text(st));
     row_.set("status", "detach failed");
     return false;
   }
-  after = engine_->stats();
+  ms.push_back(elapsed);
+  stats.after = engine_->stats();
   return true;
 }
 
-// Calls the first and the last generated function: proof that the batch
-// really patched live code at both ends of the library, not just counted.
-bool AttachRun::check_calls(Tracer &tracer, void *lib, std::uint64_t expected_hits) {
+// Calls the first and the last generated function after every batch: proof
+// that the batch really patched (or restored) live code at both ends of the
+// library, not just counted. Adds 2 to *expected_hits while attached.
+bool AttachRun::check_calls(Tracer &tracer, void *lib, bool attached,
+                            std::uint64_t *expected_hits) {
   using SiteFn = int (*)();
   const std::string last = "ftjit_site_" + std::to_string(set_.sites - 1);
   for (const char *symbol : {"ftjit_site_0", last.c_str()}) {
@@ -141,17 +175,24 @@ bool AttachRun::check_calls(Tracer &tracer, void *lib, std::uint64_t expected_hi
       return false;
     }
   }
-  if (tracer.hits != expected_hits) {
-    fail("after calling 2 sites the tracer counted " + std::to_string(tracer.hits) + ", expected " +
-         std::to_string(expected_hits));
+  if (attached) *expected_hits += 2;
+  if (tracer.hits != *expected_hits) {
+    fail(std::string("after calling 2 sites ") + (attached ? "attached" : "detached") +
+         ", the tracer counted " + std::to_string(tracer.hits) + ", expected " +
+         std::to_string(*expected_hits));
+    row_.set("status", "call check failed");
     return false;
   }
   return true;
 }
 
 void AttachRun::run() {
-  row_.set("sites_lib", set_.key).set("sites", set_.sites).set("strategy", strategy_key(strategy_));
-  Table &table = report_.table("attach", "attach: one ops over every site of a generated library (ms)");
+  row_.set("sites_lib", set_.key)
+      .set("sites", set_.sites)
+      .set("layout", set_.style)
+      .set("strategy", strategy_key(strategy_));
+  Table &table =
+      report_.table("attach", "attach: one ops over every site of a generated library (ms)");
   auto finish = [&] {
     table.rows.push_back(row_);
     spdlog::info("{}: done", name());
@@ -183,25 +224,31 @@ void AttachRun::run() {
   {
     Tracer tracer(std::string(set_.file) + "!ftjit_site_*", strategy_);
     std::vector<double> first_attach, first_detach, attach_ms, detach_ms;
-    ftjit_stats after_attach{}, after_detach{};
-    bool ok = attach_timed(tracer, first_attach, after_attach) && check_calls(tracer, lib.get(), 2) &&
-              detach_timed(tracer, first_detach, after_detach) && check_calls(tracer, lib.get(), 2);
+    CallStats first_attach_stats, attach_stats, detach_stats;
+    std::uint64_t hits = 0;
+    bool ok = attach_timed(tracer, first_attach, first_attach_stats) &&
+              check_calls(tracer, lib.get(), true, &hits) &&
+              detach_timed(tracer, first_detach, detach_stats) &&
+              check_calls(tracer, lib.get(), false, &hits);
     row_.set("first_attach_ms", first_attach.empty() ? Value() : Value(first_attach[0]));
     row_.set("first_detach_ms", first_detach.empty() ? Value() : Value(first_detach[0]));
     for (int rep = 0; ok && rep < opts_.reps; ++rep) {
-      ok = attach_timed(tracer, attach_ms, after_attach) && detach_timed(tracer, detach_ms, after_detach);
+      ok = attach_timed(tracer, attach_ms, attach_stats) &&
+           check_calls(tracer, lib.get(), true, &hits) &&
+           detach_timed(tracer, detach_ms, detach_stats) &&
+           check_calls(tracer, lib.get(), false, &hits);
     }
     if (ok) {
       const Summary a = summarize(attach_ms);
       const Summary d = summarize(detach_ms);
       row_.set("attach_ms", a.median).set("attach_min_ms", a.min).set("attach_max_ms", a.max);
       row_.set("detach_ms", d.median).set("detach_min_ms", d.min).set("detach_max_ms", d.max);
-      // Stats of the last steady-state pair; every batch should look alike.
-      row_.set("attach_syncs", static_cast<long>(after_attach.last_batch_syncs))
-          .set("attach_batch_sites", static_cast<long>(after_attach.last_batch_sites))
-          .set("detach_syncs", static_cast<long>(after_detach.last_batch_syncs))
-          .set("detach_batch_sites", static_cast<long>(after_detach.last_batch_sites))
-          .set("sync_fallbacks", static_cast<long>(after_detach.sync_fallbacks))
+      // Stats of the first attach and of the last steady-state pair (every
+      // pair should look alike).
+      set_call_stats(row_, "first_attach", first_attach_stats);
+      set_call_stats(row_, "attach", attach_stats);
+      set_call_stats(row_, "detach", detach_stats);
+      row_.set("sync_fallbacks", static_cast<long>(detach_stats.after.sync_fallbacks))
           .set("status", "ok");
     }
   }
@@ -209,8 +256,9 @@ void AttachRun::run() {
   engine_.reset();
   lib.close();
   if (is_loaded(path_)) {
-    report_.table("attach", "").notes.push_back(std::string(set_.file) +
-                                                " stayed mapped after dlclose: later first attaches reuse its sleds");
+    report_.table("attach", "")
+        .notes.push_back(std::string(set_.file) +
+                         " stayed mapped after dlclose: later first attaches reuse its sleds");
   }
   finish();
 }
@@ -218,7 +266,8 @@ void AttachRun::run() {
 }  // namespace
 
 void run_attach_section(const BenchOptions &opts, Report &report) {
-  Table &table = report.table("attach", "attach: one ops over every site of a generated library (ms)");
+  Table &table =
+      report.table("attach", "attach: one ops over every site of a generated library (ms)");
   for (const SiteSet &set : kSiteSets) {
     const bool requested =
         opts.site_sets.empty() ||
@@ -240,9 +289,23 @@ void run_attach_section(const BenchOptions &opts, Report &report) {
       AttachRun(opts, report, set, strategy).run();
     }
   }
-  table.notes.push_back("filter: <library file>!ftjit_site_*; first_* include the one-time sled "
-                        "rewrite; attach/detach: median of " + std::to_string(opts.reps) +
-                        " steady-state pairs; *_syncs and *_batch_sites: ftjit_stats of the last batch");
+  table.text_columns = {"sites_lib",       "strategy",       "discover_ms",
+                        "first_attach_ms", "attach_ms",      "detach_ms",
+                        "attach_syncs",    "attach_batches", "attach_last_batch_sites",
+                        "detach_syncs",    "detach_batches", "status"};
+  table.notes.push_back(
+      "filter: <library file>!ftjit_site_*; discover_ms: ftjit_engine_create "
+      "after dlopen (reads every loaded module)");
+  table.notes.push_back(
+      "first_attach_ms: from the sleds as compiled; attach_ms/detach_ms: median "
+      "of " +
+      std::to_string(opts.reps) +
+      " attach/detach pairs after that. An "
+      "engine that restores GCC's 1-byte NOP sleds when a site loses its last "
+      "ops pays the sled rewrite on every attach: compare 1m with 1m-clang");
+  table.notes.push_back(
+      "*_syncs, *_batches: growth of ftjit_stats over one call (last pair); "
+      "*_last_batch_sites: last_batch_sites after the call");
 }
 
 }  // namespace ftjit_bench

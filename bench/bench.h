@@ -19,10 +19,11 @@ struct BenchOptions {
   std::vector<std::string> sections;    // subset of {calls, attach, sizes}
   long calls = 1'000'000;               // calls per timed repetition
   int reps = 5;                         // repetitions; rows report the median
+  bool cpu_clock = true;                // calls: thread CPU time, not wall time
   bool full = false;                    // calls: full R x I cross product
   std::vector<std::string> strategies;  // calls: subset of kCallStrategies
   std::string sites_dir;                // attach: where bench_sites_*.so are
-  std::vector<std::string> site_sets;   // attach: subset of {20k, 100k, 1m, 1m-clang}
+  std::vector<std::string> site_sets;   // attach: subset of {20k, 100k, 1m, 1m-clang, 20k-clang14}
 };
 
 // Section entry points. Each creates and destroys its own engine (ftjit
@@ -49,7 +50,11 @@ std::string status_text(ftjit_status status);
 // Timing
 // ---------------------------------------------------------------------------
 
+// CLOCK_MONOTONIC, in ns.
 std::int64_t now_ns();
+// CLOCK_THREAD_CPUTIME_ID, in ns: time the calling thread actually ran, so
+// a timed loop preempted by another process is not charged for the wait.
+std::int64_t thread_cpu_ns();
 
 // Median, min and max of the repetitions of one measurement.
 struct Summary {
@@ -108,7 +113,7 @@ class Tracer {
 // The entry callback of every Tracer: ++*(uint64_t *)ops->private_data.
 // noinline so the measured cost is a real call, never folded into the
 // trampoline by some future LTO.
-extern "C" void ftjit_bench_count_entry(std::uint64_t ip, std::uint64_t parent_ip,
-                                        ftjit_ops *ops, ftjit_regs *regs);
+extern "C" void ftjit_bench_count_entry(std::uint64_t ip, std::uint64_t parent_ip, ftjit_ops *ops,
+                                        ftjit_regs *regs);
 
 }  // namespace ftjit_bench

@@ -7,10 +7,14 @@
  * engine's own code and the bench driver are never traced. */
 #include "bench_target.h"
 
-/* noinline + noipa: the bench calls through a volatile pointer anyway, but
- * this also keeps GCC from cloning or specialising the body, so the timed
- * function is exactly one sled + a few instructions + ret. */
+/* noinline + noipa (GCC only): the bench calls through a volatile pointer
+ * anyway, but this also keeps GCC from cloning or specialising the body, so
+ * the timed function is exactly one sled + a few instructions + ret. */
+#if defined(__clang__)
+#define BENCH_LEAF_ATTRS __attribute__((noinline, used))
+#else
 #define BENCH_LEAF_ATTRS __attribute__((noinline, noipa, used))
+#endif
 
 BENCH_LEAF_ATTRS int bench_leaf(int x) { return x * 3 + 1; }
 

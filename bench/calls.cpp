@@ -4,16 +4,20 @@
 //
 // Method, per strategy:
 //   1. one engine with that default strategy;
-//   2. prime: attach + detach one tracer on bench_leaf, so GCC's five 1-byte
-//      NOPs have become the single nop5 every later state starts from;
-//   3. baselines: bench_leaf_untraced (no sled) and bench_leaf (sled = nop5);
+//   2. prime: attach one tracer on bench_leaf, call once, detach: proves the
+//      strategy works at all (one hit, then none) before anything is timed;
+//   3. baselines: bench_leaf_untraced (no sled) and bench_leaf with no ops
+//      (whatever sled the engine leaves when a site loses its last ops:
+//      today GCC's original five 1-byte NOPs);
 //   4. per cell: attach I irrelevant tracers (bench_other_<k>), then R
 //      relevant ones (bench_leaf), warm up, then K timed repetitions of N
 //      calls; after each repetition every counter is checked (relevant: N,
 //      irrelevant: 0); detach all.
-// "Overhead" is per-call time minus the R=0,I=0 cell of the same engine run.
+// "Overhead" is per-call time minus the untraced per-call time of the same
+// engine run (bench_leaf with no ops: step 3 pooled with the R=0,I=0 cell).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
@@ -42,12 +46,12 @@ __attribute__((noinline)) int call_loop(long n) {
   return acc;
 }
 
-// Wall time of n calls of fn, in ns.
-double time_calls(LeafFn fn, long n) {
+// Time of n calls of fn, in ns, on the clock the options chose.
+double time_calls(LeafFn fn, long n, bool cpu_clock) {
   g_leaf = fn;
-  const std::int64_t start = now_ns();
+  const std::int64_t start = cpu_clock ? thread_cpu_ns() : now_ns();
   g_sink = call_loop(n);
-  return static_cast<double>(now_ns() - start);
+  return static_cast<double>((cpu_clock ? thread_cpu_ns() : now_ns()) - start);
 }
 
 // Warm-up calls before a cell's timed repetitions (caches, predictors).
@@ -106,12 +110,18 @@ class CallsRun {
   Report &report_;
   const ftjit_strategy strategy_;
   std::unique_ptr<Engine> engine_;
+  // Per-call samples of bench_leaf with no ops: the bench_leaf baseline's
+  // repetitions pooled with the R=0,I=0 cell's; their median is the
+  // "untraced" every overhead is taken against (one cell alone swings by
+  // a few tenths of a ns on a shared machine).
+  std::vector<double> untraced_samples_;
   double baseline_per_call_ = 0;
 };
 
 std::string CallsRun::cell_name(const Cell &cell) const {
-  std::string name = std::string("calls/") + strategy_key(strategy_) + " R=" +
-                     std::to_string(cell.relevant) + " I=" + std::to_string(cell.irrelevant);
+  std::string name = std::string("calls/") + strategy_key(strategy_) +
+                     " R=" + std::to_string(cell.relevant) +
+                     " I=" + std::to_string(cell.irrelevant);
   if (cell.flags & FTJIT_OPS_F_NO_FP) name += " no_fp";
   return name;
 }
@@ -146,9 +156,11 @@ bool CallsRun::prime() {
                       ": priming detach failed: " + status_text(st));
     return false;
   }
+  g_sink = bench_leaf(2);  // detached: must not count
   if (tracer.hits != 1) {
-    report_.add_error(std::string("calls/") + strategy_key(strategy_) +
-                      ": priming call counted " + std::to_string(tracer.hits) + " hits, expected 1");
+    report_.add_error(std::string("calls/") + strategy_key(strategy_) + ": priming call counted " +
+                      std::to_string(tracer.hits) +
+                      " hits (one call attached, one detached), expected 1");
     return false;
   }
   return true;
@@ -164,11 +176,16 @@ void CallsRun::measure_baselines() {
       {"bench_leaf_untraced", &bench_leaf_untraced, "no sled compiled in"},
       {"bench_leaf", &bench_leaf, "sled present, no ops attached"},
   };
+  untraced_samples_.clear();
   for (const auto &b : baselines) {
-    time_calls(b.fn, warmup_calls(opts_.calls));
+    time_calls(b.fn, warmup_calls(opts_.calls), opts_.cpu_clock);
     std::vector<double> per_call;
     for (int rep = 0; rep < opts_.reps; ++rep) {
-      per_call.push_back(time_calls(b.fn, opts_.calls) / static_cast<double>(opts_.calls));
+      per_call.push_back(time_calls(b.fn, opts_.calls, opts_.cpu_clock) /
+                         static_cast<double>(opts_.calls));
+    }
+    if (b.fn == &bench_leaf) {
+      untraced_samples_.insert(untraced_samples_.end(), per_call.begin(), per_call.end());
     }
     const Summary s = summarize(per_call);
     table.rows.push_back(Row()
@@ -187,7 +204,10 @@ ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
   // the worst case the seed's table is about.
   for (int k = 0; k < cell.irrelevant; ++k) {
     auto t = std::make_unique<Tracer>("bench_other_" + std::to_string(k), strategy_, cell.flags);
-    if (direct) t->ops.direct_trampoline = reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_irrelevant);
+    if (direct) {
+      t->ops.direct_trampoline =
+          reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_irrelevant);
+    }
     if (const ftjit_status st = t->attach(*engine_); st != FTJIT_OK) return st;
     tracers.irrelevant.push_back(std::move(t));
   }
@@ -197,7 +217,9 @@ ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
     const bool this_direct = direct && j == 0;
     auto t = std::make_unique<Tracer>(
         "bench_leaf", direct && !this_direct ? FTJIT_STRATEGY_AUTO : strategy_, cell.flags);
-    if (this_direct) t->ops.direct_trampoline = reinterpret_cast<const void *>(&ftjit_bench_direct_tramp);
+    if (this_direct) {
+      t->ops.direct_trampoline = reinterpret_cast<const void *>(&ftjit_bench_direct_tramp);
+    }
     if (const ftjit_status st = t->attach(*engine_); st != FTJIT_OK) return st;
     tracers.relevant.push_back(std::move(t));
     tracers.direct_relevant = tracers.direct_relevant || this_direct;
@@ -224,8 +246,8 @@ bool CallsRun::check_counters(const Cell &cell, const CellTracers &tracers, long
   for (size_t j = 0; j < tracers.relevant.size(); ++j) {
     // The direct tracer's func must never run: its site calls our asm.
     const bool direct = tracers.direct_relevant && j == 0;
-    expect(direct ? "direct relevant tracer (func)" : "relevant tracer", j, tracers.relevant[j]->hits,
-           direct ? 0 : static_cast<std::uint64_t>(calls));
+    expect(direct ? "direct relevant tracer (func)" : "relevant tracer", j,
+           tracers.relevant[j]->hits, direct ? 0 : static_cast<std::uint64_t>(calls));
   }
   if (tracers.direct_relevant) {
     expect("direct trampoline", 0, ftjit_bench_direct_hits, static_cast<std::uint64_t>(calls));
@@ -245,7 +267,8 @@ void CallsRun::run_cell(const Cell &cell) {
       .set("R", cell.relevant)
       .set("I", cell.irrelevant)
       .set("flags", (cell.flags & FTJIT_OPS_F_NO_FP) ? "no_fp" : "");
-  Table &table = report_.table("calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
+  Table &table = report_.table(
+      "calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
 
   CellTracers tracers;
   if (const ftjit_status st = attach_cell(cell, tracers); st != FTJIT_OK) {
@@ -257,19 +280,23 @@ void CallsRun::run_cell(const Cell &cell) {
         st == FTJIT_E_UNSUPPORTED || (strategy_ == FTJIT_STRATEGY_DIRECT && cell.relevant > 1);
     if (!expected_refusal) report_.add_error(cell_name(cell) + ": attach failed: " + text);
     spdlog::info("{}: n/a ({})", cell_name(cell), text);
-    row.set("calls", opts_.calls).set("total_ns", Value()).set("per_call_ns", Value())
-        .set("overhead_ns", Value()).set("min_ns", Value()).set("max_ns", Value())
+    row.set("calls", opts_.calls)
+        .set("total_ns", Value())
+        .set("per_call_ns", Value())
+        .set("overhead_ns", Value())
+        .set("min_ns", Value())
+        .set("max_ns", Value())
         .set("status", text);
     table.rows.push_back(std::move(row));
     return;
   }
 
-  time_calls(&bench_leaf, warmup_calls(opts_.calls));
+  time_calls(&bench_leaf, warmup_calls(opts_.calls), opts_.cpu_clock);
   std::vector<double> totals;
   bool counters_ok = true;
   for (int rep = 0; rep < opts_.reps && counters_ok; ++rep) {
     reset_counters(tracers);
-    totals.push_back(time_calls(&bench_leaf, opts_.calls));
+    totals.push_back(time_calls(&bench_leaf, opts_.calls, opts_.cpu_clock));
     counters_ok = check_counters(cell, tracers, opts_.calls);
   }
 
@@ -277,7 +304,8 @@ void CallsRun::run_cell(const Cell &cell) {
   for (auto *list : {&tracers.relevant, &tracers.irrelevant}) {
     for (auto &t : *list) {
       if (const ftjit_status st = t->detach(); st != FTJIT_OK) {
-        report_.add_error(cell_name(cell) + ": detach of " + t->pattern + " failed: " + status_text(st));
+        report_.add_error(cell_name(cell) + ": detach of " + t->pattern +
+                          " failed: " + status_text(st));
         status = "detach failed";
       }
     }
@@ -286,13 +314,15 @@ void CallsRun::run_cell(const Cell &cell) {
   const Summary total = summarize(totals);
   const double n = static_cast<double>(opts_.calls);
   const double per_call = total.median / n;
-  if (cell.relevant == 0 && cell.irrelevant == 0 && cell.flags == 0) baseline_per_call_ = per_call;
+  const bool untraced_cell = cell.relevant == 0 && cell.irrelevant == 0 && cell.flags == 0;
+  if (untraced_cell) {
+    for (const double t : totals) untraced_samples_.push_back(t / n);
+    baseline_per_call_ = summarize(untraced_samples_).median;
+  }
   row.set("calls", opts_.calls)
       .set("total_ns", total.median)
       .set("per_call_ns", per_call)
-      .set("overhead_ns", cell.relevant == 0 && cell.irrelevant == 0 && cell.flags == 0
-                              ? Value()
-                              : Value(per_call - baseline_per_call_))
+      .set("overhead_ns", untraced_cell ? Value() : Value(per_call - baseline_per_call_))
       .set("min_ns", total.min / n)
       .set("max_ns", total.max / n)
       .set("status", status);
@@ -300,13 +330,15 @@ void CallsRun::run_cell(const Cell &cell) {
   spdlog::info("{}: {:.2f} ns/call", cell_name(cell), per_call);
 }
 
-}  // namespace
-
 constexpr const char *kDefaultCallStrategies[] = {"list", "call-ops", "generated", "direct"};
+
+}  // namespace
 
 void run_calls_section(const BenchOptions &opts, Report &report) {
   std::vector<std::string> keys = opts.strategies;
-  if (keys.empty()) keys.assign(std::begin(kDefaultCallStrategies), std::end(kDefaultCallStrategies));
+  if (keys.empty()) {
+    keys.assign(std::begin(kDefaultCallStrategies), std::end(kDefaultCallStrategies));
+  }
   for (const std::string &key : keys) {
     const auto strategy = parse_strategy(key);
     if (!strategy || *strategy == FTJIT_STRATEGY_AUTO) {
@@ -315,12 +347,24 @@ void run_calls_section(const BenchOptions &opts, Report &report) {
     }
     CallsRun(opts, report, *strategy).run();
   }
-  Table &table = report.table("calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
-  table.notes.push_back(std::string(opts.full ? "full R x I cross product" : "seed 000 shape: R=0 x all I, R=1 x all I, I=0 x all R (--full for the cross product)") +
+  Table &table = report.table(
+      "calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
+  table.notes.push_back(std::string(opts.full ? "full R x I cross product"
+                                              : "seed 000 shape: R=0 x all I, R=1 x all I, I=0 x "
+                                                "all R (--full for the cross product)") +
                         "; median of " + std::to_string(opts.reps) + " repetitions of " +
-                        std::to_string(opts.calls) + " calls; min/max per call");
-  table.notes.push_back("overhead = per-call time minus the R=0,I=0 cell of the same strategy's run");
-  table.notes.push_back("direct: R=1 is the caller-supplied trampoline (bench/direct_tramp.S); R>1 adds R-1 AUTO tracers on the same site; irrelevant tracers are direct too");
+                        std::to_string(opts.calls) + " calls; min/max per call; clock: " +
+                        (opts.cpu_clock ? "thread CPU time (--clock wall for wall time)" : "wall"));
+  table.text_columns = {"strategy",    "R",           "I",      "flags",  "total_ns",
+                        "per_call_ns", "overhead_ns", "min_ns", "max_ns", "status"};
+  table.notes.push_back(
+      "overhead = per-call time minus the untraced baseline of the same strategy's run: median of "
+      "the R=0,I=0 cell's repetitions pooled with those of bench_leaf before any cell");
+  if (std::find(keys.begin(), keys.end(), "direct") != keys.end()) {
+    table.notes.push_back(
+        "direct: R=1 is the caller-supplied trampoline (bench/direct_tramp.S); R>1 adds R-1 AUTO "
+        "tracers on the same site; irrelevant tracers are direct too");
+  }
 }
 
 }  // namespace ftjit_bench

@@ -5,7 +5,7 @@
 // Output goes to stdout (a table, or one JSON object with --json); progress
 // and log lines go to stderr so the JSON stays parseable. Exit status is 1
 // when any correctness check failed (counters, site counts, attach/detach
-// errors), 2 on bad options.
+// errors), CLI11's own non-zero code on bad options.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -46,23 +46,31 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"all", "calls", "attach", "sizes"}))
       ->capture_default_str();
   app.add_flag("--json", json, "Print one JSON object instead of tables");
-  app.add_option("--reps", opts.reps, "Repetitions per measurement; rows show the median, min and max")
+  app.add_option("--reps", opts.reps,
+                 "Repetitions per measurement; rows show the median, min and max")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--calls", opts.calls, "Calls per timed repetition (calls section)")
       ->check(CLI::Range(100'000L, 1'000'000'000L))
       ->capture_default_str();
+  std::string clock = "cpu";
+  app.add_option("--clock", clock,
+                 "calls: 'cpu' = thread CPU time (robust to other load), 'wall' = elapsed")
+      ->check(CLI::IsMember({"cpu", "wall"}))
+      ->capture_default_str();
   app.add_flag("--full", opts.full, "calls: full 6x6 relevant x irrelevant cross product");
   app.add_option("--strategy", opts.strategies, "calls: strategies to run (default all four)")
       ->delimiter(',')
       ->check(CLI::IsMember({"list", "call-ops", "generated", "direct"}));
-  app.add_option("--sites", opts.site_sets, "attach: site libraries to use (default every one built)")
+  app.add_option("--sites", opts.site_sets,
+                 "attach: site libraries to use (default every one built)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"20k", "100k", "1m", "1m-clang"}));
+      ->check(CLI::IsMember({"20k", "100k", "1m", "1m-clang", "20k-clang14"}));
   app.add_option("--sites-dir", opts.sites_dir, "attach: directory of bench_sites_*.so")
       ->capture_default_str();
   app.add_flag("-v,--verbose", verbose, "Log progress to stderr");
   CLI11_PARSE(app, argc, argv);
+  opts.cpu_clock = clock == "cpu";
 
   // Logs to stderr only: stdout is reserved for the result.
   auto logger = spdlog::stderr_color_mt("ftjit-bench");
@@ -76,7 +84,9 @@ int main(int argc, char **argv) {
       .set("api_version", FTJIT_API_VERSION)
       .set("calls", opts.calls)
       .set("reps", opts.reps)
-      .set("full", opts.full);
+      .set("full", opts.full)
+      .set("clock", opts.cpu_clock ? "thread-cpu" : "wall")
+      .set("load_at_start", ftjit_bench::load_average());
 
   // sizes and calls first: attach dlopens libraries of up to 1M functions,
   // and although it closes them, leaving the small sections unaffected by
@@ -85,6 +95,7 @@ int main(int argc, char **argv) {
   if (wants(opts, "calls")) ftjit_bench::run_calls_section(opts, report);
   if (wants(opts, "attach")) ftjit_bench::run_attach_section(opts, report);
 
+  report.meta().set("load_at_end", ftjit_bench::load_average());
   if (json) {
     report.write_json(stdout);
   } else {

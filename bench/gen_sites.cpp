@@ -15,7 +15,10 @@
 //   +0xf  c3                        ret
 //
 // Style "clang" keeps the prefix as one-byte NOPs but emits the entry part as
-// ONE multi-byte NOP (`0f 1f 44 00 00` for 5), see TOOLCHAIN.md Q4. The record
+// ONE multi-byte NOP (`0f 1f 44 00 00` for 5), see TOOLCHAIN.md Q4. Style
+// "clang14" is what Debian 12's clang 14 really emits for 5 entry bytes,
+// whatever M is: `0f 1f 44 00 08` (nopl 0x8(%rax,%rax,1)), a NOP with a
+// non-zero displacement that a byte-exact sled check would reject. The record
 // in __patchable_function_entries is the address of the first NOP: entry - M
 // when M > 0, the entry itself when M == 0.
 //
@@ -41,31 +44,46 @@ namespace {
 // keep the tool honest for other `N,M` layouts.
 constexpr const char *kMultiNop[9] = {
     "",
-    "0x90",                                         // nop
-    "0x66,0x90",                                    // xchg %ax,%ax
-    "0x0f,0x1f,0x00",                               // nopl (%rax)
-    "0x0f,0x1f,0x40,0x00",                          // nopl 0x0(%rax)
-    "0x0f,0x1f,0x44,0x00,0x00",                     // nopl 0x0(%rax,%rax,1)
-    "0x66,0x0f,0x1f,0x44,0x00,0x00",                // nopw 0x0(%rax,%rax,1)
-    "0x0f,0x1f,0x80,0x00,0x00,0x00,0x00",           // nopl 0x0(%rax)
-    "0x0f,0x1f,0x84,0x00,0x00,0x00,0x00,0x00",      // nopl 0x0(%rax,%rax,1)
+    "0x90",                                     // nop
+    "0x66,0x90",                                // xchg %ax,%ax
+    "0x0f,0x1f,0x00",                           // nopl (%rax)
+    "0x0f,0x1f,0x40,0x00",                      // nopl 0x0(%rax)
+    "0x0f,0x1f,0x44,0x00,0x00",                 // nopl 0x0(%rax,%rax,1)
+    "0x66,0x0f,0x1f,0x44,0x00,0x00",            // nopw 0x0(%rax,%rax,1)
+    "0x0f,0x1f,0x80,0x00,0x00,0x00,0x00",       // nopl 0x0(%rax)
+    "0x0f,0x1f,0x84,0x00,0x00,0x00,0x00,0x00",  // nopl 0x0(%rax,%rax,1)
 };
 
-enum class Style { kGcc, kClang };
+enum class Style { kGcc, kClang, kClang14 };
+
+const char *style_name(Style style) {
+  switch (style) {
+    case Style::kGcc:
+      return "gcc";
+    case Style::kClang:
+      return "clang";
+    case Style::kClang14:
+      return "clang14";
+  }
+  return "?";
+}
+
+// clang 14's 5-byte patchable-entry NOP (checked with clang-14 -c).
+constexpr const char *kClang14Nop5 = "0x0f,0x1f,0x44,0x00,0x08";  // nopl 0x8(%rax,%rax,1)
 
 struct Options {
-  unsigned long first = 0;    // index of the first function in this file
+  unsigned long first = 0;  // index of the first function in this file
   unsigned long count = 0;
   Style style = Style::kGcc;
-  unsigned total_nops = 13;   // N of -fpatchable-function-entry=N,M
-  unsigned prefix_nops = 8;   // M
+  unsigned total_nops = 13;  // N of -fpatchable-function-entry=N,M
+  unsigned prefix_nops = 8;  // M
   std::string output;
 };
 
 [[noreturn]] void usage_error(const char *message) {
   std::fprintf(stderr,
                "gen_sites: %s\n"
-               "usage: gen_sites --count N [--first I] [--style gcc|clang] "
+               "usage: gen_sites --count N [--first I] [--style gcc|clang|clang14] "
                "[--layout N[,M]] --output FILE.S\n",
                message);
   std::exit(2);
@@ -82,8 +100,7 @@ bool parse_layout(std::string_view text, Options &opts) {
   unsigned long m = 0;
   const auto comma = text.find(',');
   if (!parse_unsigned(text.substr(0, comma), n)) return false;
-  if (comma != std::string_view::npos &&
-      !parse_unsigned(text.substr(comma + 1), m)) {
+  if (comma != std::string_view::npos && !parse_unsigned(text.substr(comma + 1), m)) {
     return false;
   }
   if (n == 0 || m >= n || n > 64) return false;
@@ -109,8 +126,10 @@ Options parse_args(int argc, char **argv) {
         opts.style = Style::kGcc;
       } else if (value == "clang") {
         opts.style = Style::kClang;
+      } else if (value == "clang14") {
+        opts.style = Style::kClang14;
       } else {
-        usage_error("--style is gcc or clang");
+        usage_error("--style is gcc, clang or clang14");
       }
     } else if (arg == "--layout") {
       if (!parse_layout(value, opts)) usage_error("--layout is N or N,M with M < N <= 64");
@@ -125,6 +144,9 @@ Options parse_args(int argc, char **argv) {
   const unsigned entry_nops = opts.total_nops - opts.prefix_nops;
   if (opts.style == Style::kClang && entry_nops > 8) {
     usage_error("clang style supports at most 8 entry bytes (one NOP)");
+  }
+  if (opts.style == Style::kClang14 && entry_nops != 5) {
+    usage_error("clang14 style knows only the 5-byte entry NOP (layouts 5 and N+5,N)");
   }
   return opts;
 }
@@ -150,7 +172,7 @@ std::string site_macro(const Options &opts) {
     emit_one_byte_nops(m, entry_nops);
   } else {
     m += "\t.byte ";
-    m += kMultiNop[entry_nops];
+    m += opts.style == Style::kClang14 ? kClang14Nop5 : kMultiNop[entry_nops];
     m += "\n";
   }
   m += "\txorl %eax, %eax\n";
@@ -173,8 +195,8 @@ bool write_file(const Options &opts) {
   std::fprintf(f,
                "/* Generated by ftjit gen_sites: functions %lu..%lu, style %s, "
                "-fpatchable-function-entry=%u,%u. Do not edit. */\n",
-               opts.first, opts.first + opts.count - 1, opts.style == Style::kGcc ? "gcc" : "clang",
-               opts.total_nops, opts.prefix_nops);
+               opts.first, opts.first + opts.count - 1, style_name(opts.style), opts.total_nops,
+               opts.prefix_nops);
   std::fputs(site_macro(opts).c_str(), f);
   std::fputs("\t.text\n", f);
   const unsigned long end = opts.first + opts.count;

@@ -25,7 +25,7 @@ Table &Report::table(const std::string &key, const std::string &title) {
   for (auto &t : tables_) {
     if (t.key == key) return t;
   }
-  tables_.push_back(Table{key, title, {}, {}});
+  tables_.push_back(Table{key, title, {}, {}, {}});
   return tables_.back();
 }
 
@@ -39,10 +39,18 @@ void write_json_string(std::FILE *out, const std::string &s) {
   std::fputc('"', out);
   for (const unsigned char c : s) {
     switch (c) {
-      case '"': std::fputs("\\\"", out); break;
-      case '\\': std::fputs("\\\\", out); break;
-      case '\n': std::fputs("\\n", out); break;
-      case '\t': std::fputs("\\t", out); break;
+      case '"':
+        std::fputs("\\\"", out);
+        break;
+      case '\\':
+        std::fputs("\\\\", out);
+        break;
+      case '\n':
+        std::fputs("\\n", out);
+        break;
+      case '\t':
+        std::fputs("\\t", out);
+        break;
       default:
         if (c < 0x20) {
           std::fprintf(out, "\\u%04x", c);
@@ -153,12 +161,15 @@ void write_table(std::FILE *out, const Table &t) {
   if (t.rows.empty()) {
     std::fputs("(no rows)\n", out);
   } else {
-    // Columns: union of the rows' keys, in first-seen order.
-    std::vector<std::string> columns;
-    for (const auto &row : t.rows) {
-      for (const auto &field : row.fields()) {
-        if (std::find(columns.begin(), columns.end(), field.first) == columns.end()) {
-          columns.push_back(field.first);
+    // Columns: the chosen ones, else the union of the rows' keys in
+    // first-seen order.
+    std::vector<std::string> columns = t.text_columns;
+    if (columns.empty()) {
+      for (const auto &row : t.rows) {
+        for (const auto &field : row.fields()) {
+          if (std::find(columns.begin(), columns.end(), field.first) == columns.end()) {
+            columns.push_back(field.first);
+          }
         }
       }
     }
@@ -171,8 +182,8 @@ void write_table(std::FILE *out, const Table &t) {
       std::vector<bool> align(columns.size(), false);
       for (size_t c = 0; c < columns.size(); ++c) {
         const auto &f = row.fields();
-        auto it = std::find_if(f.begin(), f.end(),
-                               [&](const auto &p) { return p.first == columns[c]; });
+        auto it =
+            std::find_if(f.begin(), f.end(), [&](const auto &p) { return p.first == columns[c]; });
         line[c] = it == f.end() ? "" : format_value(it->second);
         align[c] = it != f.end() && is_numeric(it->second);
         width[c] = std::max(width[c], line[c].size());
@@ -201,6 +212,7 @@ void write_table(std::FILE *out, const Table &t) {
     }
   }
   for (const auto &note : t.notes) std::fprintf(out, "  * %s\n", note.c_str());
+  if (!t.text_columns.empty()) std::fputs("  * --json shows every column\n", out);
 }
 
 }  // namespace
@@ -244,6 +256,13 @@ Row machine_info() {
   row.set("compiler", __VERSION__);
 #endif
   return row;
+}
+
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  if (!(in >> load)) return -1;
+  return load;
 }
 
 }  // namespace ftjit_bench

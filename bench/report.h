@@ -27,7 +27,9 @@ class Row {
   Row &set(std::string key, unsigned long value) {
     return set(std::move(key), Value(static_cast<std::int64_t>(value)));
   }
-  Row &set(std::string key, const char *value) { return set(std::move(key), Value(std::string(value))); }
+  Row &set(std::string key, const char *value) {
+    return set(std::move(key), Value(std::string(value)));
+  }
 
   const std::vector<std::pair<std::string, Value>> &fields() const { return fields_; }
 
@@ -37,10 +39,13 @@ class Row {
 
 // One titled table: the rows of one section (or of one part of a section).
 struct Table {
-  std::string key;     // JSON member name, e.g. "calls"
-  std::string title;   // heading of the readable table
+  std::string key;    // JSON member name, e.g. "calls"
+  std::string title;  // heading of the readable table
   std::vector<Row> rows;
   std::vector<std::string> notes;  // printed under the table / as "notes"
+  // Columns of the readable table when not all of them (JSON has every
+  // column): keeps wide sections within a terminal.
+  std::vector<std::string> text_columns;
 };
 
 // Everything one run produced.
@@ -65,5 +70,9 @@ class Report {
 
 // Machine facts for the report header: cpu model, cores, kernel, compiler.
 Row machine_info();
+
+// The 1-minute load average from /proc/loadavg, or -1: a busy machine
+// (another build on the same cores) shows up as bimodal ns-per-call rows.
+double load_average();
 
 }  // namespace ftjit_bench

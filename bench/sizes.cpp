@@ -27,15 +27,13 @@ struct Variant {
 };
 
 constexpr Variant kVariants[] = {
-    {FTJIT_STRATEGY_GENERATED, 0},
-    {FTJIT_STRATEGY_GENERATED, FTJIT_OPS_F_NO_FP},
-    {FTJIT_STRATEGY_CALL_OPS, 0},
-    {FTJIT_STRATEGY_CALL_OPS, FTJIT_OPS_F_NO_FP},
-    {FTJIT_STRATEGY_LIST, 0},
-    {FTJIT_STRATEGY_LIST, FTJIT_OPS_F_NO_FP},
+    {FTJIT_STRATEGY_GENERATED, 0}, {FTJIT_STRATEGY_GENERATED, FTJIT_OPS_F_NO_FP},
+    {FTJIT_STRATEGY_CALL_OPS, 0},  {FTJIT_STRATEGY_CALL_OPS, FTJIT_OPS_F_NO_FP},
+    {FTJIT_STRATEGY_LIST, 0},      {FTJIT_STRATEGY_LIST, FTJIT_OPS_F_NO_FP},
 };
 
-void measure_variant(Engine &engine, const Variant &v, const ftjit_stats &at_create, Report &report) {
+void measure_variant(Engine &engine, const Variant &v, const ftjit_stats &at_create,
+                     Report &report) {
   Table &table = report.table("sizes", "sizes: code bytes per trampoline");
   const std::string name = std::string("sizes/") + strategy_key(v.strategy) +
                            ((v.flags & FTJIT_OPS_F_NO_FP) ? " no_fp" : "");
@@ -51,7 +49,9 @@ void measure_variant(Engine &engine, const Variant &v, const ftjit_stats &at_cre
     if (const ftjit_status st = t->attach(engine); st != FTJIT_OK) {
       const std::string text = status_text(st);
       if (st != FTJIT_E_UNSUPPORTED) report.add_error(name + ": attach failed: " + text);
-      row.set("trampolines", Value()).set("bytes", Value()).set("bytes_per_trampoline", Value())
+      row.set("trampolines", Value())
+          .set("bytes", Value())
+          .set("bytes_per_trampoline", Value())
           .set("status", text);
       table.rows.push_back(std::move(row));
       return;
@@ -64,7 +64,8 @@ void measure_variant(Engine &engine, const Variant &v, const ftjit_stats &at_cre
   if (new_tramps > 0) {
     row.set("trampolines", new_tramps)
         .set("bytes", new_bytes)
-        .set("bytes_per_trampoline", static_cast<double>(new_bytes) / static_cast<double>(new_tramps))
+        .set("bytes_per_trampoline",
+             static_cast<double>(new_bytes) / static_cast<double>(new_tramps))
         .set("status", "ok");
   } else if (at_create.trampolines > 0) {
     // Nothing new: the ops reuse a trampoline that existed from the start.
@@ -74,7 +75,9 @@ void measure_variant(Engine &engine, const Variant &v, const ftjit_stats &at_cre
                                          static_cast<double>(at_create.trampolines))
         .set("status", "shared, made at engine create (average of those)");
   } else {
-    row.set("trampolines", 0).set("bytes", 0).set("bytes_per_trampoline", Value())
+    row.set("trampolines", 0)
+        .set("bytes", 0)
+        .set("bytes_per_trampoline", Value())
         .set("status", "no trampoline accounted");
   }
   for (auto &t : tracers) {
@@ -101,8 +104,9 @@ void run_sizes_section(const BenchOptions &, Report &report) {
     }
     measure_variant(*engine, v, engine->stats(), report);
   }
-  table.notes.push_back("each variant: a fresh engine, then " + std::to_string(kTracers) +
-                        " ops (one per bench_other_<k>); bytes = growth of ftjit_stats.trampoline_bytes");
+  table.notes.push_back(
+      "each variant: a fresh engine, then " + std::to_string(kTracers) +
+      " ops (one per bench_other_<k>); bytes = growth of ftjit_stats.trampoline_bytes");
 }
 
 }  // namespace ftjit_bench

@@ -118,6 +118,12 @@ void ftjit_get_stats(ftjit_engine* engine, ftjit_stats* out) {
   *out = engine->engine->stats();
 }
 
+const char* ftjit_site_name(ftjit_engine* engine, uint64_t ip) {
+  if (engine == nullptr) return nullptr;
+  const std::string* name = engine->engine->site_name(ip);
+  return name ? name->c_str() : nullptr;
+}
+
 const char* ftjit_last_error(void) { return t_last_error.c_str(); }
 
 const char* ftjit_status_name(ftjit_status status) {

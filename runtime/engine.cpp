@@ -130,7 +130,6 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
     if (m.isa != traits.isa) continue;
     uint32_t module_index = static_cast<uint32_t>(modules_.size());
     modules_.push_back({m.path, std::string(path_basename(m.path)), m.load_bias});
-    sites_.reserve(sites_.size() + m.sites.size());
     for (DiscoveredSite& d : m.sites) {
       if (site_by_entry_.count(d.entry)) continue;
       SiteRecord s;
@@ -321,6 +320,12 @@ ftjit_stats Engine::stats() const {
   return s;
 }
 
+const std::string* Engine::site_name(uint64_t entry) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = site_by_entry_.find(entry);
+  return it == site_by_entry_.end() ? nullptr : &sites_[it->second].demangled;
+}
+
 std::vector<SiteInfo> Engine::sites() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SiteInfo> out;
@@ -443,7 +448,9 @@ Insn Engine::encoded(const SiteRecord& s, uint64_t call) const {
     auto c = backend_.encode_call(s.entry, call);
     return c ? c.value() : Insn{};
   }
-  if (s.initialized || s.original_kind == SledKind::kNop) return backend_.encode_nop();
+  // Until the one-time init the entry holds what the compiler wrote (a
+  // NOP sled, or a single NOP of its own choosing): restore exactly that.
+  if (s.initialized) return backend_.encode_nop();
   Insn orig;
   orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
   std::memcpy(orig.bytes, s.original, orig.size);

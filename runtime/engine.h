@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -107,6 +108,9 @@ class Engine {
   long site_count(const ftjit_ops* ops) const;
   ftjit_stats stats() const;
   std::vector<SiteInfo> sites() const;
+  // Demangled name of the site at `entry`, nullptr if none. Stable while
+  // the engine lives (sites are never removed).
+  const std::string* site_name(uint64_t entry) const;
   const Backend& backend() const { return backend_; }
 
  private:
@@ -132,7 +136,7 @@ class Engine {
   CoreSync sync_;
   Patcher patcher_;
   std::vector<ModuleRecord> modules_;
-  std::vector<SiteRecord> sites_;
+  std::deque<SiteRecord> sites_;  // deque: records never move once added
   std::map<uint64_t, uint32_t> site_by_entry_;
   uint64_t modules_generation_ = 0;
   std::vector<std::unique_ptr<OpsRecord>> ops_;

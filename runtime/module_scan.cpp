@@ -2,7 +2,6 @@
 // Module scanning: maps ELF files read-only and walks the loader's list with dl_iterate_phdr.
 #include "runtime/module_scan.h"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/auxv.h>

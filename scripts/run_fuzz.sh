@@ -42,7 +42,7 @@ if [[ -n $seeds ]]; then
     echo "run_fuzz.sh: seed directory $seeds does not exist" >&2
     exit 2
   fi
-  find "$seeds" -maxdepth 1 -type f -size -1M -exec cp -f {} "$build/corpus/" \;
+  find "$seeds" -maxdepth 1 -type f -size -1024k -exec cp -f {} "$build/corpus/" \;
 fi
 
 echo "fuzzing for ${seconds}s ($jobs job(s)); crashes go to $build/artifacts/"

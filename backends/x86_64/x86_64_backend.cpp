@@ -8,7 +8,7 @@
 //
 //     state       bytes at entry              written
 //     compiled    90 90 90 90 90   (GCC)      by the compiler
-//                 0f 1f 44 00 00   (clang)
+//                 0f 1f 44 00 xx   (clang; 16 emits xx=00, 14 xx=08)
 //     disabled    0f 1f 44 00 00   nopl 0(%rax,%rax)   once, all stopped
 //     enabled     e8 <rel32>       call trampoline     live, int3 protocol
 //
@@ -74,7 +74,8 @@ class X86_64Backend final : public Backend {
   SledInfo classify_entry(uint64_t entry, std::span<const uint8_t> b) const override {
     SledInfo info;
     if (b.size() < kSiteBytes) return info;
-    if (std::memcmp(b.data(), kNop5, kSiteBytes) == 0) {
+    // Any displacement byte makes the same NOP (clang-14 emits 08).
+    if (std::memcmp(b.data(), kNop5, kSiteBytes - 1) == 0) {
       info.kind = SledKind::kNop;
     } else if (b[0] == kCallRel32) {
       int32_t rel;

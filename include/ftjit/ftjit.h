@@ -147,6 +147,10 @@ long ftjit_ops_site_count(ftjit_engine *engine, const ftjit_ops *ops);
 
 void ftjit_get_stats(ftjit_engine *engine, ftjit_stats *out);
 
+/* The demangled name of the site whose entry is `ip`, or NULL if `ip` is not
+ * a site. The string lives as long as the engine. */
+const char *ftjit_site_name(ftjit_engine *engine, uint64_t ip);
+
 /* The message of the last failing call on this thread ("" if none). */
 const char *ftjit_last_error(void);
 const char *ftjit_status_name(ftjit_status status);

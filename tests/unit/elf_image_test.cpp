@@ -159,7 +159,7 @@ TEST_P(ElfImageFixtureTest, RecordsComeFromRelocationsWhenWordsAreZero) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ElfImageFixtureTest,
                          ::testing::ValuesIn(testing::sled_fixtures()),
-                         [](const auto& info) { return testing::fixture_test_name(info.param); });
+                         [](const auto& p) { return testing::fixture_test_name(p.param); });
 
 TEST(ElfImageTest, LibraryWithoutTheFlagHasNoSection) {
   auto bytes = read_file(std::string(FTJIT_FIXTURE_DIR) + "/libfx_noflag.so");
@@ -405,6 +405,14 @@ TEST_F(ElfImageErrorTest, LyingHeadersAreErrors) {
        [&](auto& b) { poke<uint64_t>(b, shdr_field(symtab, offsetof(Elf64_Shdr, sh_size)),
                                      UINT64_MAX); },
        "extends past the end"},
+      // Found by the fuzzer: SHT_NULL headers are not bounds-checked, so
+      // their contents must never be read.
+      {"record section of type SHT_NULL pointing past EOF",
+       [&](auto& b) {
+         poke<uint32_t>(b, shdr_field(patch, offsetof(Elf64_Shdr, sh_type)), SHT_NULL);
+         poke<uint64_t>(b, shdr_field(patch, offsetof(Elf64_Shdr, sh_offset)), b.size());
+       },
+       "has no contents"},
       {"record section size not a multiple of 8",
        [&](auto& b) { poke<uint64_t>(b, shdr_field(patch, offsetof(Elf64_Shdr, sh_size)), 12); },
        "multiple of 8"},
@@ -496,6 +504,22 @@ TEST_F(ElfImageErrorTest, LoadSegmentPastEndOfFile) {
   expect_elf_error(as_span(corrupt), "PT_LOAD");
 }
 
+// sstrip-style files drop the section headers; e_shstrndx may be stale.
+// (Found by the fuzzer: the stale index was once used on an empty table.)
+TEST_F(ElfImageErrorTest, FileWithoutSectionHeadersParsesToNothing) {
+  auto stripped = bytes_;
+  poke<uint64_t>(stripped, offsetof(Elf64_Ehdr, e_shoff), 0);
+  poke<uint16_t>(stripped, offsetof(Elf64_Ehdr, e_shnum), 0);
+  auto img = ElfImage::parse(as_span(stripped));
+  ASSERT_TRUE(img.ok()) << img.error().message;
+  EXPECT_FALSE(img->has_patchable_section());
+  EXPECT_TRUE(img->functions().empty());
+  EXPECT_FALSE(img->load_segments().empty());
+
+  poke<uint16_t>(stripped, offsetof(Elf64_Ehdr, e_shnum), 3);
+  expect_elf_error(as_span(stripped), "e_shoff is 0");
+}
+
 // A cheap in-test fuzzer: random byte damage to the headers and tables
 // must never crash (run the suite under ASan/UBSan to make that strict).
 TEST_F(ElfImageErrorTest, RandomHeaderDamageNeverCrashes) {
@@ -507,7 +531,7 @@ TEST_F(ElfImageErrorTest, RandomHeaderDamageNeverCrashes) {
   };
   for (const char* name : {"__patchable_function_entries", ".symtab", ".rela.dyn", ".dynsym"}) {
     const auto sh = elf.section(*elf.find_section(name));
-    regions.push_back({sh.sh_offset, sh.sh_size});
+    if (sh.sh_size != 0) regions.push_back({sh.sh_offset, sh.sh_size});
   }
   std::mt19937_64 rng(20261101);
   int parsed = 0;

@@ -135,7 +135,7 @@ TEST_P(SiteDiscoveryFixtureTest, LoadBiasShiftsEveryAddress) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SiteDiscoveryFixtureTest,
                          ::testing::ValuesIn(testing::sled_fixtures()),
-                         [](const auto& info) { return testing::fixture_test_name(info.param); });
+                         [](const auto& p) { return testing::fixture_test_name(p.param); });
 
 TEST(SiteDiscoveryTest, ModuleWithoutSectionHasNoSitesAndIsNoError) {
   auto module = discover_file(std::string(FTJIT_FIXTURE_DIR) + "/libfx_noflag.so");

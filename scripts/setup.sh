@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# From a fresh Debian 12 machine to a running demo: installs what is missing
+# (Debian packages), builds ftjit, and runs the bundled demo, which traces
+# its own worker threads live and detaches again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake clang libasmjit-dev libspdlog-dev libcli11-dev
+          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+BUILD=${BUILD:-build}
+echo "== building into $BUILD"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+
+if [ "${1:-}" != "--no-demo" ]; then
+  echo "== running the demo"
+  "$BUILD/demo/ftjit-demo"
+fi

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The whole test suite: the normal build, an ASan+UBSan build, a TSan build
+# of the concurrency tests, and a bounded libFuzzer run of the ELF parser.
+# Prints "N passed, N failed" at the end; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --no-demo || exit 1
+
+JOBS=$(nproc)
+passed=0
+failed=0
+failures=()
+
+run_ctest() {  # name build-dir [ctest args...]
+  local name=$1 dir=$2
+  shift 2
+  echo "== ctest ($name)"
+  local log summary n_failed n_total
+  log=$(mktemp)
+  ctest --test-dir "$dir" --output-on-failure -j"$JOBS" "$@" 2>&1 | tee "$log"
+  # "100% tests passed, 0 tests failed out of 167"
+  summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  rm -f "$log"
+  if [ -z "$summary" ]; then
+    failed=$((failed + 1))
+    failures+=("$name (no ctest summary)")
+    return
+  fi
+  n_failed=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+  n_total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+  passed=$((passed + n_total - n_failed))
+  failed=$((failed + n_failed))
+  [ "$n_failed" -eq 0 ] || failures+=("$name")
+}
+
+run_ctest normal build
+
+echo "== building with ASan+UBSan"
+cmake -S . -B build-asan -DFTJIT_SANITIZE=address,undefined -DFTJIT_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-asan -j"$JOBS" >/dev/null
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_ctest asan+ubsan build-asan
+
+echo "== building with TSan"
+cmake -S . -B build-tsan -DFTJIT_SANITIZE=thread -DFTJIT_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-tsan -j"$JOBS" >/dev/null
+FTJIT_STRESS_ITERATIONS=${FTJIT_TSAN_STRESS_ITERATIONS:-1000} TSAN_OPTIONS=halt_on_error=1 \
+  run_ctest tsan build-tsan -L 'e2e|stress'
+
+echo "== fuzzing the ELF parser for ${FUZZ_SECONDS:=60} s"
+if FUZZ_SECONDS=$FUZZ_SECONDS scripts/run_fuzz.sh build/fuzz build/tests/fixtures; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("fuzz")
+fi
+
+echo
+((${#failures[@]})) && echo "failing parts: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// Golden bytes of the x86-64 backend, on every host: site encodings checked
+// against asmjit, the live-rewrite steps, trap emulation, and a whole
+// trampoline byte for byte.
+#include <asmjit/x86.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace ftjit {
+namespace {
+
+const Backend& x86() { return *backend_for(Isa::kX86_64); }
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+std::string hex(const Insn& i) { return hex(i.bytes, i.size); }
+
+// What asmjit assembles for `call target` placed at `at`.
+std::string asmjit_call(uint64_t at, uint64_t target) {
+  asmjit::CodeHolder code;
+  code.init(asmjit::Environment(asmjit::Arch::kX64), at);
+  asmjit::x86::Assembler a(&code);
+  a.call(asmjit::imm(target));
+  code.flatten();
+  code.resolveUnresolvedLinks();
+  code.relocateToBase(at);
+  std::vector<uint8_t> out(code.codeSize());
+  code.copyFlattenedData(out.data(), out.size());
+  return hex(out.data(), out.size());
+}
+
+TEST(X86Golden, DisabledSiteIsTheFiveByteNop) {
+  EXPECT_EQ(hex(x86().encode_nop()), "0f1f440000");  // nopl 0x0(%rax,%rax,1)
+}
+
+TEST(X86Golden, CallMatchesAsmjitForwardAndBackward) {
+  const uint64_t site = 0x555555554000ull;
+  for (uint64_t target : {site + 0x1000, site - 0x1000, site + 5, site + 0x7fff0000,
+                          site - 0x7fff0000}) {
+    auto call = x86().encode_call(site, target);
+    ASSERT_TRUE(call.ok());
+    EXPECT_EQ(hex(call.value()), asmjit_call(site, target)) << std::hex << target;
+  }
+  EXPECT_EQ(hex(x86().encode_call(0x1000, 0x2000).value()), "e8fb0f0000");  // call +0xffb
+}
+
+TEST(X86Golden, CallOutOfReachIsAnError) {
+  auto call = x86().encode_call(0x555555554000, 0x7f0000000000);
+  ASSERT_FALSE(call.ok());
+  EXPECT_EQ(call.error().code, FTJIT_E_OUT_OF_RANGE);
+}
+
+TEST(X86Golden, ClassifiesWhatCompilersEmit) {
+  const uint8_t gcc[] = {0x90, 0x90, 0x90, 0x90, 0x90};
+  const uint8_t clang[] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+  const uint8_t clang14[] = {0x0f, 0x1f, 0x44, 0x00, 0x08};
+  const uint8_t call[] = {0xe8, 0xfb, 0x0f, 0x00, 0x00};
+  const uint8_t endbr[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x90};  // endbr64: not a sled
+  EXPECT_EQ(x86().classify_entry(0x1000, gcc).kind, SledKind::kNopSled);
+  EXPECT_EQ(x86().classify_entry(0x1000, clang).kind, SledKind::kNop);
+  EXPECT_EQ(x86().classify_entry(0x1000, clang14).kind, SledKind::kNop);
+  SledInfo c = x86().classify_entry(0x1000, call);
+  EXPECT_EQ(c.kind, SledKind::kCall);
+  EXPECT_EQ(c.call_target, 0x2000u);
+  EXPECT_EQ(x86().classify_entry(0x1000, endbr).kind, SledKind::kUnknown);
+  EXPECT_EQ(x86().classify_entry(0x1000, std::span<const uint8_t>(gcc, 3)).kind,
+            SledKind::kUnknown);
+}
+
+TEST(X86Golden, LiveRewriteIsInt3ThenTailThenHead) {
+  Insn nop = x86().encode_nop();
+  Insn call = x86().encode_call(0x1000, 0x2000).value();
+  LiveWrite w = x86().plan_live_write(nop, call);
+  ASSERT_EQ(w.n_steps, 3);
+  EXPECT_EQ(w.steps[0].offset, 0);
+  EXPECT_EQ(hex(w.steps[0].bytes, w.steps[0].size), "cc");
+  EXPECT_EQ(w.steps[1].offset, 1);
+  EXPECT_EQ(hex(w.steps[1].bytes, w.steps[1].size), "fb0f0000");
+  EXPECT_EQ(w.steps[2].offset, 0);
+  EXPECT_EQ(hex(w.steps[2].bytes, w.steps[2].size), "e8");
+  EXPECT_EQ(x86().plan_live_write(call, call).n_steps, 0);
+}
+
+TEST(X86Golden, TrapEmulationOfCallAndNop) {
+  Insn call = x86().encode_call(0x1000, 0x2000).value();
+  TrapFixup f = x86().emulate(0x1000, call);
+  EXPECT_EQ(f.pc, 0x2000u);
+  EXPECT_TRUE(f.push);
+  EXPECT_EQ(f.push_value, 0x1005u);
+  f = x86().emulate(0x1000, x86().encode_nop());
+  EXPECT_EQ(f.pc, 0x1005u);
+  EXPECT_FALSE(f.push);
+}
+
+// The generated trampoline without FP saves, ops and callback immediate:
+//   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          depth++
+//   48 83 ec 50                  sub    $0x50,%rsp
+//   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
+//   4c 8d 5c 24 58               lea    0x58(%rsp),%r11    sp at entry
+//   4c 89 5c 24 48               mov    %r11,0x48(%rsp)
+//   48 8b 7c 24 50               mov    0x50(%rsp),%rdi    return address
+//   48 83 ef 05                  sub    $0x5,%rdi          ip
+//   48 8b 74 24 58               mov    0x58(%rsp),%rsi    parent_ip
+//   48 89 e1                     mov    %rsp,%rcx          regs
+//   48 ba <ops>                  movabs $ops,%rdx
+//   e8 <rel32>                   call   func
+//   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
+//   48 83 c4 50                  add    $0x50,%rsp
+//   64 48 ff 0c 25 c0 ff ff ff   decq   %fs:-0x40          depth--
+//   c3                           ret
+TEST(X86Golden, GeneratedTrampolineWithoutFp) {
+  TrampolineRequest r;
+  r.source = OpsSource::kImmediate;
+  r.ops = 0x1122334455667788ull;
+  r.func = 0x7f0000001000ull;
+  r.save_fp = false;
+  r.nesting_tls_offset = -0x40;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(hex(code->data(), code->size()),
+            "6448ff0425c0ffffff4883ec5048893c244889742408488954241048894c24184c894424204c894c2428"
+            "48894424304c895424384c8d5c24584c895c2448488b7c24504883ef05488b7424584889e148ba887766"
+            "5544332211e8a20ff0ff488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b44"
+            "24304c8b5424384883c4506448ff0c25c0ffffffc3");
+}
+
+TEST(X86Golden, FarCallbackGoesThroughRegister) {
+  TrampolineRequest r;
+  r.func = 0x100000000000ull;  // far from the trampoline
+  r.save_fp = false;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  // movabs $func,%rax ; call *%rax
+  EXPECT_NE(hex(code->data(), code->size()).find("48b80000000000100000ffd0"), std::string::npos);
+}
+
+TEST(X86Golden, SlotTrampolineLoadsOpsAndFuncFromTheSite) {
+  TrampolineRequest r;
+  r.source = OpsSource::kSiteSlot;
+  r.save_fp = true;
+  r.honour_direct = true;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  std::string h = hex(code->data(), code->size());
+  EXPECT_NE(h.find("488b57f8"), std::string::npos);  // mov -0x8(%rdi),%rdx: the slot
+  EXPECT_NE(h.find("ff5208"), std::string::npos);    // call *0x8(%rdx): ops->func
+  EXPECT_NE(h.find("41ffe3"), std::string::npos);    // jmp *%r11: the direct path
+  EXPECT_EQ(code->back(), 0xe3);
+}
+
+}  // namespace
+}  // namespace ftjit
