@@ -46,15 +46,19 @@ struct SledInfo {
   uint64_t call_target = 0;
 };
 
-// One step of a live rewrite: bytes written at entry+offset for every site of
-// a batch, followed by one core-serialising sync of all threads.
+// One step of a live rewrite, done for every site of a batch and followed by
+// one core-serialising sync of all threads: write `size` bytes at
+// entry+offset, either the constant `fill` bytes (e.g. a breakpoint) or the
+// new instruction's own bytes at that offset. The same for every site, so a
+// batch of a million sites costs no per-site planning.
 struct WriteStep {
   uint8_t offset = 0;
-  uint8_t size = 0;
-  uint8_t bytes[16] = {};
+  uint8_t size = 0;   // 0: up to the end of the new instruction
+  bool from_new = true;
+  uint8_t fill[4] = {};
 };
 
-struct LiveWrite {
+struct LiveProtocol {
   WriteStep steps[3];
   uint8_t n_steps = 0;
 };
@@ -100,9 +104,9 @@ class Backend {
   // A call from `entry` to `target`; an error if out of reach.
   virtual Result<Insn> encode_call(uint64_t entry, uint64_t target) const = 0;
 
-  // The ordered steps that turn `from` into `to` while other threads may
-  // execute the site.
-  virtual LiveWrite plan_live_write(const Insn& from, const Insn& to) const = 0;
+  // The ordered steps that turn one instruction at a site into another
+  // while other threads may execute the site.
+  virtual const LiveProtocol& live_protocol() const = 0;
 
   // What a thread trapped at `entry` during a rewrite to `to` must do.
   virtual TrapFixup emulate(uint64_t entry, const Insn& to) const = 0;

@@ -167,28 +167,19 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
   // 3. The backend's steps, each for the whole batch, then one sync.
   FTJIT_TRY(install_trap_handler());
   publish_batch(&backend_, writes);
-  uint8_t max_steps = 0;
-  for (uint8_t step = 0;; ++step) {
-    bool any = false;
+  const LiveProtocol& protocol = backend_.live_protocol();
+  for (uint8_t step = 0; step < protocol.n_steps; ++step) {
+    const WriteStep& s = protocol.steps[step];
     for (const EntryWrite& w : writes) {
-      LiveWrite lw = backend_.plan_live_write(w.from, w.to);
-      max_steps = std::max(max_steps, lw.n_steps);
-      if (step >= lw.n_steps) continue;
-      const WriteStep& s = lw.steps[step];
-      std::memcpy(w.rw + s.offset, s.bytes, s.size);
-      any = true;
+      uint8_t n = s.size != 0 ? s.size : static_cast<uint8_t>(w.to.size - s.offset);
+      std::memcpy(w.rw + s.offset, s.from_new ? w.to.bytes + s.offset : s.fill, n);
     }
-    if (!any) break;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    Status st = sync_.sync();
+    // A failing sync cannot happen with membarrier registered; with the
+    // signal fallback it means a thread did not answer. Going on is still
+    // right: every step leaves each site valid for a thread that runs it.
+    (void)sync_.sync();
     ++last_batch_syncs_;
-    if (!st.ok()) {
-      // Cannot happen with membarrier registered; with the fallback it means
-      // a thread did not answer. Finishing the steps is still right: every
-      // step leaves each site valid for a thread that runs it.
-      continue;
-    }
-    if (step + 1 >= max_steps) break;
   }
   retract_batch();
   return {};

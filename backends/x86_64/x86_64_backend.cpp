@@ -112,17 +112,7 @@ class X86_64Backend final : public Backend {
     return insn;
   }
 
-  LiveWrite plan_live_write(const Insn& from, const Insn& to) const override {
-    LiveWrite w;
-    if (from == to) return w;
-    w.steps[0] = WriteStep{0, 1, {kInt3}};
-    w.steps[1].offset = 1;
-    w.steps[1].size = static_cast<uint8_t>(to.size - 1);
-    std::memcpy(w.steps[1].bytes, to.bytes + 1, to.size - 1);
-    w.steps[2] = WriteStep{0, 1, {to.bytes[0]}};
-    w.n_steps = 3;
-    return w;
-  }
+  const LiveProtocol& live_protocol() const override { return protocol_; }
 
   TrapFixup emulate(uint64_t entry, const Insn& to) const override {
     TrapFixup fix;
@@ -143,6 +133,10 @@ class X86_64Backend final : public Backend {
 
  private:
   IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16};
+  // int3 over the first byte; the new tail; the new first byte.
+  LiveProtocol protocol_{{WriteStep{0, 1, false, {kInt3}}, WriteStep{1, 0, true, {}},
+                          WriteStep{0, 1, true, {}}},
+                         3};
 };
 
 // ---------------------------------------------------------------------------

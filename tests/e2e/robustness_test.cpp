@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+// What real programs do around traced code: their own SIGTRAP handler,
+// sleds someone else patched, detach while a thread sits in a callback,
+// control calls from inside a callback, exceptions through traced frames,
+// traced code in signal handlers.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "ftjit/ftjit.h"
+#include "tests/e2e/traced.h"
+
+namespace {
+
+std::atomic<int> g_program_traps{0};
+void program_trap_handler(int, siginfo_t*, void*) { g_program_traps.fetch_add(1); }
+
+int count_calls_hits;
+void count_calls(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { ++count_calls_hits; }
+
+ftjit_status attach_one(ftjit_engine* e, ftjit_ops* ops, const char* name) {
+  const char* inc[] = {name};
+  ftjit_filter f{inc, 1, nullptr, 0};
+  return ftjit_attach(e, ops, &f);
+}
+
+TEST(Robustness, ForeignSigtrapGoesToTheProgramsHandler) {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = program_trap_handler;
+  sa.sa_flags = SA_SIGINFO;
+  ASSERT_EQ(sigaction(SIGTRAP, &sa, nullptr), 0);
+
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_calls;
+  ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
+  asm volatile("int3");  // the program's own breakpoint
+  EXPECT_EQ(g_program_traps.load(), 1);
+  raise(SIGTRAP);
+  EXPECT_EQ(g_program_traps.load(), 2);
+  int (*volatile fn)(int, int) = traced_add;
+  EXPECT_EQ(fn(1, 2), 3);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
+// Overwrites a function's entry the way another tool might (a jump).
+void patch_foreign(void* fn, const uint8_t* bytes, size_t n) {
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t at = reinterpret_cast<uintptr_t>(fn);
+  void* start = reinterpret_cast<void*>(at & ~(page - 1));
+  ASSERT_EQ(mprotect(start, 2 * page, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+  std::memcpy(reinterpret_cast<void*>(at), bytes, n);
+  ASSERT_EQ(mprotect(start, 2 * page, PROT_READ | PROT_EXEC), 0);
+}
+
+TEST(Robustness, SledPatchedBeforeDiscoveryIsRefused) {
+  // `call +0` where the sled should be: someone else's hook.
+  const uint8_t hook[5] = {0xe8, 0x00, 0x00, 0x00, 0x00};
+  patch_foreign(reinterpret_cast<void*>(traced_noslot_mul), hook, 5);
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_calls;
+  EXPECT_EQ(attach_one(e, &ops, "traced_noslot_*"), FTJIT_E_UNEXPECTED_BYTES);
+  std::string msg = ftjit_last_error();
+  EXPECT_NE(msg.find("traced_noslot_mul"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("e8 00 00 00 00"), std::string::npos) << msg;
+  EXPECT_EQ(ftjit_ops_site_count(e, &ops), -1);
+  ftjit_engine_destroy(e);
+}
+
+TEST(Robustness, SledPatchedAfterDiscoveryIsRefusedAndNothingIsWritten) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  // Another tool rewrites one of the thousand sleds after discovery.
+  const uint8_t other[5] = {0x0f, 0x0b, 0x90, 0x90, 0x90};  // ud2
+  uintptr_t victim = reinterpret_cast<uintptr_t>(traced_many[500]);
+  patch_foreign(reinterpret_cast<void*>(victim), other, 5);
+  uint8_t first[13];
+  uintptr_t first_fn = reinterpret_cast<uintptr_t>(traced_many[0]);
+  std::memcpy(first, reinterpret_cast<const void*>(first_fn - 8), 13);
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_calls;
+  ops.strategy = FTJIT_STRATEGY_GENERATED;
+  EXPECT_EQ(attach_one(e, &ops, "traced_many_*"), FTJIT_E_UNEXPECTED_BYTES);
+  EXPECT_NE(std::string(ftjit_last_error()).find("found 0f 0b 90 90 90"), std::string::npos)
+      << ftjit_last_error();
+  EXPECT_EQ(std::memcmp(first, reinterpret_cast<const void*>(first_fn - 8), 13), 0);
+  ftjit_stats st;
+  ftjit_get_stats(e, &st);
+  EXPECT_EQ(st.sites_enabled, 0u);
+  // The others still work.
+  ASSERT_EQ(attach_one(e, &ops, "traced_many_1*"), FTJIT_OK) << ftjit_last_error();
+  count_calls_hits = 0;
+  EXPECT_EQ(traced_many[0](1), 101);
+  EXPECT_EQ(count_calls_hits, 1);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
+std::atomic<int> g_inside{0};
+std::atomic<bool> g_callback_done{false};
+void slow_callback(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {
+  g_inside = 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  g_callback_done = true;
+}
+
+TEST(Robustness, DetachWaitsForAThreadInsideTheCallback) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST}) {
+    g_inside = 0;
+    g_callback_done = false;
+    ftjit_ops ops;
+    ftjit_ops_init(&ops);
+    ops.func = slow_callback;
+    ops.strategy = s;
+    ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
+    std::thread t([] {
+      int (*volatile fn)(int, int) = traced_add;
+      EXPECT_EQ(fn(2, 2), 4);
+    });
+    while (g_inside == 0) std::this_thread::yield();
+    ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK) << ftjit_last_error();
+    EXPECT_TRUE(g_callback_done) << "detach returned while a thread was inside the callback ("
+                                 << ftjit_strategy_name(s) << ")";
+    t.join();
+  }
+  ftjit_stats st;
+  ftjit_get_stats(e, &st);
+  EXPECT_GE(st.grace_periods, 3u);
+  ftjit_engine_destroy(e);
+}
+
+ftjit_engine* g_engine_for_callback;
+ftjit_status g_status_from_callback;
+void detaching_callback(uint64_t, uint64_t, ftjit_ops* ops, ftjit_regs*) {
+  g_status_from_callback = ftjit_detach(g_engine_for_callback, ops);
+}
+
+TEST(Robustness, ControlCallsFromInsideACallbackAreRefused) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr);
+  g_engine_for_callback = e;
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = detaching_callback;
+  ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
+  int (*volatile fn)(int, int) = traced_add;
+  EXPECT_EQ(fn(2, 3), 5);
+  EXPECT_EQ(g_status_from_callback, FTJIT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
+[[noreturn]] void thrower(int v) { throw std::runtime_error("boom " + std::to_string(v)); }
+
+TEST(Robustness, ExceptionsPassThroughTracedFrames) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr);
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_calls;
+  ASSERT_EQ(attach_one(e, &ops, "traced_throw_through"), FTJIT_OK);
+  count_calls_hits = 0;
+  for (int i = 0; i < 100; ++i) {
+    try {
+      traced_throw_through(i, thrower);
+      FAIL() << "no exception";
+    } catch (const std::runtime_error& ex) {
+      EXPECT_EQ(std::string(ex.what()), "boom " + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(count_calls_hits, 100);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
+std::atomic<int> g_handler_result{0};
+void usr1_handler(int) {
+  int (*volatile fn)(int, int) = traced_add;
+  g_handler_result = fn(40, 2);
+}
+
+TEST(Robustness, TracedCodeInASignalHandler) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr);
+  signal(SIGUSR1, usr1_handler);
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_calls;
+  ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
+  count_calls_hits = 0;
+  for (int i = 0; i < 50; ++i) raise(SIGUSR1);
+  EXPECT_EQ(g_handler_result.load(), 42);
+  EXPECT_EQ(count_calls_hits, 50);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+  signal(SIGUSR1, SIG_DFL);
+}
+
+}  // namespace
