@@ -25,9 +25,11 @@ struct IsaTraits {
   uint32_t code_align = 0;     // alignment of emitted trampolines
 };
 
-// One instruction (or one fixed-size instruction group) as bytes.
+// One instruction (or one fixed-size instruction group) as bytes. Eight
+// bytes hold every site instruction we write (x86 call: 5, arm64: 4,
+// riscv auipc+jalr: 8) and keep a million-site batch small.
 struct Insn {
-  uint8_t bytes[16] = {};
+  uint8_t bytes[8] = {};
   uint8_t size = 0;
   bool operator==(const Insn& o) const;
 };

@@ -539,7 +539,15 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
   const uint64_t budget = kNameBudgetFactor * file.size() + kNameBudgetSlack;
   uint64_t name_bytes = 0;
 
-  std::vector<std::pair<int, ElfSymbol>> ranked;
+  // Sort light keys, not the symbols: a million std::string moves per
+  // merge pass is what made large modules slow to discover.
+  struct Key {
+    uint64_t value;
+    int rank;
+    uint32_t index;
+  };
+  std::vector<ElfSymbol> symbols;
+  std::vector<Key> keys;
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
     auto sym = table->at(i);
     const unsigned type = ELF64_ST_TYPE(sym.st_info);
@@ -552,16 +560,16 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
                        " bytes, too many for a " + std::to_string(file.size()) +
                        "-byte file");
     }
-    ranked.push_back({binding_rank(sym.st_info),
-                      ElfSymbol{sym.st_value, sym.st_size, std::string(name.value())}});
+    keys.push_back({sym.st_value, binding_rank(sym.st_info), static_cast<uint32_t>(symbols.size())});
+    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, std::string(name.value())});
   }
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    if (a.second.value != b.second.value) return a.second.value < b.second.value;
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.name < b.second.name;
+  std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
+    if (a.value != b.value) return a.value < b.value;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return symbols[a.index].name < symbols[b.index].name;
   });
-  functions.reserve(ranked.size());
-  for (auto& r : ranked) functions.push_back(std::move(r.second));
+  functions.reserve(keys.size());
+  for (const Key& k : keys) functions.push_back(std::move(symbols[k.index]));
   return functions;
 }
 

@@ -7,6 +7,8 @@
 namespace ftjit {
 namespace {
 
+bool has_wildcard(std::string_view s) { return !glob_is_literal(s); }
+
 Result<NamePattern> parse_pattern(const std::string& text) {
   NamePattern p;
   size_t bang = text.find('!');
@@ -24,6 +26,7 @@ Result<NamePattern> parse_pattern(const std::string& text) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
                       "filter pattern '" + text + "' has an empty name glob");
   }
+  p.classify();
   return p;
 }
 
@@ -38,6 +41,35 @@ std::string join(const std::vector<NamePattern>& ps) {
 }
 
 }  // namespace
+
+void NamePattern::classify() {
+  std::string_view n = name;
+  if (n == "*") {
+    shape = Shape::kAny;
+  } else if (!has_wildcard(n)) {
+    shape = Shape::kLiteral;
+    fixed = name;
+  } else if (n.back() == '*' && !has_wildcard(n.substr(0, n.size() - 1))) {
+    shape = Shape::kPrefix;
+    fixed = name.substr(0, n.size() - 1);
+  } else if (n.front() == '*' && !has_wildcard(n.substr(1))) {
+    shape = Shape::kSuffix;
+    fixed = name.substr(1);
+  } else {
+    shape = Shape::kGlob;
+  }
+}
+
+bool NamePattern::name_matches(std::string_view text) const {
+  switch (shape) {
+    case Shape::kAny: return true;
+    case Shape::kLiteral: return text == fixed;
+    case Shape::kPrefix: return text.starts_with(fixed);
+    case Shape::kSuffix: return text.ends_with(fixed);
+    case Shape::kGlob: break;
+  }
+  return glob_match(name, text);
+}
 
 Result<Filter> Filter::compile(const std::vector<std::string>& include,
                                const std::vector<std::string>& exclude) {
@@ -58,8 +90,7 @@ Result<Filter> Filter::compile(const std::vector<std::string>& include,
 bool Filter::match_one(const NamePattern& p, std::string_view module_base,
                        std::string_view name, std::string_view demangled) {
   if (!p.module.empty() && !glob_match(p.module, module_base)) return false;
-  if (p.name == "*") return true;
-  return glob_match(p.name, name) || (demangled != name && glob_match(p.name, demangled));
+  return p.name_matches(name) || (!demangled.empty() && demangled != name && p.name_matches(demangled));
 }
 
 bool Filter::matches(std::string_view module_base, std::string_view name,

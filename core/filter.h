@@ -3,6 +3,7 @@
 // to a module ("libfoo.so!bar_*").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,15 @@ namespace ftjit {
 struct NamePattern {
   std::string module;  // glob over the module's basename; empty = any
   std::string name;    // glob over the mangled or the demangled name
+  // The shape of `name`, so that the common cases ("*", "exact",
+  // "prefix*", "*suffix") cost a compare, not a glob walk, per site.
+  enum class Shape : uint8_t { kAny, kLiteral, kPrefix, kSuffix, kGlob };
+  Shape shape = Shape::kGlob;
+  std::string fixed;   // the literal part for kLiteral/kPrefix/kSuffix
+
+  // Classifies `name`; called by Filter::compile.
+  void classify();
+  bool name_matches(std::string_view text) const;
 };
 
 class Filter {

@@ -46,10 +46,10 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
   }
   // Records are sorted and each entry lies in [record, next record), so
   // this only matters if a load bias wraps addresses around.
-  std::stable_sort(module.sites.begin(), module.sites.end(),
-                   [](const DiscoveredSite& a, const DiscoveredSite& b) {
-                     return a.entry < b.entry;
-                   });
+  auto by_entry = [](const DiscoveredSite& a, const DiscoveredSite& b) { return a.entry < b.entry; };
+  if (!std::is_sorted(module.sites.begin(), module.sites.end(), by_entry)) {
+    std::stable_sort(module.sites.begin(), module.sites.end(), by_entry);
+  }
   return module;
 }
 

@@ -6,7 +6,7 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
+#include <unordered_map>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,39 +28,54 @@ namespace ftjit {
 
 struct OpsRecord;
 
-// The ops attached to one site, in attach order. Inline room for one: most
-// sites carry one ops, and a million sites must not mean a million vectors.
+// The ops attached to one site, in attach order, in one word: an OpsRecord*
+// when there is one (most sites), else a tagged pointer to a vector. A
+// million sites must not mean a million vectors, nor 16 bytes each.
 class SiteOps {
  public:
-  size_t size() const { return rest_ ? rest_->size() : (one_ ? 1 : 0); }
-  bool empty() const { return size() == 0; }
-  OpsRecord* operator[](size_t i) const { return rest_ ? (*rest_)[i] : one_; }
+  SiteOps() = default;
+  ~SiteOps() { delete many(); }
+  SiteOps(SiteOps&& o) noexcept : v_(o.v_) { o.v_ = 0; }
+  SiteOps& operator=(SiteOps&& o) noexcept {
+    std::swap(v_, o.v_);
+    return *this;
+  }
+  size_t size() const { return many() ? many()->size() : (v_ ? 1 : 0); }
+  bool empty() const { return v_ == 0; }
+  OpsRecord* operator[](size_t i) const {
+    return many() ? (*many())[i] : reinterpret_cast<OpsRecord*>(v_);
+  }
   void add(OpsRecord* r);
   void remove(OpsRecord* r);
 
  private:
-  OpsRecord* one_ = nullptr;
-  std::unique_ptr<std::vector<OpsRecord*>> rest_;
+  static constexpr uintptr_t kMany = 1;
+  std::vector<OpsRecord*>* many() const {
+    return (v_ & kMany) ? reinterpret_cast<std::vector<OpsRecord*>*>(v_ & ~kMany) : nullptr;
+  }
+  uintptr_t v_ = 0;
 };
 
-// What the engine keeps per site (ftrace: dyn_ftrace).
+// What the engine keeps per site (ftrace: dyn_ftrace), split hot and cold:
+// a commit walks the hot records of every site it changes, so they are
+// kept to 48 bytes; names and original bytes live in SiteOrigin.
 struct SiteRecord {
   uint64_t entry = 0;
+  SiteTarget applied;          // what the site calls / its slot holds now
+  SiteOps ops;                 // desired
   uint32_t module = 0;
-  uint32_t prefix_bytes = 0;
+  Route route = Route::kNone;  // the route `applied` implements
+  SledKind original_kind = SledKind::kUnknown;
   bool has_slot = false;       // aligned 8-byte ops slot before the entry
   bool usable = false;         // the entry holds a sled we know
   bool initialized = false;    // the sled has been turned into one NOP
-  SledKind original_kind = SledKind::kUnknown;
-  uint8_t original[8] = {};    // entry bytes as discovered
-  uint64_t original_slot = 0;  // slot bytes as discovered
-  std::string name;
-  std::string demangled;
-  SiteOps ops;                 // desired
-  SiteTarget applied;          // what the site calls / its slot holds now
-  Route route = Route::kNone;  // the route `applied` implements
-  SiteMux* mux = nullptr;      // published multiplexer, if route is a mux
-  CodeArena* arena = nullptr;  // trampoline memory within reach
+};
+
+// What a site was before ftjit touched it, and its names.
+struct SiteOrigin {
+  const DiscoveredSite* found = nullptr;  // names; owned by the module record
+  uint8_t original[8] = {};               // entry bytes as discovered
+  uint64_t original_slot = 0;             // slot bytes as discovered
 };
 
 struct OpsRecord {
@@ -73,9 +88,12 @@ struct OpsRecord {
 };
 
 struct ModuleRecord {
+  CodeArena* arena = nullptr;  // trampoline memory within reach of it all
   std::string path;
   std::string base;  // basename, what filters match
   uint64_t load_bias = 0;
+  std::vector<DiscoveredSite> found;  // never changes once added
+  uint32_t first_site = 0;            // its sites: [first_site, +found.size())
 };
 
 // A read-only view of one site for status output and tests.
@@ -117,6 +135,17 @@ class Engine {
   Engine(const Backend& backend, const ftjit_engine_options& options);
   Status add_modules(std::vector<DiscoveredModule> modules);
   Result<std::vector<uint32_t>> select_sites(const Filter& filter) const;
+  struct TrampolineCache;
+  // One changed site of a commit: where it goes and how.
+  struct Planned {
+    uint32_t site;
+    Route route;
+    SiteTarget target;
+    std::unique_ptr<SiteMux> mux;
+  };
+  Result<SiteTarget> plan_site(uint32_t index, Route route, TrampolineCache* cache,
+                               std::unique_ptr<SiteMux>* mux);
+  std::string site_label(uint32_t index) const;
   Status commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
                 const std::vector<uint32_t>& new_sites);
   Status restore_original_sleds();
@@ -124,23 +153,41 @@ class Engine {
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   Result<uint8_t*> writable(uint64_t addr, size_t n);
-  Insn encoded(const SiteRecord& s, uint64_t call) const;
+  Insn encoded(const SiteRecord& s, uint32_t index, uint64_t call) const;
+  const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
+  const std::string& demangled_of(uint32_t index) const { return origins_[index].found->demangled; }
   Status release_after_grace();
   Status release_if_much_retired();
   bool in_trampoline_memory(uint64_t pc) const;
   OpsRecord* find(const ftjit_ops* ops) const;
+  // Index of the site whose entry is `entry`, or -1.
+  long find_site(uint64_t entry) const;
+
+  static constexpr int kListTrampoline = 0;
+  static constexpr int kCallOpsTrampoline = 1;
+  static constexpr int kCallOpsNoFpTrampoline = 2;
 
   const Backend& backend_;
   ftjit_engine_options options_;
   mutable std::mutex mu_;
   CoreSync sync_;
   Patcher patcher_;
-  std::vector<ModuleRecord> modules_;
-  std::deque<SiteRecord> sites_;  // deque: records never move once added
-  std::map<uint64_t, uint32_t> site_by_entry_;
+  std::vector<std::unique_ptr<ModuleRecord>> modules_;
+  std::vector<SiteRecord> sites_;    // per module, in entry order
+  std::vector<SiteOrigin> origins_;  // parallel to sites_
+  std::unordered_map<uint32_t, std::unique_ptr<SiteMux>> muxes_;  // by site
+  uint64_t sites_dirty_ = 0;  // initialized or slot written: restore work
+  uint64_t sites_enabled_ = 0;
   uint64_t modules_generation_ = 0;
   std::vector<std::unique_ptr<OpsRecord>> ops_;
   std::vector<std::unique_ptr<TextAlias>> aliases_;
+  TextAlias* last_alias_ = nullptr;
+  // Scratch of commit(), kept between commits: a million-site batch would
+  // otherwise fault in ~100 MB of fresh zero pages every time.
+  std::vector<uint32_t> removed_, added_, changed_;
+  std::vector<Planned> plan_;
+  std::vector<EntryWrite> writes_;
+  std::vector<SlotWrite> slots_;
   std::vector<std::unique_ptr<CodeArena>> arenas_;
   // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP.
   std::map<CodeArena*, std::array<uint64_t, 3>> shared_;
@@ -157,7 +204,6 @@ class Engine {
              records.empty();
     }
   } retired_;
-  std::vector<std::unique_ptr<SiteMux>> live_muxes_;
   uint64_t batches_ = 0;
   uint64_t last_batch_sites_ = 0;
   uint64_t grace_periods_ = 0;

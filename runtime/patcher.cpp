@@ -144,15 +144,16 @@ Status Patcher::install_trap_handler() {
 
 uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relaxed); }
 
-Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots) {
+Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
+                      uint64_t* failed_entry) {
   last_batch_syncs_ = 0;
   // 1. Verify every site before writing any.
   for (const EntryWrite& w : writes) {
     const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
     if (std::memcmp(now, w.from.bytes, w.from.size) != 0) {
+      if (failed_entry != nullptr) *failed_entry = w.entry;
       return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                        "site " + (w.name && !w.name->empty() ? *w.name : std::string("?")) +
-                            " at " + hex_addr(w.entry) + ": expected " +
+                        "at " + hex_addr(w.entry) + ": expected " +
                             hex_bytes(w.from.bytes, w.from.size) + ", found " +
                             hex_bytes(now, w.from.size) + "; nothing was patched");
     }

@@ -19,10 +19,9 @@ namespace ftjit {
 // One site's entry rewrite.
 struct EntryWrite {
   uint64_t entry = 0;
-  uint8_t* rw = nullptr;           // writable alias of `entry`
-  const std::string* name = nullptr;  // for messages
-  Insn from;                       // what the entry must hold now
-  Insn to;                         // what it will hold
+  uint8_t* rw = nullptr;  // writable alias of `entry`
+  Insn from;              // what the entry must hold now
+  Insn to;                // what it will hold
 };
 
 // One ops slot store (8 aligned bytes before an entry; never executed).
@@ -48,9 +47,10 @@ class Patcher {
 
   // Verifies all, stores `slots` (before any entry can reach them), then
   // rewrites the entries. `writes` must be sorted by entry. On a verify
-  // failure nothing is written and the error names the site, the expected
-  // and the found bytes.
-  Status apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots);
+  // failure nothing is written, the error gives the address, the expected
+  // and the found bytes, and *failed_entry (if given) the site's entry.
+  Status apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
+               uint64_t* failed_entry = nullptr);
 
   // Rewrites sleds to encode_nop() while every other thread is parked; a
   // thread parked inside a sled continues after it. `sites` sorted by entry.

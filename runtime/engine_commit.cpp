@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+// The engine's commit: plan every site a change touches (core/planner),
+// encode (backend), publish what the new targets read, write the batch
+// (patcher), then retire what nothing reaches any more. Written for batches
+// of a million sites: no per-site allocation, lookup or sort on the way.
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/engine.h"
+#include "runtime/grace.h"
+
+namespace ftjit {
+namespace {
+
+// The single-ops routes need no vector of strategies.
+Route route_for(const SiteRecord& s, std::vector<ftjit_strategy>* scratch) {
+  size_t n = s.ops.size();
+  if (n == 0) return Route::kNone;
+  if (n == 1) {
+    ftjit_strategy one = s.ops[0]->strategy;
+    return choose_route(s.has_slot, std::span<const ftjit_strategy>(&one, 1));
+  }
+  scratch->clear();
+  for (size_t k = 0; k < n; ++k) scratch->push_back(s.ops[k]->strategy);
+  return choose_route(s.has_slot, *scratch);
+}
+
+}  // namespace
+
+std::string Engine::site_label(uint32_t index) const {
+  char b[24];
+  snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(sites_[index].entry));
+  const std::string& name = demangled_of(index);
+  return (name.empty() ? std::string("?") : name) + " (" + b + ")";
+}
+
+// The per-commit caches of "this arena's trampoline for that": consecutive
+// sites almost always share an arena and an ops.
+struct Engine::TrampolineCache {
+  uint32_t module = UINT32_MAX;
+  CodeArena* arena = nullptr;
+  OpsRecord* rec = nullptr;
+  CodeArena* generated_arena = nullptr;
+  uint64_t generated = 0;
+  int shared_which = -1;
+  CodeArena* shared_arena = nullptr;
+  uint64_t shared = 0;
+};
+
+Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCache* cache,
+                                     std::unique_ptr<SiteMux>* mux) {
+  SiteRecord& s = sites_[index];
+  if (route == Route::kNone) return SiteTarget{};
+  if (route == Route::kInvalid) {
+    return make_error(FTJIT_E_UNSUPPORTED,
+                      "site " + site_label(index) +
+                          " has no aligned ops slot, which call-ops needs (build with "
+                          "-fpatchable-function-entry=13,8); nothing was patched");
+  }
+  RouteAddresses a;
+  OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
+  if (route == Route::kDirect) {
+    a.single_direct = reinterpret_cast<uint64_t>(single->ops->direct_trampoline);
+    return target_for(route, a);
+  }
+  // One arena per module, placed within reach of all of its text.
+  if (cache->module != s.module) {
+    ModuleRecord& m = *modules_[s.module];
+    if (m.arena == nullptr) {
+      auto arena = arena_for(s.entry);
+      if (!arena) return arena.take_error();
+      m.arena = arena.value();
+    }
+    cache->module = s.module;
+    cache->arena = m.arena;
+  }
+  CodeArena* const arena = cache->arena;
+  auto shared = [&](int which) -> Result<uint64_t> {
+    if (cache->shared_which == which && cache->shared_arena == arena) return cache->shared;
+    auto t = shared_trampoline(arena, which);
+    if (!t) return t;
+    cache->shared_which = which;
+    cache->shared_arena = arena;
+    cache->shared = t.value();
+    return t;
+  };
+  Result<uint64_t> addr = uint64_t{0};
+  switch (route) {
+    case Route::kGenerated:
+      if (cache->rec == single && cache->generated_arena == arena) {
+        addr = cache->generated;
+      } else {
+        addr = generated_trampoline(single, arena);
+        if (addr) {
+          cache->rec = single;
+          cache->generated_arena = arena;
+          cache->generated = addr.value();
+        }
+      }
+      if (addr) a.single_generated = addr.value();
+      break;
+    case Route::kCallOps:
+      addr = shared((single->ops->flags & FTJIT_OPS_F_NO_FP) ? kCallOpsNoFpTrampoline
+                                                             : kCallOpsTrampoline);
+      if (addr) a.call_ops_trampoline = addr.value();
+      a.single_ops = reinterpret_cast<uint64_t>(single->ops);
+      break;
+    case Route::kCallOpsMux: {
+      addr = shared(kCallOpsTrampoline);
+      if (addr) a.call_ops_trampoline = addr.value();
+      std::vector<ftjit_ops*> list;
+      for (size_t k = 0; k < s.ops.size(); ++k) list.push_back(s.ops[k]->ops);
+      *mux = make_site_mux(std::move(list));
+      a.mux_ops = reinterpret_cast<uint64_t>(&(*mux)->ops);
+      break;
+    }
+    case Route::kList:
+      addr = shared(kListTrampoline);
+      if (addr) a.list_trampoline = addr.value();
+      break;
+    default:
+      break;
+  }
+  if (!addr) return addr.take_error();
+  return target_for(route, a);
+}
+
+Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
+                      const std::vector<uint32_t>& new_sites) {
+  std::vector<uint32_t>& removed = removed_;
+  std::vector<uint32_t>& added = added_;
+  std::vector<uint32_t>& changed = changed_;
+  removed.clear();
+  added.clear();
+  changed.clear();
+  std::set_difference(old_sites.begin(), old_sites.end(), new_sites.begin(), new_sites.end(),
+                      std::back_inserter(removed));
+  std::set_difference(new_sites.begin(), new_sites.end(), old_sites.begin(), old_sites.end(),
+                      std::back_inserter(added));
+  for (uint32_t i : removed) sites_[i].ops.remove(rec);
+  for (uint32_t i : added) sites_[i].ops.add(rec);
+  auto undo = [&] {
+    for (uint32_t i : added) sites_[i].ops.remove(rec);
+    for (uint32_t i : removed) sites_[i].ops.add(rec);
+  };
+  std::merge(removed.begin(), removed.end(), added.begin(), added.end(),
+             std::back_inserter(changed));
+
+  // 1. Plan: route and target of every changed site; note which ops the
+  //    changed sites carry (for the list walker, below).
+  std::vector<Planned>& plan = plan_;
+  plan.resize(changed.size());
+  std::vector<ftjit_strategy> scratch;
+  std::vector<OpsRecord*> affected{rec};
+  TrampolineCache cache;
+  bool any_list = false;
+  for (size_t k = 0; k < changed.size(); ++k) {
+    Planned& p = plan[k];
+    p.site = changed[k];
+    p.mux.reset();
+    SiteRecord& s = sites_[p.site];
+    for (size_t j = 0; j < s.ops.size(); ++j) {
+      OpsRecord* r = s.ops[j];
+      if (r != affected.back() && std::find(affected.begin(), affected.end(), r) == affected.end()) {
+        affected.push_back(r);
+      }
+    }
+    if (!s.ops.empty() && !s.usable) {
+      undo();
+      return make_error(FTJIT_E_UNEXPECTED_BYTES,
+                        "site " + site_label(p.site) + " does not hold a patchable NOP sled: found " +
+                            hex_bytes(origins_[p.site].original, backend_.traits().call_bytes) +
+                            " (patched by someone else?); nothing was patched");
+    }
+    p.route = route_for(s, &scratch);
+    any_list |= p.route == Route::kList;
+    auto target = plan_site(p.site, p.route, &cache, &p.mux);
+    if (!target) {
+      undo();
+      return target.take_error();
+    }
+    p.target = target.value();
+  }
+
+  // 2. The ops the list walker must see, with the ips each traces. Only
+  //    when a list route is involved: most commits skip this entirely.
+  std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> new_ipsets;
+  bool list_changed = false;
+  bool any_ipset = false;
+  for (OpsRecord* r : affected) any_ipset |= r->ips != nullptr;
+  if (any_list || any_ipset) {
+    auto route_of = [&](uint32_t site) {
+      auto it = std::lower_bound(changed.begin(), changed.end(), site);
+      if (it != changed.end() && *it == site) return plan[static_cast<size_t>(it - changed.begin())].route;
+      return sites_[site].route;
+    };
+    for (OpsRecord* r : affected) {
+      const std::vector<uint32_t>& rs = r == rec ? new_sites : r->sites;
+      bool needs = std::any_of(rs.begin(), rs.end(),
+                               [&](uint32_t i) { return route_of(i) == Route::kList; });
+      if (needs && (!r->ips || r == rec)) {
+        std::vector<uint64_t> ips;
+        ips.reserve(rs.size());
+        for (uint32_t i : rs) ips.push_back(sites_[i].entry);
+        new_ipsets.push_back({r, std::make_unique<IpSet>(ips)});
+        list_changed = true;
+      } else if (!needs && r->ips) {
+        new_ipsets.push_back({r, nullptr});
+        list_changed = true;
+      }
+    }
+  }
+
+  // 3. Sleds that must become one NOP first (under stop-the-world), then
+  //    every slot and entry write of the batch.
+  std::vector<SledInit> inits;
+  for (const Planned& p : plan) {
+    SiteRecord& s = sites_[p.site];
+    if (p.target.call == 0 || s.initialized || s.original_kind != SledKind::kNopSled) continue;
+    uint32_t n = backend_.traits().call_bytes;
+    const uint8_t* original = origins_[p.site].original;
+    if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, n) != 0) {
+      undo();
+      return make_error(FTJIT_E_UNEXPECTED_BYTES,
+                        "site " + site_label(p.site) + ": expected " + hex_bytes(original, n) +
+                            ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), n) +
+                            "; nothing was patched");
+    }
+    auto rw = writable(s.entry, n);
+    if (!rw) {
+      undo();
+      return rw.take_error();
+    }
+    inits.push_back({s.entry, rw.value(), n});
+  }
+  if (!inits.empty()) {
+    auto by_entry = [](const SledInit& a, const SledInit& b) { return a.entry < b.entry; };
+    if (!std::is_sorted(inits.begin(), inits.end(), by_entry)) {
+      std::sort(inits.begin(), inits.end(), by_entry);
+    }
+    Status st = patcher_.init_sleds(inits);
+    if (!st) {
+      undo();
+      return st;
+    }
+    for (const Planned& p : plan) {
+      SiteRecord& s = sites_[p.site];
+      if (p.target.call != 0 && s.original_kind == SledKind::kNopSled && !s.initialized) {
+        s.initialized = true;
+        ++sites_dirty_;
+      }
+    }
+  }
+  std::vector<EntryWrite>& writes = writes_;
+  std::vector<SlotWrite>& slots = slots_;
+  writes.clear();
+  slots.clear();
+  for (const Planned& p : plan) {
+    SiteRecord& s = sites_[p.site];
+    if (slot_changes(s.applied, p.target)) {
+      auto rw = writable(s.entry - backend_.traits().slot_bytes, backend_.traits().slot_bytes);
+      if (!rw) {
+        undo();
+        return rw.take_error();
+      }
+      slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), p.target.slot});
+    }
+    if (p.target.call == s.applied.call) continue;
+    auto rw = writable(s.entry, backend_.traits().call_bytes);
+    if (!rw) {
+      undo();
+      return rw.take_error();
+    }
+    writes.push_back({s.entry, rw.value(), encoded(s, p.site, s.applied.call),
+                      encoded(s, p.site, p.target.call)});
+  }
+  auto by_entry = [](const EntryWrite& a, const EntryWrite& b) { return a.entry < b.entry; };
+  if (!std::is_sorted(writes.begin(), writes.end(), by_entry)) {
+    std::sort(writes.begin(), writes.end(), by_entry);
+  }
+
+  // 4. Publish what the new targets read (ip sets, list table), then write.
+  std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> old_ipsets;
+  auto publish_table = [&] {
+    auto table = std::make_unique<ListTable>();
+    for (const auto& r : ops_) {
+      if (r->ips) table->entries.push_back({r->ops, r->ips.get()});
+    }
+    g_list_table.store(table.get(), std::memory_order_release);
+    if (list_table_) retired_.list_tables.push_back(std::move(list_table_));
+    list_table_ = std::move(table);
+  };
+  if (list_changed) {
+    for (auto& [r, set] : new_ipsets) {
+      old_ipsets.push_back({r, std::move(r->ips)});
+      r->ips = std::move(set);
+    }
+    publish_table();
+  }
+  uint64_t failed_entry = 0;
+  Status st = patcher_.apply(writes, slots, &failed_entry);
+  if (!st) {
+    long i = find_site(failed_entry);
+    if (i >= 0) st = make_error(st.error().code, "site " + name_of(static_cast<uint32_t>(i)) +
+                                                     " " + st.error().message);
+    // Nothing was written: verification comes first. Put the ip sets back.
+    if (list_changed) {
+      for (auto& [r, set] : old_ipsets) {
+        if (r->ips) retired_.ipsets.push_back(std::move(r->ips));
+        r->ips = std::move(set);
+      }
+      publish_table();
+    }
+    undo();
+    (void)release_after_grace();
+    return st;
+  }
+  for (auto& [r, set] : old_ipsets) {
+    if (set) retired_.ipsets.push_back(std::move(set));
+  }
+  ++batches_;
+  last_batch_sites_ = writes.size();
+
+  // 5. Record the new state; retire what nothing reaches any more.
+  for (Planned& p : plan) {
+    SiteRecord& s = sites_[p.site];
+    sites_enabled_ += (p.target.call != 0) - (s.applied.call != 0);
+    s.applied.call = p.target.call;
+    if (p.target.slot != 0) {
+      sites_dirty_ += s.applied.slot == 0;
+      s.applied.slot = p.target.slot;
+    }
+    if (s.route == Route::kCallOpsMux) {
+      auto it = muxes_.find(p.site);
+      retired_.muxes.push_back(std::move(it->second));
+      muxes_.erase(it);
+    }
+    s.route = p.route;
+    if (p.mux) muxes_[p.site] = std::move(p.mux);
+  }
+  rec->sites = new_sites;
+  return {};
+}
+
+Status Engine::restore_original_sleds() {
+  if (sites_dirty_ == 0) return {};
+  std::vector<EntryWrite> writes;
+  std::vector<SlotWrite> slots;
+  for (uint32_t i = 0; i < sites_.size(); ++i) {
+    SiteRecord& s = sites_[i];
+    if (s.applied.call != 0) continue;
+    if (s.initialized) {
+      auto rw = writable(s.entry, backend_.traits().call_bytes);
+      if (!rw) return rw.take_error();
+      Insn orig;
+      orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
+      std::memcpy(orig.bytes, origins_[i].original, orig.size);
+      writes.push_back({s.entry, rw.value(), backend_.encode_nop(), orig});
+    }
+    if (s.applied.slot != 0) {
+      auto rw = writable(s.entry - backend_.traits().slot_bytes, backend_.traits().slot_bytes);
+      if (!rw) return rw.take_error();
+      slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), origins_[i].original_slot});
+    }
+  }
+  if (writes.empty() && slots.empty()) return {};
+  // Slots are only read by the call-ops trampoline, which no site calls
+  // now; a grace period makes sure no thread is still about to read one.
+  FTJIT_TRY(release_after_grace());
+  FTJIT_TRY(patcher_.apply(writes, slots));
+  ++batches_;
+  last_batch_sites_ = writes.size();
+  for (SiteRecord& s : sites_) {
+    if (s.applied.call != 0) continue;
+    s.initialized = false;
+    s.applied.slot = 0;
+  }
+  sites_dirty_ = 0;
+  return {};
+}
+
+// attach and set_filter promise nothing about what they retire (old
+// multiplexers, ip sets, list tables), so their grace period can wait for
+// the next detach, which must have one; only a pile-up forces one earlier.
+Status Engine::release_if_much_retired() {
+  size_t n = retired_.muxes.size() + retired_.ipsets.size() + retired_.list_tables.size() +
+             retired_.trampolines.size();
+  if (n < 4096) return {};
+  return release_after_grace();
+}
+
+Status Engine::release_after_grace() {
+  if (retired_.empty()) return {};
+  Status st = wait_for_grace_period([this](uint64_t pc) { return in_trampoline_memory(pc); });
+  ++grace_periods_;
+  if (!st) {
+    // Keep everything: a thread may still be inside. It is retried at the
+    // next grace period.
+    spdlog::warn("ftjit: {}", st.error().message);
+    return st;
+  }
+  for (auto& [arena, addr] : retired_.trampolines) {
+    auto it = trampoline_sizes_.find(addr);
+    if (it != trampoline_sizes_.end()) {
+      trampoline_bytes_ -= it->second;
+      trampoline_sizes_.erase(it);
+    }
+    --trampolines_;
+    arena->free(addr);
+  }
+  retired_ = Retired{};
+  return {};
+}
+
+}  // namespace ftjit

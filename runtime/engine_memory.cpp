@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// The engine's memory: writable aliases of module text, trampoline arenas
+// within branch reach, and the trampolines placed in them.
+#include <cinttypes>
+#include <cstring>
+
+#include "runtime/engine.h"
+
+namespace ftjit {
+
+
+namespace {
+
+constexpr size_t kArenaBytes = 1 << 20;
+
+std::string hex_addr(uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+}  // namespace
+
+Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
+  if (last_alias_ != nullptr && last_alias_->contains(addr, n)) return last_alias_->rw(addr);
+  for (const auto& a : aliases_) {
+    if (a->contains(addr, n)) {
+      last_alias_ = a.get();
+      return a->rw(addr);
+    }
+  }
+  auto m = find_exec_mapping(addr);
+  if (!m) return make_error(FTJIT_E_SYSTEM, "site " + hex_addr(addr) + ": " + m.error().message);
+  if (addr + n > m->hi) {
+    return make_error(FTJIT_E_INTERNAL, "site " + hex_addr(addr) + " straddles two mappings");
+  }
+  auto alias = TextAlias::create(m->lo, m->hi, m->path, m->offset);
+  if (!alias) return alias.take_error();
+  aliases_.push_back(std::move(alias.value()));
+  return aliases_.back()->rw(addr);
+}
+
+Result<CodeArena*> Engine::arena_for(uint64_t entry) {
+  int64_t reach = backend_.traits().branch_reach;
+  for (const auto& a : arenas_) {
+    if (a->reaches(entry, reach)) return a.get();
+  }
+  auto a = CodeArena::create_near(entry, reach, kArenaBytes);
+  if (!a) return a.take_error();
+  arenas_.push_back(std::move(a.value()));
+  return arenas_.back().get();
+}
+
+bool Engine::in_trampoline_memory(uint64_t pc) const {
+  for (const auto& a : arenas_) {
+    if (a->contains(pc)) return true;
+  }
+  return false;
+}
+
+namespace {
+
+Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
+                                  const TrampolineRequest& req, size_t* bytes) {
+  // Emit once at a provisional address to learn the size, then again at the
+  // real one (sizes only shrink or stay: rel32 calls get nearer).
+  constexpr size_t kMaxTrampoline = 512;
+  uint64_t place = arena->allocate(kMaxTrampoline, backend.traits().code_align);
+  if (place == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
+  auto code = backend.emit_trampoline(req, place);
+  if (!code) {
+    arena->free(place);
+    return code.take_error();
+  }
+  if (code->size() > kMaxTrampoline) {
+    arena->free(place);
+    return make_error(FTJIT_E_INTERNAL, "trampoline larger than its reservation");
+  }
+  std::memcpy(arena->rw(place), code->data(), code->size());
+  *bytes = code->size();
+  return place;
+}
+
+}  // namespace
+
+Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) {
+  auto it = rec->generated.find(arena);
+  if (it != rec->generated.end()) return it->second;
+  TrampolineRequest req;
+  req.source = OpsSource::kImmediate;
+  req.ops = reinterpret_cast<uint64_t>(rec->ops);
+  req.func = reinterpret_cast<uint64_t>(rec->ops->func);
+  req.save_fp = !(rec->ops->flags & FTJIT_OPS_F_NO_FP);
+  req.honour_direct = false;
+  req.nesting_tls_offset = tls_offset_;
+  size_t bytes = 0;
+  auto place = place_trampoline(backend_, arena, req, &bytes);
+  if (!place) return place;
+  rec->generated[arena] = *place;
+  trampoline_sizes_[*place] = bytes;
+  ++trampolines_;
+  trampoline_bytes_ += bytes;
+  return place;
+}
+
+Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
+  auto& slots = shared_[arena];
+  if (slots[which] != 0) return slots[which];
+  TrampolineRequest req;
+  req.nesting_tls_offset = tls_offset_;
+  req.honour_direct = true;
+  if (which == kListTrampoline) {
+    req.source = OpsSource::kImmediate;
+    req.func = reinterpret_cast<uint64_t>(&ftjit_list_dispatch);
+  } else {
+    req.source = OpsSource::kSiteSlot;
+    req.save_fp = which == kCallOpsTrampoline;
+    req.honour_direct = which == kCallOpsTrampoline;
+  }
+  size_t bytes = 0;
+  auto place = place_trampoline(backend_, arena, req, &bytes);
+  if (!place) return place;
+  slots[which] = *place;
+  trampoline_sizes_[*place] = bytes;
+  ++trampolines_;
+  trampoline_bytes_ += bytes;
+  return place;
+}
+
+Insn Engine::encoded(const SiteRecord& s, uint32_t index, uint64_t call) const {
+  if (call != 0) {
+    auto c = backend_.encode_call(s.entry, call);
+    return c ? c.value() : Insn{};
+  }
+  // Until the one-time init the entry holds what the compiler wrote (a
+  // NOP sled, or a single NOP of its own choosing): restore exactly that.
+  if (s.initialized) return backend_.encode_nop();
+  Insn orig;
+  orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
+  std::memcpy(orig.bytes, origins_[index].original, orig.size);
+  return orig;
+}
+
+}  // namespace ftjit
