@@ -258,6 +258,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   std::vector<SlotWrite>& slots = slots_;
   writes.clear();
   slots.clear();
+  writes.reserve(plan.size());
   for (const Planned& p : plan) {
     SiteRecord& s = sites_[p.site];
     if (slot_changes(s.applied, p.target)) {
@@ -274,8 +275,23 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       undo();
       return rw.take_error();
     }
-    writes.push_back({s.entry, rw.value(), encoded(s, p.site, s.applied.call),
-                      encoded(s, p.site, p.target.call)});
+    EntryWrite& w = writes.emplace_back();
+    w.entry = s.entry;
+    w.rw = rw.value();
+    w.from = encoded(s, p.site, s.applied.call);
+    if (p.target.call == 0) {
+      w.to = encoded(s, p.site, 0);
+    } else {
+      // Arenas are placed within reach, so this fails only for a direct
+      // trampoline the caller put too far away.
+      auto call = backend_.encode_call(s.entry, p.target.call);
+      if (!call) {
+        undo();
+        return make_error(FTJIT_E_OUT_OF_RANGE, "site " + site_label(p.site) +
+                                                    " cannot reach its trampoline with a call");
+      }
+      w.to = call.value();
+    }
   }
   auto by_entry = [](const EntryWrite& a, const EntryWrite& b) { return a.entry < b.entry; };
   if (!std::is_sorted(writes.begin(), writes.end(), by_entry)) {

@@ -150,7 +150,9 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
   // 1. Verify every site before writing any.
   for (const EntryWrite& w : writes) {
     const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
-    if (std::memcmp(now, w.from.bytes, w.from.size) != 0) {
+    bool same = true;
+    for (uint8_t b = 0; b < w.from.size; ++b) same &= now[b] == w.from.bytes[b];
+    if (!same) {
       if (failed_entry != nullptr) *failed_entry = w.entry;
       return make_error(FTJIT_E_UNEXPECTED_BYTES,
                         "at " + hex_addr(w.entry) + ": expected " +
@@ -172,8 +174,11 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
   for (uint8_t step = 0; step < protocol.n_steps; ++step) {
     const WriteStep& s = protocol.steps[step];
     for (const EntryWrite& w : writes) {
+      // A few bytes per site: a plain loop beats a memcpy call here.
       uint8_t n = s.size != 0 ? s.size : static_cast<uint8_t>(w.to.size - s.offset);
-      std::memcpy(w.rw + s.offset, s.from_new ? w.to.bytes + s.offset : s.fill, n);
+      const uint8_t* src = s.from_new ? w.to.bytes + s.offset : s.fill;
+      uint8_t* dst = w.rw + s.offset;
+      for (uint8_t b = 0; b < n; ++b) dst[b] = src[b];
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // A failing sync cannot happen with membarrier registered; with the
