@@ -139,9 +139,10 @@ class Engine {
   // One changed site of a commit: where it goes and how.
   struct Planned {
     uint32_t site;
-    Route route;
-    SiteTarget target;
-    std::unique_ptr<SiteMux> mux;
+    Route old_route;
+    bool old_initialized;
+    SiteTarget old_applied;
+    std::unique_ptr<SiteMux> mux;  // the new multiplexer, if any
   };
   Result<SiteTarget> plan_site(uint32_t index, Route route, TrampolineCache* cache,
                                std::unique_ptr<SiteMux>* mux);
@@ -184,7 +185,7 @@ class Engine {
   TextAlias* last_alias_ = nullptr;
   // Scratch of commit(), kept between commits: a million-site batch would
   // otherwise fault in ~100 MB of fresh zero pages every time.
-  std::vector<uint32_t> removed_, added_, changed_;
+  std::vector<uint32_t> changed_;
   std::vector<Planned> plan_;
   std::vector<EntryWrite> writes_;
   std::vector<SlotWrite> slots_;

@@ -130,38 +130,70 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
 
 Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
                       const std::vector<uint32_t>& new_sites) {
-  std::vector<uint32_t>& removed = removed_;
-  std::vector<uint32_t>& added = added_;
+  // The sites whose ops change: old xor new, walked once, in order.
   std::vector<uint32_t>& changed = changed_;
-  removed.clear();
-  added.clear();
   changed.clear();
-  std::set_difference(old_sites.begin(), old_sites.end(), new_sites.begin(), new_sites.end(),
-                      std::back_inserter(removed));
-  std::set_difference(new_sites.begin(), new_sites.end(), old_sites.begin(), old_sites.end(),
-                      std::back_inserter(added));
-  for (uint32_t i : removed) sites_[i].ops.remove(rec);
-  for (uint32_t i : added) sites_[i].ops.add(rec);
-  auto undo = [&] {
-    for (uint32_t i : added) sites_[i].ops.remove(rec);
-    for (uint32_t i : removed) sites_[i].ops.add(rec);
-  };
-  std::merge(removed.begin(), removed.end(), added.begin(), added.end(),
-             std::back_inserter(changed));
+  std::set_symmetric_difference(old_sites.begin(), old_sites.end(), new_sites.begin(),
+                                new_sites.end(), std::back_inserter(changed));
+  const uint32_t call_bytes = backend_.traits().call_bytes;
+  const uint32_t slot_bytes = backend_.traits().slot_bytes;
 
-  // 1. Plan: route and target of every changed site; note which ops the
-  //    changed sites carry (for the list walker, below).
+  // 1. One pass over the changed sites: change their ops, plan route and
+  //    target, and build each one's writes. The new state goes straight
+  //    into the site record; `plan` keeps the old one so that a failure
+  //    before the first machine write can put everything back.
   std::vector<Planned>& plan = plan_;
+  std::vector<EntryWrite>& writes = writes_;
+  std::vector<SlotWrite>& slots = slots_;
+  std::vector<SledInit> inits;
   plan.resize(changed.size());
+  writes.clear();
+  slots.clear();
+  writes.reserve(changed.size());
   std::vector<ftjit_strategy> scratch;
   std::vector<OpsRecord*> affected{rec};
   TrampolineCache cache;
   bool any_list = false;
+  size_t done = 0;
+  auto undo = [&] {
+    for (size_t k = 0; k < done; ++k) {
+      Planned& p = plan[k];
+      SiteRecord& s = sites_[p.site];
+      s.applied = p.old_applied;
+      s.route = p.old_route;
+      s.initialized = p.old_initialized;
+      p.mux.reset();
+    }
+  };
+  // Ops are changed site by site as the loop goes; `ops_changed` counts how
+  // many, so that undo can revert exactly those.
+  size_t ops_changed = 0;
+  auto undo_ops = [&] {
+    for (size_t k = 0; k < ops_changed; ++k) {
+      uint32_t i = changed[k];
+      if (std::binary_search(old_sites.begin(), old_sites.end(), i)) {
+        sites_[i].ops.add(rec);
+      } else {
+        sites_[i].ops.remove(rec);
+      }
+    }
+  };
+  auto fail = [&](Error e) -> Status {
+    undo();
+    undo_ops();
+    return e;
+  };
+  auto old_it = old_sites.begin();
   for (size_t k = 0; k < changed.size(); ++k) {
-    Planned& p = plan[k];
-    p.site = changed[k];
-    p.mux.reset();
-    SiteRecord& s = sites_[p.site];
+    const uint32_t i = changed[k];
+    SiteRecord& s = sites_[i];
+    while (old_it != old_sites.end() && *old_it < i) ++old_it;
+    if (old_it != old_sites.end() && *old_it == i) {
+      s.ops.remove(rec);
+    } else {
+      s.ops.add(rec);
+    }
+    ops_changed = k + 1;
     for (size_t j = 0; j < s.ops.size(); ++j) {
       OpsRecord* r = s.ops[j];
       if (r != affected.back() && std::find(affected.begin(), affected.end(), r) == affected.end()) {
@@ -169,20 +201,66 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       }
     }
     if (!s.ops.empty() && !s.usable) {
-      undo();
-      return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                        "site " + site_label(p.site) + " does not hold a patchable NOP sled: found " +
-                            hex_bytes(origins_[p.site].original, backend_.traits().call_bytes) +
-                            " (patched by someone else?); nothing was patched");
+      return fail(make_error(FTJIT_E_UNEXPECTED_BYTES,
+                             "site " + site_label(i) + " does not hold a patchable NOP sled: found " +
+                                 hex_bytes(origins_[i].original, call_bytes) +
+                                 " (patched by someone else?); nothing was patched"));
     }
-    p.route = route_for(s, &scratch);
-    any_list |= p.route == Route::kList;
-    auto target = plan_site(p.site, p.route, &cache, &p.mux);
-    if (!target) {
-      undo();
-      return target.take_error();
+    Planned& p = plan[k];
+    p.site = i;
+    p.old_applied = s.applied;
+    p.old_route = s.route;
+    p.old_initialized = s.initialized;
+    p.mux.reset();
+    Route route = route_for(s, &scratch);
+    any_list |= route == Route::kList;
+    auto target = plan_site(i, route, &cache, &p.mux);
+    if (!target) return fail(target.take_error());
+    const SiteTarget t = target.value();
+    done = k + 1;
+
+    if (slot_changes(s.applied, t)) {
+      auto rw = writable(s.entry - slot_bytes, slot_bytes);
+      if (!rw) return fail(rw.take_error());
+      slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), t.slot});
     }
-    p.target = target.value();
+    if (t.call != s.applied.call) {
+      auto rw = writable(s.entry, call_bytes);
+      if (!rw) return fail(rw.take_error());
+      EntryWrite& w = writes.emplace_back();
+      w.entry = s.entry;
+      w.rw = rw.value();
+      if (t.call != 0 && !s.initialized && s.original_kind == SledKind::kNopSled) {
+        // The compiler's sled becomes one NOP first, all threads parked.
+        const uint8_t* original = origins_[i].original;
+        if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, call_bytes) != 0) {
+          return fail(make_error(
+              FTJIT_E_UNEXPECTED_BYTES,
+              "site " + site_label(i) + ": expected " + hex_bytes(original, call_bytes) +
+                  ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), call_bytes) +
+                  "; nothing was patched"));
+        }
+        inits.push_back({s.entry, rw.value(), call_bytes});
+        s.initialized = true;
+      }
+      w.from = p.old_initialized != s.initialized ? backend_.encode_nop()
+                                                  : encoded(s, i, s.applied.call);
+      if (t.call == 0) {
+        w.to = encoded(s, i, 0);
+      } else {
+        // Arenas are placed within reach, so this fails only for a direct
+        // trampoline the caller put too far away.
+        auto call = backend_.encode_call(s.entry, t.call);
+        if (!call) {
+          return fail(make_error(FTJIT_E_OUT_OF_RANGE,
+                                 "site " + site_label(i) + " cannot reach its trampoline with a call"));
+        }
+        w.to = call.value();
+      }
+    }
+    s.applied.call = t.call;
+    if (t.slot != 0) s.applied.slot = t.slot;
+    s.route = route;
   }
 
   // 2. The ops the list walker must see, with the ips each traces. Only
@@ -192,15 +270,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   bool any_ipset = false;
   for (OpsRecord* r : affected) any_ipset |= r->ips != nullptr;
   if (any_list || any_ipset) {
-    auto route_of = [&](uint32_t site) {
-      auto it = std::lower_bound(changed.begin(), changed.end(), site);
-      if (it != changed.end() && *it == site) return plan[static_cast<size_t>(it - changed.begin())].route;
-      return sites_[site].route;
-    };
     for (OpsRecord* r : affected) {
       const std::vector<uint32_t>& rs = r == rec ? new_sites : r->sites;
       bool needs = std::any_of(rs.begin(), rs.end(),
-                               [&](uint32_t i) { return route_of(i) == Route::kList; });
+                               [&](uint32_t i) { return sites_[i].route == Route::kList; });
       if (needs && (!r->ips || r == rec)) {
         std::vector<uint64_t> ips;
         ips.reserve(rs.size());
@@ -214,91 +287,20 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     }
   }
 
-  // 3. Sleds that must become one NOP first (under stop-the-world), then
-  //    every slot and entry write of the batch.
-  std::vector<SledInit> inits;
-  for (const Planned& p : plan) {
-    SiteRecord& s = sites_[p.site];
-    if (p.target.call == 0 || s.initialized || s.original_kind != SledKind::kNopSled) continue;
-    uint32_t n = backend_.traits().call_bytes;
-    const uint8_t* original = origins_[p.site].original;
-    if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, n) != 0) {
-      undo();
-      return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                        "site " + site_label(p.site) + ": expected " + hex_bytes(original, n) +
-                            ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), n) +
-                            "; nothing was patched");
-    }
-    auto rw = writable(s.entry, n);
-    if (!rw) {
-      undo();
-      return rw.take_error();
-    }
-    inits.push_back({s.entry, rw.value(), n});
-  }
+  // 3. The machine: sled inits (stop-the-world), then what the new targets
+  //    read (ip sets, list table), then the batch.
+  auto by_entry = [](const auto& a, const auto& b) { return a.entry < b.entry; };
   if (!inits.empty()) {
-    auto by_entry = [](const SledInit& a, const SledInit& b) { return a.entry < b.entry; };
     if (!std::is_sorted(inits.begin(), inits.end(), by_entry)) {
       std::sort(inits.begin(), inits.end(), by_entry);
     }
     Status st = patcher_.init_sleds(inits);
-    if (!st) {
-      undo();
-      return st;
-    }
-    for (const Planned& p : plan) {
-      SiteRecord& s = sites_[p.site];
-      if (p.target.call != 0 && s.original_kind == SledKind::kNopSled && !s.initialized) {
-        s.initialized = true;
-        ++sites_dirty_;
-      }
-    }
+    if (!st) return fail(st.take_error());
+    sites_dirty_ += inits.size();
   }
-  std::vector<EntryWrite>& writes = writes_;
-  std::vector<SlotWrite>& slots = slots_;
-  writes.clear();
-  slots.clear();
-  writes.reserve(plan.size());
-  for (const Planned& p : plan) {
-    SiteRecord& s = sites_[p.site];
-    if (slot_changes(s.applied, p.target)) {
-      auto rw = writable(s.entry - backend_.traits().slot_bytes, backend_.traits().slot_bytes);
-      if (!rw) {
-        undo();
-        return rw.take_error();
-      }
-      slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), p.target.slot});
-    }
-    if (p.target.call == s.applied.call) continue;
-    auto rw = writable(s.entry, backend_.traits().call_bytes);
-    if (!rw) {
-      undo();
-      return rw.take_error();
-    }
-    EntryWrite& w = writes.emplace_back();
-    w.entry = s.entry;
-    w.rw = rw.value();
-    w.from = encoded(s, p.site, s.applied.call);
-    if (p.target.call == 0) {
-      w.to = encoded(s, p.site, 0);
-    } else {
-      // Arenas are placed within reach, so this fails only for a direct
-      // trampoline the caller put too far away.
-      auto call = backend_.encode_call(s.entry, p.target.call);
-      if (!call) {
-        undo();
-        return make_error(FTJIT_E_OUT_OF_RANGE, "site " + site_label(p.site) +
-                                                    " cannot reach its trampoline with a call");
-      }
-      w.to = call.value();
-    }
-  }
-  auto by_entry = [](const EntryWrite& a, const EntryWrite& b) { return a.entry < b.entry; };
   if (!std::is_sorted(writes.begin(), writes.end(), by_entry)) {
     std::sort(writes.begin(), writes.end(), by_entry);
   }
-
-  // 4. Publish what the new targets read (ip sets, list table), then write.
   std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> old_ipsets;
   auto publish_table = [&] {
     auto table = std::make_unique<ListTable>();
@@ -319,10 +321,8 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   uint64_t failed_entry = 0;
   Status st = patcher_.apply(writes, slots, &failed_entry);
   if (!st) {
-    long i = find_site(failed_entry);
-    if (i >= 0) st = make_error(st.error().code, "site " + name_of(static_cast<uint32_t>(i)) +
-                                                     " " + st.error().message);
-    // Nothing was written: verification comes first. Put the ip sets back.
+    // Nothing was written: verification comes first. The sled inits that
+    // did happen are real: keep those sites marked initialized.
     if (list_changed) {
       for (auto& [r, set] : old_ipsets) {
         if (r->ips) retired_.ipsets.push_back(std::move(r->ips));
@@ -330,9 +330,16 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       }
       publish_table();
     }
+    std::vector<bool> inited;
+    for (size_t k = 0; k < done; ++k) inited.push_back(sites_[plan[k].site].initialized);
+    Error e = st.take_error();
+    long f = find_site(failed_entry);
+    if (f >= 0) e.message = "site " + name_of(static_cast<uint32_t>(f)) + " " + e.message;
     undo();
+    undo_ops();
+    for (size_t k = 0; k < inited.size(); ++k) sites_[plan[k].site].initialized = inited[k];
     (void)release_after_grace();
-    return st;
+    return e;
   }
   for (auto& [r, set] : old_ipsets) {
     if (set) retired_.ipsets.push_back(std::move(set));
@@ -340,21 +347,17 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   ++batches_;
   last_batch_sites_ = writes.size();
 
-  // 5. Record the new state; retire what nothing reaches any more.
-  for (Planned& p : plan) {
-    SiteRecord& s = sites_[p.site];
-    sites_enabled_ += (p.target.call != 0) - (s.applied.call != 0);
-    s.applied.call = p.target.call;
-    if (p.target.slot != 0) {
-      sites_dirty_ += s.applied.slot == 0;
-      s.applied.slot = p.target.slot;
-    }
-    if (s.route == Route::kCallOpsMux) {
+  // 4. Retire what nothing reaches any more; count what changed.
+  for (size_t k = 0; k < changed.size(); ++k) {
+    Planned& p = plan[k];
+    const SiteRecord& s = sites_[p.site];
+    sites_enabled_ += (s.applied.call != 0) - (p.old_applied.call != 0);
+    if (p.old_applied.slot == 0 && s.applied.slot != 0) ++sites_dirty_;
+    if (p.old_route == Route::kCallOpsMux) {
       auto it = muxes_.find(p.site);
       retired_.muxes.push_back(std::move(it->second));
       muxes_.erase(it);
     }
-    s.route = p.route;
     if (p.mux) muxes_[p.site] = std::move(p.mux);
   }
   rec->sites = new_sites;
