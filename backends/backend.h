@@ -86,8 +86,9 @@ struct TrampolineRequest {
   uint64_t func = 0;   // kImmediate: the callback
   bool save_fp = true;           // save/restore the FP argument registers
   bool honour_direct = false;    // continue to regs->direct when it is set
-  int64_t nesting_tls_offset = 0;  // per-thread depth counter, from the
-                                   // thread pointer (see runtime/grace)
+  int64_t counts_tls_offset = 0;   // per-thread entry counter (the exit
+                                   // counter follows it), from the thread
+                                   // pointer (see runtime/thread_control.h)
 };
 
 class Backend {

@@ -84,7 +84,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   };
   if (auto st = install_thread_control(); !st) return fail(st.take_error());
   if (auto st = Patcher::install_trap_handler(); !st) return fail(st.take_error());
-  engine->tls_offset_ = trampoline_depth_tls_offset();
+  engine->tls_offset_ = trampoline_counts_tls_offset();
   auto added = engine->refresh_modules();
   if (!added) return fail(added.take_error());
   spdlog::debug("ftjit: engine created, {} sites in {} modules, sync via {}", engine->sites_.size(),
@@ -250,7 +250,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
                           ? "a direct ops needs direct_trampoline"
                           : "ops has no func");
   }
-  if (ftjit_trampoline_depth != 0) {
+  if (inside_trampoline()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_attach called from inside a tracer callback");
   }
   if (loaded_modules_generation() != modules_generation_) {
@@ -279,7 +279,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
-  if (ftjit_trampoline_depth != 0) {
+  if (inside_trampoline()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_set_filter called from inside a tracer callback");
   }
   if (loaded_modules_generation() != modules_generation_) {
@@ -298,7 +298,7 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::detach(ftjit_ops* ops) {
-  if (ftjit_trampoline_depth != 0) {
+  if (inside_trampoline()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_detach called from inside a tracer callback");
   }
   std::lock_guard<std::mutex> lock(mu_);

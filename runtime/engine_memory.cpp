@@ -91,7 +91,7 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   req.func = reinterpret_cast<uint64_t>(rec->ops->func);
   req.save_fp = !(rec->ops->flags & FTJIT_OPS_F_NO_FP);
   req.honour_direct = false;
-  req.nesting_tls_offset = tls_offset_;
+  req.counts_tls_offset = tls_offset_;
   size_t bytes = 0;
   auto place = place_trampoline(backend_, arena, req, &bytes);
   if (!place) return place;
@@ -106,7 +106,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   auto& slots = shared_[arena];
   if (slots[which] != 0) return slots[which];
   TrampolineRequest req;
-  req.nesting_tls_offset = tls_offset_;
+  req.counts_tls_offset = tls_offset_;
   req.honour_direct = true;
   if (which == kListTrampoline) {
     req.source = OpsSource::kImmediate;

@@ -18,8 +18,8 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
   std::unordered_set<pid_t> done;
   struct Waiting {
     pid_t tid;
-    const uint64_t* depth_addr;
-    uint64_t depth;
+    const uint64_t* exits_addr;
+    uint64_t entries;  // at the snapshot
   };
   for (;;) {
     auto snap = snapshot_threads();
@@ -28,20 +28,20 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
     bool need_resnapshot = false;
     for (const ThreadSnapshot& t : *snap) {
       if (!t.responded || done.count(t.tid)) continue;
-      if (t.depth > 0) {
-        waiting.push_back({t.tid, t.depth_addr, t.depth});
+      if (t.entries != t.exits) {
+        waiting.push_back({t.tid, t.exits_addr, t.entries});
       } else if (in_trampoline_code(t.pc)) {
         need_resnapshot = true;  // one instruction from in or out: look again
       } else {
         done.insert(t.tid);
       }
     }
-    // A busy thread is through once its depth drops below the snapshot:
-    // every trampoline frame it had then has returned.
+    // A busy thread is through once its exits reach its entries at the
+    // snapshot: every trampoline frame it had then has returned.
     for (int spin = 0; !waiting.empty(); ++spin) {
       for (size_t i = 0; i < waiting.size();) {
-        uint64_t depth;
-        if (!read_remote_word(waiting[i].depth_addr, &depth) || depth < waiting[i].depth) {
+        uint64_t exits;
+        if (!read_remote_word(waiting[i].exits_addr, &exits) || exits >= waiting[i].entries) {
           done.insert(waiting[i].tid);
           waiting[i] = waiting.back();
           waiting.pop_back();

@@ -4,11 +4,12 @@
 // has run), the trampoline, the ops it passes and any snapshot a dispatcher
 // reads may only be freed when no thread can still be inside them.
 //
-// A thread is inside while its trampoline depth counter is non-zero (every
-// trampoline raises it first and lowers it last), or while its pc lies in
-// trampoline memory (the one instruction before the raise, and the `ret`
-// after the lower). The grace period interrupts every thread once to read
-// both, then waits for each busy thread's depth to fall below what it was.
+// A thread is inside while its trampoline entries exceed its exits (every
+// trampoline counts one first and the other last), or while its pc lies in
+// trampoline memory (the one instruction before the entry count, and the
+// `ret` after the exit count). The grace period interrupts every thread
+// once to read both, then waits until each busy thread's exits reach the
+// entries it had at that moment.
 #pragma once
 
 #include <cstdint>

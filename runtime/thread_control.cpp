@@ -20,7 +20,8 @@
 #include <string>
 
 extern "C" {
-__thread uint64_t ftjit_trampoline_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread ftjit::TrampolineCounts ftjit_trampoline_counts
+    __attribute__((tls_model("initial-exec"))) = {0, 0};
 }
 
 namespace ftjit {
@@ -44,8 +45,9 @@ struct Slot {
   std::atomic<int> state{kSent};
   std::atomic<pid_t> tid{0};
   uint64_t pc = 0;
-  uint64_t depth = 0;
-  const uint64_t* depth_addr = nullptr;
+  uint64_t entries = 0;
+  uint64_t exits = 0;
+  const uint64_t* exits_addr = nullptr;
   uint64_t new_pc = 0;
   bool gone = false;
 };
@@ -116,8 +118,10 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   }
   auto* uc = static_cast<ucontext_t*>(ucv);
   s.pc = context_pc(uc);
-  s.depth = ftjit_trampoline_depth;
-  s.depth_addr = &ftjit_trampoline_depth;
+  // Exits first: then entries >= exits holds between the two reads too.
+  s.exits = ftjit_trampoline_counts.exits;
+  s.entries = ftjit_trampoline_counts.entries;
+  s.exits_addr = &ftjit_trampoline_counts.exits;
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
     s.new_pc = 0;
     s.state.store(kParked, std::memory_order_release);
@@ -216,8 +220,9 @@ bool run_request(Kind kind, int want, const char** why, pid_t* who) {
       s.state.store(kSent, std::memory_order_relaxed);
       s.tid.store(t, std::memory_order_relaxed);
       s.pc = 0;
-      s.depth = 0;
-      s.depth_addr = nullptr;
+      s.entries = 0;
+      s.exits = 0;
+      s.exits_addr = nullptr;
       s.new_pc = 0;
       s.gone = false;
       g_request.n.store(n + 1, std::memory_order_release);
@@ -268,14 +273,14 @@ void release_parked() {
 
 }  // namespace
 
-int64_t trampoline_depth_tls_offset() {
+int64_t trampoline_counts_tls_offset() {
   uint64_t tp;
 #if defined(__x86_64__)
   asm("mov %%fs:0, %0" : "=r"(tp));
 #else
   tp = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
 #endif
-  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_depth) - tp);
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_counts.entries) - tp);
 }
 
 Status install_thread_control() {
@@ -346,8 +351,9 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads() {
     t.responded = !s.gone && s.state.load(std::memory_order_acquire) == kDone;
     if (t.responded) {
       t.pc = s.pc;
-      t.depth = s.depth;
-      t.depth_addr = s.depth_addr;
+      t.entries = s.entries;
+      t.exits = s.exits;
+      t.exits_addr = s.exits_addr;
     }
     out.push_back(t);
   }

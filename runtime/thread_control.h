@@ -17,14 +17,29 @@
 
 namespace ftjit {
 
-// The per-thread trampoline depth counter: every trampoline raises it first
-// and lowers it last. Initial-exec TLS, so generated code can reach it at a
-// fixed offset from the thread pointer.
-extern "C" __thread uint64_t ftjit_trampoline_depth
+// Per-thread trampoline counters: every trampoline counts an entry first
+// and an exit last. A thread is inside a trampoline (or a callback under
+// one) while entries > exits. Two counters rather than one depth: each is
+// only ever incremented, so a trampoline's entry and exit are not one
+// dependency chain through memory, and a grace period can wait for "exits
+// reached the entries of the snapshot", which no nesting can fool.
+// Initial-exec TLS, so generated code reaches them at a fixed offset from
+// the thread pointer.
+struct TrampolineCounts {
+  uint64_t entries;
+  uint64_t exits;
+};
+extern "C" __thread TrampolineCounts ftjit_trampoline_counts
     __attribute__((tls_model("initial-exec")));
 
-// Offset of ftjit_trampoline_depth from the thread pointer (fs base).
-int64_t trampoline_depth_tls_offset();
+// Offset of ftjit_trampoline_counts.entries from the thread pointer (fs
+// base); exits is 8 bytes after it.
+int64_t trampoline_counts_tls_offset();
+
+// Whether the calling thread is inside a trampoline right now.
+inline bool inside_trampoline() {
+  return ftjit_trampoline_counts.entries != ftjit_trampoline_counts.exits;
+}
 
 // Installs the control signal handler (idempotent). The signal is
 // SIGRTMAX-3 unless FTJIT_SIGNAL names another number.
@@ -34,8 +49,9 @@ Status install_thread_control();
 struct ThreadSnapshot {
   pid_t tid = 0;
   uint64_t pc = 0;
-  uint64_t depth = 0;                    // trampoline depth at that moment
-  const uint64_t* depth_addr = nullptr;  // its counter, in that thread's TLS
+  uint64_t entries = 0;                  // trampoline entries at that moment
+  uint64_t exits = 0;                    // and exits
+  const uint64_t* exits_addr = nullptr;  // its exit counter, in its TLS
   bool responded = false;                // false: the thread exited first
 };
 

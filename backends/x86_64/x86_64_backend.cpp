@@ -30,9 +30,9 @@
 //     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
 //     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
 //
-//     The first instruction raises and the last but one lowers a per-thread
-//     depth counter at fs:[tls]; runtime/grace reads it to know when no
-//     thread can still be inside a trampoline about to be freed.
+//     The first instruction counts an entry (fs:[tls]) and the last but one
+//     an exit (fs:[tls+8]) in per-thread counters; runtime/grace reads them
+//     to know when no thread can still be inside a trampoline to be freed.
 //
 // Live rewrite order (each step for every site of a batch, then one sync):
 //   1. write int3 (cc) over the first byte: a thread reaching the site now
@@ -155,11 +155,13 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   Assembler a(&code);
 
   const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
-  Mem depth = ptr_abs(static_cast<uint64_t>(req.nesting_tls_offset), 8);
-  depth.setSegment(fs);
+  Mem entries = ptr_abs(static_cast<uint64_t>(req.counts_tls_offset), 8);
+  entries.setSegment(fs);
+  Mem exits = ptr_abs(static_cast<uint64_t>(req.counts_tls_offset + 8), 8);
+  exits.setSegment(fs);
   static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
 
-  a.inc(depth);
+  a.inc(entries);
   a.sub(rsp, frame);
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
@@ -193,7 +195,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
   if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
   a.add(rsp, frame);
-  a.dec(depth);
+  a.inc(exits);
   if (req.honour_direct) {
     Label to_direct = a.newLabel();
     a.test(r11, r11);

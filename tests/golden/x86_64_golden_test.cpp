@@ -115,7 +115,7 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 }
 
 // The generated trampoline without FP saves, ops and callback immediate:
-//   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          depth++
+//   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          entries++
 //   48 83 ec 50                  sub    $0x50,%rsp
 //   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
 //   4c 8d 5c 24 58               lea    0x58(%rsp),%r11    sp at entry
@@ -128,7 +128,7 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   e8 <rel32>                   call   func
 //   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
 //   48 83 c4 50                  add    $0x50,%rsp
-//   64 48 ff 0c 25 c0 ff ff ff   decq   %fs:-0x40          depth--
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
 TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   TrampolineRequest r;
@@ -136,14 +136,14 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   r.ops = 0x1122334455667788ull;
   r.func = 0x7f0000001000ull;
   r.save_fp = false;
-  r.nesting_tls_offset = -0x40;
+  r.counts_tls_offset = -0x40;
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
             "6448ff0425c0ffffff4883ec5048893c244889742408488954241048894c24184c894424204c894c2428"
             "48894424304c895424384c8d5c24584c895c2448488b7c24504883ef05488b7424584889e148ba887766"
             "5544332211e8a20ff0ff488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b44"
-            "24304c8b5424384883c4506448ff0c25c0ffffffc3");
+            "24304c8b5424384883c4506448ff0425c8ffffffc3");
 }
 
 TEST(X86Golden, FarCallbackGoesThroughRegister) {
