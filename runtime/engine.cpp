@@ -107,7 +107,14 @@ Result<size_t> Engine::refresh_modules() {
 Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
   const IsaTraits& traits = backend_.traits();
   for (DiscoveredModule& m : modules) {
-    if (!m.has_patchable_section || m.sites.empty() || m.isa != traits.isa) continue;
+    if (!m.has_patchable_section || m.sites.empty() || m.isa != traits.isa) {
+      std::string base(path_basename(m.path));
+      if (std::find(modules_without_sites_.begin(), modules_without_sites_.end(), base) ==
+          modules_without_sites_.end()) {
+        modules_without_sites_.push_back(std::move(base));
+      }
+      continue;
+    }
     bool known = false;
     for (const auto& have : modules_) known |= have->path == m.path && have->load_bias == m.load_bias;
     if (known) continue;
@@ -211,6 +218,21 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter) const {
     return make_error(FTJIT_E_NO_SITES,
                       "no loaded module has patchable entries (__patchable_function_entries); "
                       "build with -fpatchable-function-entry=5 or =13,8");
+  }
+  for (const NamePattern& p : filter.includes()) {
+    if (p.module.empty()) continue;
+    bool with_sites = false;
+    for (const auto& m : modules_) with_sites |= glob_match(p.module, m->base);
+    if (with_sites) continue;
+    for (const std::string& base : modules_without_sites_) {
+      if (glob_match(p.module, base)) {
+        return make_error(FTJIT_E_NO_SITES,
+                          "module " + base + " has no patchable entries (no "
+                          "__patchable_function_entries section); build it with "
+                          "-fpatchable-function-entry=5 or =13,8");
+      }
+    }
+    return make_error(FTJIT_E_NO_MATCH, "no loaded module matches '" + p.module + "'");
   }
   for (const NamePattern& p : filter.includes()) {
     if (!p.module.empty() || !glob_is_literal(p.name)) continue;

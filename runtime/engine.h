@@ -174,6 +174,7 @@ class Engine {
   CoreSync sync_;
   Patcher patcher_;
   std::vector<std::unique_ptr<ModuleRecord>> modules_;
+  std::vector<std::string> modules_without_sites_;  // basenames, for messages
   std::vector<SiteRecord> sites_;    // per module, in entry order
   std::vector<SiteOrigin> origins_;  // parallel to sites_
   std::unordered_map<uint32_t, std::unique_ptr<SiteMux>> muxes_;  // by site

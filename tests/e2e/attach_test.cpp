@@ -280,7 +280,14 @@ TEST_F(EngineTest, FilterGlobsIncludeExcludeAndModule) {
   ASSERT_EQ(attach(&r.ops, {"ftjit_e2e_tests!traced_many_2*"}), FTJIT_OK) << ftjit_last_error();
   EXPECT_EQ(ftjit_ops_site_count(engine_, &r.ops), 100);
   ASSERT_EQ(ftjit_detach(engine_, &r.ops), FTJIT_OK);
-  EXPECT_EQ(attach(&r.ops, {"libc.so*!traced_many_2*"}), FTJIT_E_NO_MATCH);
+  EXPECT_EQ(attach(&r.ops, {"libc.so*!traced_many_2*"}), FTJIT_E_NO_SITES);
+  EXPECT_NE(std::string(ftjit_last_error()).find("module libc.so.6 has no patchable entries"),
+            std::string::npos)
+      << ftjit_last_error();
+  EXPECT_EQ(attach(&r.ops, {"libnothere.so!x"}), FTJIT_E_NO_MATCH);
+  EXPECT_NE(std::string(ftjit_last_error()).find("no loaded module matches 'libnothere.so'"),
+            std::string::npos)
+      << ftjit_last_error();
 }
 
 TEST_F(EngineTest, BadInputGetsClearErrorsAndChangesNothing) {
