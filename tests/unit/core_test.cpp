@@ -85,6 +85,26 @@ TEST(Filter, IncludeExcludeModuleAndDemangled) {
   EXPECT_FALSE(all->matches("m", "xy", "xy"));
 }
 
+TEST(Filter, ShapeFastPathsAgreeWithFnmatch) {
+  const char* patterns[] = {"*", "foo", "foo*", "*bar", "f*o", "fo?", "*", "[fb]oo*", "*_1"};
+  const char* names[] = {"foo", "foobar", "bar", "foo_bar", "fo", "boo_1", "", "x_1", "f"};
+  for (const char* p : patterns) {
+    auto f = Filter::compile({p}, {});
+    ASSERT_TRUE(f.ok());
+    for (const char* n : names) {
+      EXPECT_EQ(f->matches("m", n, n), fnmatch(p, n, 0) == 0) << p << " vs " << n;
+    }
+  }
+  auto prefix = Filter::compile({"pre*"}, {});
+  EXPECT_EQ(prefix->includes()[0].shape, NamePattern::Shape::kPrefix);
+  auto suffix = Filter::compile({"*post"}, {});
+  EXPECT_EQ(suffix->includes()[0].shape, NamePattern::Shape::kSuffix);
+  auto literal = Filter::compile({"exact"}, {});
+  EXPECT_EQ(literal->includes()[0].shape, NamePattern::Shape::kLiteral);
+  auto glob = Filter::compile({"a*b"}, {});
+  EXPECT_EQ(glob->includes()[0].shape, NamePattern::Shape::kGlob);
+}
+
 TEST(Filter, RejectsEmptyParts) {
   EXPECT_EQ(Filter::compile({""}, {}).error().code, FTJIT_E_INVALID_ARGUMENT);
   EXPECT_EQ(Filter::compile({"!x"}, {}).error().code, FTJIT_E_INVALID_ARGUMENT);
