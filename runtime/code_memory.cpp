@@ -48,6 +48,20 @@ size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
 }  // namespace
 
+void privatize_after_fork(uint64_t lo, size_t size) {
+  // Copy into a fresh private mapping, make it read+exec, then move it over
+  // the shared one in one step (mremap replaces the old mapping): the bytes
+  // at `lo` are never missing, and never writable and executable at once.
+  void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) return;
+  std::memcpy(copy, reinterpret_cast<const void*>(lo), size);
+  if (mprotect(copy, size, PROT_READ | PROT_EXEC) != 0 ||
+      mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(lo)) ==
+          MAP_FAILED) {
+    munmap(copy, size);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // TextAlias
 // ---------------------------------------------------------------------------

@@ -46,6 +46,12 @@ class TextAlias {
   uint64_t file_offset_ = 0;
 };
 
+// In a child after fork(): replaces the shared mapping [lo, lo+size) by a
+// private copy of its bytes (same address, read+exec), so that the parent's
+// later patching no longer reaches the child. Async-signal-safe; the child
+// is single-threaded when it runs.
+void privatize_after_fork(uint64_t lo, size_t size);
+
 // Finds the executable mapping of /proc/self/maps that contains `addr`.
 struct ExecMapping {
   uint64_t lo = 0, hi = 0, offset = 0;

@@ -3,6 +3,8 @@
 #include "runtime/engine.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +24,8 @@ namespace ftjit {
 namespace {
 
 std::atomic<bool> g_engine_exists{false};
+std::atomic<Engine*> g_engine{nullptr};
+std::once_flag g_atfork_once;
 
 
 }  // namespace
@@ -61,7 +65,20 @@ void SiteOps::remove(OpsRecord* r) {
 // ---------------------------------------------------------------------------
 
 Engine::Engine(const Backend& backend, const ftjit_engine_options& options)
-    : backend_(backend), options_(options), patcher_(backend, sync_) {}
+    : backend_(backend), options_(options), patcher_(backend, sync_), owner_pid_(getpid()) {}
+
+void engine_atfork_child() {
+  if (Engine* e = g_engine.load()) e->on_fork_child();
+}
+
+void Engine::on_fork_child() {
+  // No lock: another parent thread may have held it at fork() and does not
+  // exist here. The lists are only read.
+  for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo());
+  for (const auto& a : arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo());
+}
+
+bool Engine::inert() const { return getpid() != owner_pid_; }
 
 Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& options) {
   const Backend* backend = native_backend();
@@ -85,6 +102,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   if (auto st = install_thread_control(); !st) return fail(st.take_error());
   if (auto st = Patcher::install_trap_handler(); !st) return fail(st.take_error());
   engine->tls_offset_ = trampoline_counts_tls_offset();
+  std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, engine_atfork_child); });
+  g_engine.store(engine.get());
   auto added = engine->refresh_modules();
   if (!added) return fail(added.take_error());
   spdlog::debug("ftjit: engine created, {} sites in {} modules, sync via {}", engine->sites_.size(),
@@ -161,6 +180,15 @@ long Engine::find_site(uint64_t entry) const {
 }
 
 Engine::~Engine() {
+  g_engine.store(nullptr);
+  if (inert()) {
+    // A forked child's copy: its code is private now and nothing here may
+    // touch the parent's. Free memory only; keep trampolines mapped.
+    for (auto& a : arenas_) a.release();
+    for (auto& a : aliases_) a.release();
+    g_engine_exists.store(false);
+    return;
+  }
   {
     std::unique_lock<std::mutex> lock(mu_);
     while (!ops_.empty()) {
@@ -259,6 +287,10 @@ OpsRecord* Engine::find(const ftjit_ops* ops) const {
 // ---------------------------------------------------------------------------
 
 Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
+  if (inert()) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      "this engine belongs to the parent process (fork); create a new one");
+  }
   if (ops == nullptr || ops->struct_size < sizeof(ftjit_ops)) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ops is null or not initialised (ftjit_ops_init)");
   }
@@ -301,6 +333,10 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
+  if (inert()) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      "this engine belongs to the parent process (fork); create a new one");
+  }
   if (inside_trampoline()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_set_filter called from inside a tracer callback");
   }
@@ -320,6 +356,10 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::detach(ftjit_ops* ops) {
+  if (inert()) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      "this engine belongs to the parent process (fork); create a new one");
+  }
   if (inside_trampoline()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_detach called from inside a tracer callback");
   }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <sys/types.h>
+
 #include <cstdint>
 #include <unordered_map>
 #include <map>
@@ -213,6 +215,14 @@ class Engine {
   uint64_t trampoline_bytes_ = 0;
   std::map<uint64_t, size_t> trampoline_sizes_;
   int64_t tls_offset_ = 0;
+  pid_t owner_pid_ = 0;  // the process that created the engine
+
+  // In a forked child: the code mappings become private copies and the
+  // inherited engine becomes inert (its writable aliases still reach the
+  // parent's code).
+  void on_fork_child();
+  bool inert() const;
+  friend void engine_atfork_child();
 };
 
 }  // namespace ftjit

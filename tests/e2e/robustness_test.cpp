@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -211,6 +212,65 @@ TEST(Robustness, TracedCodeInASignalHandler) {
   ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
   ftjit_engine_destroy(e);
   signal(SIGUSR1, SIG_DFL);
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<int> g_fork_hits{0};
+void fork_hit(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { g_fork_hits.fetch_add(1); }
+
+// fork() while attached: the child keeps a private copy of the code as it
+// was, the parent's later attach/detach never reaches it, and the child's
+// inherited engine refuses to act on the parent's code.
+TEST(Robustness, ForkedChildIsIsolatedFromTheParentsPatching) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = fork_hit;
+  ops.strategy = FTJIT_STRATEGY_GENERATED;
+  const char* inc[] = {"traced_add"};
+  ftjit_filter f{inc, 1, nullptr, 0};
+  ASSERT_EQ(ftjit_attach(e, &ops, &f), FTJIT_OK) << ftjit_last_error();
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int (*volatile add)(int, int) = traced_add;
+    long (*volatile six)(long, long, long, long, long, long) = traced_six;
+    int code = 0;
+    g_fork_hits = 0;
+    if (add(1, 2) != 3 || g_fork_hits != 1) code |= 1;  // traced, as in the parent
+    char c;
+    if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &c, 1) != 1) code |= 2;
+    // The parent has detached `ops` and attached it to traced_six meanwhile.
+    if (add(1, 2) != 3 || g_fork_hits != 2) code |= 4;      // still traced here
+    if (six(1, 0, 0, 0, 0, 0) != 1 || g_fork_hits != 2) code |= 8;  // not traced here
+    if (ftjit_detach(e, &ops) != FTJIT_E_INVALID_ARGUMENT) code |= 16;
+    ftjit_engine_destroy(e);
+    _exit(code);
+  }
+  char c;
+  ASSERT_EQ(read(to_parent[0], &c, 1), 1);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  const char* inc6[] = {"traced_six"};
+  ftjit_filter f6{inc6, 1, nullptr, 0};
+  ASSERT_EQ(ftjit_attach(e, &ops, &f6), FTJIT_OK) << ftjit_last_error();
+  ASSERT_EQ(write(to_child[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child check bits " << WEXITSTATUS(status);
+  g_fork_hits = 0;
+  long (*volatile six)(long, long, long, long, long, long) = traced_six;
+  EXPECT_EQ(six(1, 0, 0, 0, 0, 0), 1);
+  EXPECT_EQ(g_fork_hits.load(), 1);
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
 }
 
 }  // namespace
