@@ -46,6 +46,21 @@ int make_exec_memfd(const char* name, size_t size) {
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
+// Mappings of code (module text, trampolines near it) go to the kernel
+// directly: sanitizer runtimes intercept mmap and reset their shadow memory
+// for the range, which they do not map for module text (TSan crashes).
+// Code is never instrumented data, so they need not know about it.
+void* code_mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+  if (r < 0 && r > -4096) {
+    errno = static_cast<int>(-r);
+    return MAP_FAILED;
+  }
+  return reinterpret_cast<void*>(r);
+}
+
+int code_munmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_munmap, addr, len)); }
+
 }  // namespace
 
 void privatize_after_fork(uint64_t lo, size_t size) {
@@ -56,8 +71,8 @@ void privatize_after_fork(uint64_t lo, size_t size) {
   if (copy == MAP_FAILED) return;
   std::memcpy(copy, reinterpret_cast<const void*>(lo), size);
   if (mprotect(copy, size, PROT_READ | PROT_EXEC) != 0 ||
-      mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(lo)) ==
-          MAP_FAILED) {
+      syscall(SYS_mremap, copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
+              reinterpret_cast<void*>(lo)) < 0) {
     munmap(copy, size);
   }
 }
@@ -100,8 +115,8 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   std::memcpy(rw, reinterpret_cast<const void*>(lo), size);
   // Replacing the mapping is atomic for the other threads: a fault on the
   // range waits for the mmap lock and then finds identical bytes.
-  void* rx = mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED,
-                  fd, 0);
+  void* rx = code_mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC,
+                       MAP_SHARED | MAP_FIXED, fd, 0);
   int e = errno;
   close(fd);
   if (rx == MAP_FAILED) {
@@ -126,7 +141,7 @@ void TextAlias::restore_file_mapping() {
   void* file = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(file_offset_));
   if (file != MAP_FAILED) {
     if (std::memcmp(file, rw_, size) == 0) {
-      mmap(reinterpret_cast<void*>(lo_), size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd,
+      code_mmap(reinterpret_cast<void*>(lo_), size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd,
            static_cast<off_t>(file_offset_));
     }
     munmap(file, size);
@@ -162,11 +177,11 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
       uint64_t hint = dir == 0 ? near - dist : near + dist;
       if (dir == 0 && dist > near) continue;
       hint &= ~(uint64_t{page_size()} - 1);
-      void* p = mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
+      void* p = code_mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
                      MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
       if (p == MAP_FAILED) continue;
       if (p != reinterpret_cast<void*>(hint)) {  // old kernels treat it as a hint
-        munmap(p, size);
+        code_munmap(p, size);
         continue;
       }
       rx = p;
@@ -195,7 +210,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
 CodeArena::~CodeArena() {
   if (rw_ != nullptr) {
     munmap(rw_, size_);
-    munmap(reinterpret_cast<void*>(rx_), size_);
+    code_munmap(reinterpret_cast<void*>(rx_), size_);
   }
 }
 
