@@ -83,7 +83,7 @@ enum class OpsSource : uint8_t {
 struct TrampolineRequest {
   OpsSource source = OpsSource::kImmediate;
   uint64_t ops = 0;    // kImmediate: passed as the callback's `ops`
-  uint64_t func = 0;   // kImmediate: the callback
+  uint64_t func = 0;   // the callback; with kSiteSlot, 0 = ops->func
   bool save_fp = true;           // save/restore the FP argument registers
   bool honour_direct = false;    // continue to regs->direct when it is set
   int64_t counts_tls_offset = 0;   // per-thread entry counter (the exit

@@ -8,6 +8,22 @@ namespace ftjit {
 
 std::atomic<const ListTable*> g_list_table{nullptr};
 
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+namespace {
+char g_publication;
+}
+void tsan_publish() { __tsan_release(&g_publication); }
+void tsan_consume() { __tsan_acquire(&g_publication); }
+#endif
+
+extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
+                                         ftjit_regs* regs) {
+  tsan_consume();
+  ops->func(ip, parent_ip, ops, regs);
+}
+
 IpSet::IpSet(std::span<const uint64_t> ips) {
   size_t cap = std::bit_ceil(ips.size() * 2 + 2);
   table_.assign(cap, 0);
@@ -33,6 +49,7 @@ inline void call_one(ftjit_ops* o, uint64_t ip, uint64_t parent_ip, ftjit_regs* 
 }
 
 void mux_func(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs) {
+  tsan_consume();
   auto* mux = static_cast<SiteMux*>(ops->private_data);
   for (ftjit_ops* o : mux->attached) call_one(o, ip, parent_ip, regs);
 }
@@ -41,6 +58,7 @@ void mux_func(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs)
 
 extern "C" void ftjit_list_dispatch(uint64_t ip, uint64_t parent_ip, ftjit_ops*,
                                     ftjit_regs* regs) {
+  tsan_consume();
   const ListTable* table = g_list_table.load(std::memory_order_acquire);
   if (table == nullptr) return;
   for (const ListTable::Entry& e : table->entries) {

@@ -63,4 +63,22 @@ struct SiteMux {
 
 std::unique_ptr<SiteMux> make_site_mux(std::vector<ftjit_ops*> attached);
 
+// ThreadSanitizer cannot see the happens-before edge that patching gives
+// (a release store, then membarrier, then JIT code that loads what was
+// published). In TSan builds the engine announces each publication and
+// every dispatch path acquires it; elsewhere both are empty.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kTsanShim = true;
+void tsan_publish();
+void tsan_consume();
+#else
+inline constexpr bool kTsanShim = false;
+inline void tsan_publish() {}
+inline void tsan_consume() {}
+#endif
+
+// In TSan builds, generated trampolines call this instead of ops->func.
+extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
+                                         ftjit_regs* regs);
+
 }  // namespace ftjit

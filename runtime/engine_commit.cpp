@@ -319,6 +319,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     publish_table();
   }
   uint64_t failed_entry = 0;
+  tsan_publish();
   Status st = patcher_.apply(writes, slots, &failed_entry);
   if (!st) {
     // Nothing was written: verification comes first. The sled inits that

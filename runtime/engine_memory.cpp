@@ -88,7 +88,8 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   TrampolineRequest req;
   req.source = OpsSource::kImmediate;
   req.ops = reinterpret_cast<uint64_t>(rec->ops);
-  req.func = reinterpret_cast<uint64_t>(rec->ops->func);
+  req.func = kTsanShim ? reinterpret_cast<uint64_t>(&ftjit_tsan_callback_shim)
+                       : reinterpret_cast<uint64_t>(rec->ops->func);
   req.save_fp = !(rec->ops->flags & FTJIT_OPS_F_NO_FP);
   req.honour_direct = false;
   req.counts_tls_offset = tls_offset_;
@@ -113,6 +114,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
     req.func = reinterpret_cast<uint64_t>(&ftjit_list_dispatch);
   } else {
     req.source = OpsSource::kSiteSlot;
+    if (kTsanShim) req.func = reinterpret_cast<uint64_t>(&ftjit_tsan_callback_shim);
     req.save_fp = which == kCallOpsTrampoline;
     req.honour_direct = which == kCallOpsTrampoline;
   }

@@ -36,13 +36,18 @@ namespace {
 // checks the request generation and its own tid before writing its slot.
 
 enum class Kind : int { kSnapshot = 1, kPark = 2, kSync = 3 };
-enum SlotState : int { kSent = 0, kDone = 1, kParked = 2, kResumed = 3 };
+enum SlotState : uint64_t { kSent = 0, kDone = 1, kParked = 2, kResumed = 3, kWriting = 4 };
+
+// A slot's state carries the generation of its request: a handler claims
+// the slot (kSent -> kWriting) only for its own generation, and the
+// initiator reuses a slot only when no handler is writing it.
+constexpr uint64_t tag(uint32_t gen, SlotState st) { return (uint64_t{gen} << 8) | st; }
 
 constexpr size_t kMaxThreads = 4096;
 constexpr int kWaitTimeoutMs = 3000;
 
 struct Slot {
-  std::atomic<int> state{kSent};
+  std::atomic<uint64_t> state{0};
   std::atomic<pid_t> tid{0};
   uint64_t pc = 0;
   uint64_t entries = 0;
@@ -112,7 +117,9 @@ void control_handler(int, siginfo_t* si, void* ucv) {
     return;  // a late signal of an earlier request
   }
   Slot& s = g_request.slots[idx];
-  if (s.tid.load(std::memory_order_relaxed) != sys_gettid()) {
+  uint64_t expect = tag(gen, kSent);
+  if (s.tid.load(std::memory_order_relaxed) != sys_gettid() ||
+      !s.state.compare_exchange_strong(expect, tag(gen, kWriting), std::memory_order_acquire)) {
     errno = saved_errno;
     return;
   }
@@ -124,14 +131,14 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   s.exits_addr = &ftjit_trampoline_counts.exits;
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
     s.new_pc = 0;
-    s.state.store(kParked, std::memory_order_release);
+    s.state.store(tag(gen, kParked), std::memory_order_release);
     while (g_request.release.load(std::memory_order_acquire) == 0) {
       futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
     }
     if (s.new_pc != 0) set_context_pc(uc, s.new_pc);
-    s.state.store(kResumed, std::memory_order_release);
+    s.state.store(tag(gen, kResumed), std::memory_order_release);
   } else {
-    s.state.store(kDone, std::memory_order_release);
+    s.state.store(tag(gen, kDone), std::memory_order_release);
   }
   errno = saved_errno;
 }
@@ -166,6 +173,53 @@ long list_threads(pid_t* out, size_t cap) {
   return static_cast<long>(n);
 }
 
+// Reads a small /proc file into `buf` without allocating. Returns its
+// length, or -1.
+long read_small_file(const char* path, char* buf, size_t cap) {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return -1;
+  long n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n < 0) return -1;
+  buf[n] = 0;
+  return n;
+}
+
+void append_number(char* out, long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  while (*out) ++out;
+  while (n > 0) *out++ = digits[--n];
+  *out = 0;
+}
+
+enum class BlockedState { kAnswers, kBlockedInKernel, kBlockedRunning };
+
+// Whether thread `tid` blocks the control signal (a sigwait() thread, a
+// sanitizer's own background thread), and if so whether it is inside the
+// kernel. Reads /proc/self/task/TID/{status,stat} without allocating.
+BlockedState signal_blocked_state(pid_t tid) {
+  char path[64] = "/proc/self/task/";
+  append_number(path, tid);
+  size_t base = strlen(path);
+  char buf[4096];
+  strcpy(path + base, "/status");
+  if (read_small_file(path, buf, sizeof buf) < 0) return BlockedState::kAnswers;
+  const char* blk = strstr(buf, "SigBlk:");
+  if (blk == nullptr) return BlockedState::kAnswers;
+  uint64_t mask = strtoull(blk + 7, nullptr, 16);
+  if (!(mask & (uint64_t{1} << (g_signal - 1)))) return BlockedState::kAnswers;
+  strcpy(path + base, "/stat");
+  if (read_small_file(path, buf, sizeof buf) < 0) return BlockedState::kBlockedInKernel;
+  const char* close_paren = strrchr(buf, ')');  // the name may hold spaces
+  char state = close_paren && close_paren[1] && close_paren[2] ? close_paren[2] : 'R';
+  return state == 'R' ? BlockedState::kBlockedRunning : BlockedState::kBlockedInKernel;
+}
+
 bool send_control(pid_t tid, uint32_t gen, size_t idx) {
   siginfo_t si;
   std::memset(&si, 0, sizeof si);
@@ -187,7 +241,7 @@ void sleep_us(long us) {
 // Caller holds g_initiator_mutex. Returns false on timeout/overflow.
 // On failure it sets *why to a static string and *who to the thread at
 // fault: no allocation while threads may be parked.
-bool run_request(Kind kind, int want, const char** why, pid_t* who) {
+bool run_request(Kind kind, SlotState want, const char** why, pid_t* who) {
   uint32_t gen = g_request.generation.load(std::memory_order_relaxed) + 1;
   g_request.n.store(0, std::memory_order_relaxed);
   g_request.kind.store(static_cast<int>(kind), std::memory_order_relaxed);
@@ -217,7 +271,14 @@ bool run_request(Kind kind, int want, const char** why, pid_t* who) {
         return false;
       }
       Slot& s = g_request.slots[n];
-      s.state.store(kSent, std::memory_order_relaxed);
+      // Claim the slot for this generation once no late handler writes it.
+      for (uint64_t st = s.state.load(std::memory_order_acquire);;) {
+        if ((st & 0xff) == kWriting) {
+          st = s.state.load(std::memory_order_acquire);
+          continue;
+        }
+        if (s.state.compare_exchange_weak(st, tag(gen, kSent), std::memory_order_acq_rel)) break;
+      }
       s.tid.store(t, std::memory_order_relaxed);
       s.pc = 0;
       s.entries = 0;
@@ -226,7 +287,22 @@ bool run_request(Kind kind, int want, const char** why, pid_t* who) {
       s.new_pc = 0;
       s.gone = false;
       g_request.n.store(n + 1, std::memory_order_release);
-      if (!send_control(t, gen, n)) s.gone = true;  // exited meanwhile
+      switch (signal_blocked_state(t)) {
+        case BlockedState::kAnswers:
+          if (!send_control(t, gen, n)) s.gone = true;  // exited meanwhile
+          break;
+        case BlockedState::kBlockedInKernel:
+          // It cannot run user code before it returns from the kernel, and
+          // cannot take our signal: count it as out of the way (see the
+          // header for what this means for callbacks).
+          s.gone = true;
+          break;
+        case BlockedState::kBlockedRunning:
+          *why = "blocks the control signal while running";
+          *who = t;
+          g_request.n.store(n + 1, std::memory_order_release);
+          return false;
+      }
       ++n;
       added = true;
     }
@@ -237,7 +313,7 @@ bool run_request(Kind kind, int want, const char** why, pid_t* who) {
     for (size_t j = 0; j < n; ++j) {
       Slot& s = g_request.slots[j];
       int spins = 0;
-      while (!s.gone && s.state.load(std::memory_order_acquire) < want) {
+      while (!s.gone && s.state.load(std::memory_order_acquire) != tag(gen, want)) {
         if (++spins < 200) continue;
         sleep_us(100);
         if (spins % 10 == 0) {
@@ -261,8 +337,9 @@ void release_parked() {
   size_t n = g_request.n.load();
   for (size_t j = 0; j < n; ++j) {
     Slot& s = g_request.slots[j];
-    if (s.gone || s.state.load(std::memory_order_acquire) != kParked) continue;
-    while (s.state.load(std::memory_order_acquire) == kParked) {
+    const uint32_t gen = g_request.generation.load(std::memory_order_relaxed);
+    if (s.gone || s.state.load(std::memory_order_acquire) != tag(gen, kParked)) continue;
+    while (s.state.load(std::memory_order_acquire) == tag(gen, kParked)) {
       if (!thread_alive(s.tid.load())) break;
       sleep_us(20);
     }
@@ -323,9 +400,12 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
     return request_failed("stop-the-world", why, who);
   }
   size_t n = g_request.n.load();
+  const uint32_t gen = g_request.generation.load(std::memory_order_relaxed);
   for (size_t j = 0; j < n; ++j) {
     Slot& s = g_request.slots[j];
-    if (!s.gone && s.state.load(std::memory_order_acquire) == kParked) s.new_pc = fixup(s.pc);
+    if (!s.gone && s.state.load(std::memory_order_acquire) == tag(gen, kParked)) {
+      s.new_pc = fixup(s.pc);
+    }
   }
   body();
   release_parked();
@@ -342,13 +422,14 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads() {
     return request_failed("thread snapshot", why, who);
   }
   size_t n = g_request.n.load();
+  const uint32_t gen = g_request.generation.load(std::memory_order_relaxed);
   std::vector<ThreadSnapshot> out;
   out.reserve(n);
   for (size_t j = 0; j < n; ++j) {
     Slot& s = g_request.slots[j];
     ThreadSnapshot t;
     t.tid = s.tid.load();
-    t.responded = !s.gone && s.state.load(std::memory_order_acquire) == kDone;
+    t.responded = !s.gone && s.state.load(std::memory_order_acquire) == tag(gen, kDone);
     if (t.responded) {
       t.pc = s.pc;
       t.entries = s.entries;

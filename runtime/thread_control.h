@@ -55,6 +55,13 @@ struct ThreadSnapshot {
   bool responded = false;                // false: the thread exited first
 };
 
+// A thread that blocks the control signal (a sigwait() loop, a sanitizer's
+// background thread) cannot be parked or asked. While it sits in the kernel
+// it cannot run user code either, so it counts as out of the way; one that
+// blocks the signal while running makes the request fail. Limitation: such
+// a thread blocked in a system call from inside a tracer callback is not
+// waited for by grace periods.
+//
 // Parks every other thread inside the control handler, asks `fixup` for
 // each parked thread's new pc (0 = unchanged), runs `body`, then resumes
 // them (at their new pc). Neither callback may allocate or take locks: a

@@ -186,7 +186,12 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
     }
   } else {
     a.mov(rdx, qword_ptr(rdi, -8));        // the site's ops slot
-    a.call(qword_ptr(rdx, 8));             // ops->func
+    if (req.func != 0) {
+      a.mov(rax, imm(req.func));           // a fixed dispatcher, given the ops
+      a.call(rax);
+    } else {
+      a.call(qword_ptr(rdx, 8));           // ops->func
+    }
   }
 
   if (req.save_fp) {

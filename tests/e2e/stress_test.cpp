@@ -12,6 +12,7 @@
 // value before and after it. Callbacks run on the calling thread, so each
 // worker counts the hits of its own calls in thread-local counters.
 #include <fnmatch.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,6 +75,11 @@ void worker_main(WorkerResult* r, int id) {
     }
     r->calls += kBatch;
     uint64_t s2 = g_seq.load(std::memory_order_acquire);
+#if defined(__SANITIZE_THREAD__)
+    // TSan delivers asynchronous signals (ftjit's control signal) only when
+    // a thread enters one of its interceptors: give it one per batch.
+    sched_yield();
+#endif
     if (s1 != s2 || (s1 & 1)) continue;  // the attachment changed meanwhile
     for (int k = 0; k < kBatch; ++k) {
       for (int o = 0; o < kOps; ++o) {
