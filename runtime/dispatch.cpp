@@ -13,15 +13,19 @@ extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 namespace {
 char g_publication;
-}
+char g_departure;
+}  // namespace
 void tsan_publish() { __tsan_release(&g_publication); }
 void tsan_consume() { __tsan_acquire(&g_publication); }
+void tsan_leave() { __tsan_release(&g_departure); }
+void tsan_after_grace() { __tsan_acquire(&g_departure); }
 #endif
 
 extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
                                          ftjit_regs* regs) {
   tsan_consume();
   ops->func(ip, parent_ip, ops, regs);
+  tsan_leave();
 }
 
 IpSet::IpSet(std::span<const uint64_t> ips) {
@@ -64,6 +68,7 @@ extern "C" void ftjit_list_dispatch(uint64_t ip, uint64_t parent_ip, ftjit_ops*,
   for (const ListTable::Entry& e : table->entries) {
     if (e.ips->contains(ip)) call_one(e.ops, ip, parent_ip, regs);
   }
+  tsan_leave();
 }
 
 std::unique_ptr<SiteMux> make_site_mux(std::vector<ftjit_ops*> attached) {

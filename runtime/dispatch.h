@@ -67,14 +67,21 @@ std::unique_ptr<SiteMux> make_site_mux(std::vector<ftjit_ops*> attached);
 // (a release store, then membarrier, then JIT code that loads what was
 // published). In TSan builds the engine announces each publication and
 // every dispatch path acquires it; elsewhere both are empty.
+// Likewise the edge from a thread leaving a callback to the grace period
+// that then frees what it read (the exit count is bumped by JIT code and
+// read by the kernel for the waiter).
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool kTsanShim = true;
 void tsan_publish();
 void tsan_consume();
+void tsan_leave();
+void tsan_after_grace();
 #else
 inline constexpr bool kTsanShim = false;
 inline void tsan_publish() {}
 inline void tsan_consume() {}
+inline void tsan_leave() {}
+inline void tsan_after_grace() {}
 #endif
 
 // In TSan builds, generated trampolines call this instead of ops->func.

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "runtime/dispatch.h"
 #include "runtime/thread_control.h"
 
 namespace ftjit {
@@ -58,7 +59,10 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
       struct timespec ts{0, spin < 100 ? 10'000 : 1'000'000};
       nanosleep(&ts, nullptr);
     }
-    if (!need_resnapshot) return {};
+    if (!need_resnapshot) {
+      tsan_after_grace();
+      return {};
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       return make_error(FTJIT_E_SYSTEM, "grace period timed out: a thread stays on a trampoline");
     }

@@ -55,6 +55,7 @@ struct Slot {
   const uint64_t* exits_addr = nullptr;
   uint64_t new_pc = 0;
   bool gone = false;
+  bool deferred = false;  // blocked the signal while running: not sent yet
 };
 
 struct Request {
@@ -286,6 +287,7 @@ bool run_request(Kind kind, SlotState want, const char** why, pid_t* who) {
       s.exits_addr = nullptr;
       s.new_pc = 0;
       s.gone = false;
+      s.deferred = false;
       g_request.n.store(n + 1, std::memory_order_release);
       switch (signal_blocked_state(t)) {
         case BlockedState::kAnswers:
@@ -298,10 +300,10 @@ bool run_request(Kind kind, SlotState want, const char** why, pid_t* who) {
           s.gone = true;
           break;
         case BlockedState::kBlockedRunning:
-          *why = "blocks the control signal while running";
-          *who = t;
-          g_request.n.store(n + 1, std::memory_order_release);
-          return false;
+          // Often for a moment only (inside a signal handler, or a
+          // sanitizer's critical section): look again while waiting.
+          s.deferred = true;
+          break;
       }
       ++n;
       added = true;
@@ -316,11 +318,25 @@ bool run_request(Kind kind, SlotState want, const char** why, pid_t* who) {
       while (!s.gone && s.state.load(std::memory_order_acquire) != tag(gen, want)) {
         if (++spins < 200) continue;
         sleep_us(100);
+        if (s.deferred) {
+          switch (signal_blocked_state(s.tid.load())) {
+            case BlockedState::kAnswers:
+              s.deferred = false;
+              if (!send_control(s.tid.load(), gen, j)) s.gone = true;
+              break;
+            case BlockedState::kBlockedInKernel:
+              s.gone = true;
+              break;
+            case BlockedState::kBlockedRunning:
+              break;
+          }
+        }
         if (spins % 10 == 0) {
           waited_ms++;
           if (!thread_alive(s.tid.load())) s.gone = true;
           if (waited_ms > kWaitTimeoutMs) {
-            *why = "did not answer the control signal (signal blocked?)";
+            *why = s.deferred ? "blocks the control signal while running"
+                              : "did not answer the control signal (signal blocked?)";
             *who = s.tid.load();
             return false;
           }
