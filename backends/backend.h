@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -104,8 +105,10 @@ class Backend {
   // The single disabled instruction a site holds between uses.
   virtual Insn encode_nop() const = 0;
 
-  // A call from `entry` to `target`; an error if out of reach.
-  virtual Result<Insn> encode_call(uint64_t entry, uint64_t target) const = 0;
+  // A call from `entry` to `target`; nullopt if out of reach. (Not a
+  // Result: a batch encodes a million of these, and the caller words the
+  // error with the site's name anyway.)
+  virtual std::optional<Insn> encode_call(uint64_t entry, uint64_t target) const = 0;
 
   // The ordered steps that turn one instruction at a site into another
   // while other threads may execute the site.

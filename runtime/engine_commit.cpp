@@ -154,6 +154,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   std::vector<OpsRecord*> affected{rec};
   TrampolineCache cache;
   bool any_list = false;
+  bool any_mux = false;
+  bool sorted = true;
+  int64_t enabled_delta = 0;
+  uint64_t dirty_delta = 0;
   size_t done = 0;
   auto undo = [&] {
     for (size_t k = 0; k < done; ++k) {
@@ -227,9 +231,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     if (t.call != s.applied.call) {
       auto rw = writable(s.entry, call_bytes);
       if (!rw) return fail(rw.take_error());
-      EntryWrite& w = writes.emplace_back();
-      w.entry = s.entry;
-      w.rw = rw.value();
+      Insn from, to;
       if (t.call != 0 && !s.initialized && s.original_kind == SledKind::kNopSled) {
         // The compiler's sled becomes one NOP first, all threads parked.
         const uint8_t* original = origins_[i].original;
@@ -243,10 +245,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         inits.push_back({s.entry, rw.value(), call_bytes});
         s.initialized = true;
       }
-      w.from = p.old_initialized != s.initialized ? backend_.encode_nop()
-                                                  : encoded(s, i, s.applied.call);
+      from = p.old_initialized != s.initialized ? backend_.encode_nop()
+                                                : encoded(s, i, s.applied.call);
       if (t.call == 0) {
-        w.to = encoded(s, i, 0);
+        to = encoded(s, i, 0);
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
@@ -255,9 +257,14 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }
-        w.to = call.value();
+        to = *call;
       }
+      sorted &= writes.empty() || writes.back().entry < s.entry;
+      writes.push_back(EntryWrite{s.entry, rw.value(), from, to});
     }
+    enabled_delta += (t.call != 0) - (s.applied.call != 0);
+    dirty_delta += s.applied.slot == 0 && t.slot != 0;
+    any_mux |= p.old_route == Route::kCallOpsMux || p.mux != nullptr;
     s.applied.call = t.call;
     if (t.slot != 0) s.applied.slot = t.slot;
     s.route = route;
@@ -298,9 +305,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     if (!st) return fail(st.take_error());
     sites_dirty_ += inits.size();
   }
-  if (!std::is_sorted(writes.begin(), writes.end(), by_entry)) {
-    std::sort(writes.begin(), writes.end(), by_entry);
-  }
+  if (!sorted) std::sort(writes.begin(), writes.end(), by_entry);
   std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> old_ipsets;
   auto publish_table = [&] {
     auto table = std::make_unique<ListTable>();
@@ -349,11 +354,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   last_batch_sites_ = writes.size();
 
   // 4. Retire what nothing reaches any more; count what changed.
-  for (size_t k = 0; k < changed.size(); ++k) {
+  sites_enabled_ += enabled_delta;
+  sites_dirty_ += dirty_delta;
+  for (size_t k = 0; any_mux && k < changed.size(); ++k) {
     Planned& p = plan[k];
-    const SiteRecord& s = sites_[p.site];
-    sites_enabled_ += (s.applied.call != 0) - (p.old_applied.call != 0);
-    if (p.old_applied.slot == 0 && s.applied.slot != 0) ++sites_dirty_;
     if (p.old_route == Route::kCallOpsMux) {
       auto it = muxes_.find(p.site);
       retired_.muxes.push_back(std::move(it->second));

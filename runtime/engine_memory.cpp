@@ -131,7 +131,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
 Insn Engine::encoded(const SiteRecord& s, uint32_t index, uint64_t call) const {
   if (call != 0) {
     // Only for what a site holds now: that call was encoded once already.
-    return backend_.encode_call(s.entry, call).value();
+    return *backend_.encode_call(s.entry, call);
   }
   // Until the one-time init the entry holds what the compiler wrote (a
   // NOP sled, or a single NOP of its own choosing): restore exactly that.

@@ -50,16 +50,14 @@ TEST(X86Golden, CallMatchesAsmjitForwardAndBackward) {
   for (uint64_t target : {site + 0x1000, site - 0x1000, site + 5, site + 0x7fff0000,
                           site - 0x7fff0000}) {
     auto call = x86().encode_call(site, target);
-    ASSERT_TRUE(call.ok());
-    EXPECT_EQ(hex(call.value()), asmjit_call(site, target)) << std::hex << target;
+    ASSERT_TRUE(call.has_value());
+    EXPECT_EQ(hex(*call), asmjit_call(site, target)) << std::hex << target;
   }
   EXPECT_EQ(hex(x86().encode_call(0x1000, 0x2000).value()), "e8fb0f0000");  // call +0xffb
 }
 
 TEST(X86Golden, CallOutOfReachIsAnError) {
-  auto call = x86().encode_call(0x555555554000, 0x7f0000000000);
-  ASSERT_FALSE(call.ok());
-  EXPECT_EQ(call.error().code, FTJIT_E_OUT_OF_RANGE);
+  EXPECT_FALSE(x86().encode_call(0x555555554000, 0x7f0000000000).has_value());
 }
 
 TEST(X86Golden, ClassifiesWhatCompilersEmit) {
