@@ -155,7 +155,7 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
       s.has_slot = d.prefix_bytes >= traits.slot_bytes &&
                    (d.entry - traits.slot_bytes) % traits.slot_align == 0;
       const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
-      std::memcpy(o.original, code, traits.call_bytes);
+      std::memcpy(s.original, code, std::min<size_t>(traits.call_bytes, sizeof s.original));
       if (s.has_slot) std::memcpy(&o.original_slot, code - traits.slot_bytes, traits.slot_bytes);
       s.original_kind = backend_.classify_entry(d.entry, {code, traits.call_bytes}).kind;
       s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;

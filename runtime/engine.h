@@ -60,7 +60,9 @@ class SiteOps {
 
 // What the engine keeps per site (ftrace: dyn_ftrace), split hot and cold:
 // a commit walks the hot records of every site it changes, so they are
-// kept to 48 bytes; names and original bytes live in SiteOrigin.
+// kept to 48 bytes (the entry's original bytes fill what would be padding;
+// every live site instruction we write is at most 7 bytes); names and the
+// original slot live in SiteOrigin.
 struct SiteRecord {
   uint64_t entry = 0;
   SiteTarget applied;          // what the site calls / its slot holds now
@@ -71,12 +73,13 @@ struct SiteRecord {
   bool has_slot = false;       // aligned 8-byte ops slot before the entry
   bool usable = false;         // the entry holds a sled we know
   bool initialized = false;    // the sled has been turned into one NOP
+  uint8_t original[7] = {};    // entry bytes as discovered
 };
+static_assert(sizeof(SiteRecord) == 48);
 
 // What a site was before ftjit touched it, and its names.
 struct SiteOrigin {
   const DiscoveredSite* found = nullptr;  // names; owned by the module record
-  uint8_t original[8] = {};               // entry bytes as discovered
   uint64_t original_slot = 0;             // slot bytes as discovered
 };
 
@@ -156,7 +159,7 @@ class Engine {
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   Result<uint8_t*> writable(uint64_t addr, size_t n);
-  Insn encoded(const SiteRecord& s, uint32_t index, uint64_t call) const;
+  Insn encoded(const SiteRecord& s, uint64_t call) const;
   const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
   const std::string& demangled_of(uint32_t index) const { return origins_[index].found->demangled; }
   Status release_after_grace();

@@ -207,7 +207,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     if (!s.ops.empty() && !s.usable) {
       return fail(make_error(FTJIT_E_UNEXPECTED_BYTES,
                              "site " + site_label(i) + " does not hold a patchable NOP sled: found " +
-                                 hex_bytes(origins_[i].original, call_bytes) +
+                                 hex_bytes(sites_[i].original, call_bytes) +
                                  " (patched by someone else?); nothing was patched"));
     }
     Planned& p = plan[k];
@@ -234,7 +234,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       Insn from, to;
       if (t.call != 0 && !s.initialized && s.original_kind == SledKind::kNopSled) {
         // The compiler's sled becomes one NOP first, all threads parked.
-        const uint8_t* original = origins_[i].original;
+        const uint8_t* original = s.original;
         if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, call_bytes) != 0) {
           return fail(make_error(
               FTJIT_E_UNEXPECTED_BYTES,
@@ -246,9 +246,9 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         s.initialized = true;
       }
       from = p.old_initialized != s.initialized ? backend_.encode_nop()
-                                                : encoded(s, i, s.applied.call);
+                                                : encoded(s, s.applied.call);
       if (t.call == 0) {
-        to = encoded(s, i, 0);
+        to = encoded(s, 0);
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
@@ -381,7 +381,7 @@ Status Engine::restore_original_sleds() {
       if (!rw) return rw.take_error();
       Insn orig;
       orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
-      std::memcpy(orig.bytes, origins_[i].original, orig.size);
+      std::memcpy(orig.bytes, sites_[i].original, orig.size);
       writes.push_back({s.entry, rw.value(), backend_.encode_nop(), orig});
     }
     if (s.applied.slot != 0) {

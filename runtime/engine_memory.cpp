@@ -128,7 +128,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   return place;
 }
 
-Insn Engine::encoded(const SiteRecord& s, uint32_t index, uint64_t call) const {
+Insn Engine::encoded(const SiteRecord& s, uint64_t call) const {
   if (call != 0) {
     // Only for what a site holds now: that call was encoded once already.
     return *backend_.encode_call(s.entry, call);
@@ -138,7 +138,7 @@ Insn Engine::encoded(const SiteRecord& s, uint32_t index, uint64_t call) const {
   if (s.initialized) return backend_.encode_nop();
   Insn orig;
   orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
-  std::memcpy(orig.bytes, origins_[index].original, orig.size);
+  std::memcpy(orig.bytes, s.original, orig.size);
   return orig;
 }
 
