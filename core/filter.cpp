@@ -90,7 +90,11 @@ Result<Filter> Filter::compile(const std::vector<std::string>& include,
 bool Filter::match_one(const NamePattern& p, std::string_view module_base,
                        std::string_view name, std::string_view demangled) {
   if (!p.module.empty() && !glob_match(p.module, module_base)) return false;
-  return p.name_matches(name) || (!demangled.empty() && demangled != name && p.name_matches(demangled));
+  if (p.name_matches(name)) return true;
+  // C names demangle to themselves: skip the second test when it is the
+  // same text (same storage, or equal).
+  return !demangled.empty() && demangled.data() != name.data() && demangled != name &&
+         p.name_matches(demangled);
 }
 
 bool Filter::matches(std::string_view module_base, std::string_view name,

@@ -142,6 +142,18 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
     rec->base = std::string(path_basename(m.path));
     rec->load_bias = m.load_bias;
     rec->found = std::move(m.sites);  // sorted by entry
+    rec->names.reserve(rec->found.size());
+    for (const DiscoveredSite& d : rec->found) {
+      ModuleRecord::NameRef r{};
+      auto put = [&](const std::string& text, uint32_t* at, uint16_t* len) {
+        *at = static_cast<uint32_t>(rec->name_pool.size());
+        *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
+        rec->name_pool.append(text, 0, *len);
+      };
+      put(d.name, &r.name_at, &r.name_len);
+      if (d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
+      rec->names.push_back(r);
+    }
     rec->first_site = static_cast<uint32_t>(sites_.size());
     uint32_t module_index = static_cast<uint32_t>(modules_.size());
     sites_.reserve(sites_.size() + rec->found.size());
@@ -236,9 +248,13 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter) const {
     }
     auto local = Filter::compile(inc, exc);
     if (!local) return local.take_error();
-    for (size_t k = 0; k < m->found.size(); ++k) {
-      const DiscoveredSite& d = m->found[k];
-      if (local->matches(m->base, d.name, d.demangled)) out.push_back(m->first_site + static_cast<uint32_t>(k));
+    const char* pool = m->name_pool.data();
+    for (size_t k = 0; k < m->names.size(); ++k) {
+      const ModuleRecord::NameRef& r = m->names[k];
+      std::string_view name(pool + r.name_at, r.name_len);
+      std::string_view demangled =
+          r.demangled_len ? std::string_view(pool + r.demangled_at, r.demangled_len) : name;
+      if (local->matches(m->base, name, demangled)) out.push_back(m->first_site + static_cast<uint32_t>(k));
     }
   }
   if (!out.empty()) return out;

@@ -99,6 +99,14 @@ struct ModuleRecord {
   uint64_t load_bias = 0;
   std::vector<DiscoveredSite> found;  // never changes once added
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
+  // The same names packed in one buffer, in site order: selection walks
+  // them sequentially instead of chasing a heap pointer per site.
+  struct NameRef {
+    uint32_t name_at, demangled_at;
+    uint16_t name_len, demangled_len;  // demangled_len 0: same as the name
+  };
+  std::string name_pool;
+  std::vector<NameRef> names;
 };
 
 // A read-only view of one site for status output and tests.
