@@ -65,7 +65,11 @@ void SiteOps::remove(OpsRecord* r) {
 // ---------------------------------------------------------------------------
 
 Engine::Engine(const Backend& backend, const ftjit_engine_options& options)
-    : backend_(backend), options_(options), patcher_(backend, sync_), owner_pid_(getpid()) {}
+    : backend_(backend),
+      nop_(backend.encode_nop()),
+      options_(options),
+      patcher_(backend, sync_),
+      owner_pid_(getpid()) {}
 
 void engine_atfork_child() {
   if (Engine* e = g_engine.load()) e->on_fork_child();

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
 #include <map>
 #include <memory>
@@ -167,7 +168,16 @@ class Engine {
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   Result<uint8_t*> writable(uint64_t addr, size_t n);
-  Insn encoded(const SiteRecord& s, uint64_t call) const;
+  // What site `s` holds when it calls `call` (0: its disabled state).
+  Insn encoded(const SiteRecord& s, uint64_t call) const {
+    if (call != 0) return *backend_.encode_call(s.entry, call);  // encoded once already
+    // Until the one-time init the entry holds what the compiler wrote (a
+    // NOP sled, or a single NOP of its own choosing): restore exactly that.
+    if (s.initialized) return nop_;
+    Insn orig = nop_;
+    std::memcpy(orig.bytes, s.original, orig.size);
+    return orig;
+  }
   const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
   const std::string& demangled_of(uint32_t index) const { return origins_[index].found->demangled; }
   Status release_after_grace();
@@ -182,6 +192,7 @@ class Engine {
   static constexpr int kCallOpsNoFpTrampoline = 2;
 
   const Backend& backend_;
+  const Insn nop_;  // backend_.encode_nop(), asked once
   ftjit_engine_options options_;
   mutable std::mutex mu_;
   CoreSync sync_;

@@ -147,9 +147,11 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   std::vector<SlotWrite>& slots = slots_;
   std::vector<SledInit> inits;
   plan.resize(changed.size());
-  writes.clear();
   slots.clear();
-  writes.reserve(changed.size());
+  // Sized once and filled by index: push_back's checks cost more than the
+  // write itself at a million sites.
+  if (writes.size() < changed.size()) writes.resize(changed.size());
+  size_t n_writes = 0;
   std::vector<ftjit_strategy> scratch;
   std::vector<OpsRecord*> affected{rec};
   TrampolineCache cache;
@@ -218,9 +220,15 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     p.mux.reset();
     Route route = route_for(s, &scratch);
     any_list |= route == Route::kList;
-    auto target = plan_site(i, route, &cache, &p.mux);
-    if (!target) return fail(target.take_error());
-    const SiteTarget t = target.value();
+    SiteTarget t;
+    if (route == Route::kGenerated && cache.rec == s.ops[0] && cache.module == s.module &&
+        cache.generated_arena == cache.arena) {
+      t = SiteTarget{cache.generated, 0};  // the common case: same ops, same module
+    } else {
+      auto target = plan_site(i, route, &cache, &p.mux);
+      if (!target) return fail(target.take_error());
+      t = target.value();
+    }
     done = k + 1;
 
     if (slot_changes(s.applied, t)) {
@@ -245,8 +253,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         inits.push_back({s.entry, rw.value(), call_bytes});
         s.initialized = true;
       }
-      from = p.old_initialized != s.initialized ? backend_.encode_nop()
-                                                : encoded(s, s.applied.call);
+      from = p.old_initialized != s.initialized ? nop_ : encoded(s, s.applied.call);
       if (t.call == 0) {
         to = encoded(s, 0);
       } else {
@@ -259,8 +266,8 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         }
         to = *call;
       }
-      sorted &= writes.empty() || writes.back().entry < s.entry;
-      writes.push_back(EntryWrite{s.entry, rw.value(), from, to});
+      sorted &= n_writes == 0 || writes[n_writes - 1].entry < s.entry;
+      writes[n_writes++] = EntryWrite{s.entry, rw.value(), from, to};
     }
     enabled_delta += (t.call != 0) - (s.applied.call != 0);
     dirty_delta += s.applied.slot == 0 && t.slot != 0;
@@ -305,7 +312,8 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     if (!st) return fail(st.take_error());
     sites_dirty_ += inits.size();
   }
-  if (!sorted) std::sort(writes.begin(), writes.end(), by_entry);
+  std::span<EntryWrite> batch(writes.data(), n_writes);
+  if (!sorted) std::sort(batch.begin(), batch.end(), by_entry);
   std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> old_ipsets;
   auto publish_table = [&] {
     auto table = std::make_unique<ListTable>();
@@ -325,7 +333,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   }
   uint64_t failed_entry = 0;
   tsan_publish();
-  Status st = patcher_.apply(writes, slots, &failed_entry);
+  Status st = patcher_.apply(batch, slots, &failed_entry);
   if (!st) {
     // Nothing was written: verification comes first. The sled inits that
     // did happen are real: keep those sites marked initialized.
@@ -351,7 +359,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     if (set) retired_.ipsets.push_back(std::move(set));
   }
   ++batches_;
-  last_batch_sites_ = writes.size();
+  last_batch_sites_ = n_writes;
 
   // 4. Retire what nothing reaches any more; count what changed.
   sites_enabled_ += enabled_delta;

@@ -128,18 +128,5 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   return place;
 }
 
-Insn Engine::encoded(const SiteRecord& s, uint64_t call) const {
-  if (call != 0) {
-    // Only for what a site holds now: that call was encoded once already.
-    return *backend_.encode_call(s.entry, call);
-  }
-  // Until the one-time init the entry holds what the compiler wrote (a
-  // NOP sled, or a single NOP of its own choosing): restore exactly that.
-  if (s.initialized) return backend_.encode_nop();
-  Insn orig;
-  orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
-  std::memcpy(orig.bytes, s.original, orig.size);
-  return orig;
-}
 
 }  // namespace ftjit
