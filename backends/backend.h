@@ -105,10 +105,11 @@ class Backend {
   // The single disabled instruction a site holds between uses.
   virtual Insn encode_nop() const = 0;
 
-  // A call from `entry` to `target`; nullopt if out of reach. (Not a
-  // Result: a batch encodes a million of these, and the caller words the
-  // error with the site's name anyway.)
-  virtual std::optional<Insn> encode_call(uint64_t entry, uint64_t target) const = 0;
+  // Encodes a call from `entry` to `target` into *out; false if out of
+  // reach. (Not a Result: a batch encodes a million of these, returning a
+  // 9-byte value stalled store forwarding, and the caller words the error
+  // with the site's name anyway.)
+  virtual bool encode_call(uint64_t entry, uint64_t target, Insn* out) const = 0;
 
   // The ordered steps that turn one instruction at a site into another
   // while other threads may execute the site.

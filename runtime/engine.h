@@ -170,7 +170,11 @@ class Engine {
   Result<uint8_t*> writable(uint64_t addr, size_t n);
   // What site `s` holds when it calls `call` (0: its disabled state).
   Insn encoded(const SiteRecord& s, uint64_t call) const {
-    if (call != 0) return *backend_.encode_call(s.entry, call);  // encoded once already
+    if (call != 0) {
+      Insn insn;
+      backend_.encode_call(s.entry, call, &insn);  // in reach: encoded once already
+      return insn;
+    }
     // Until the one-time init the entry holds what the compiler wrote (a
     // NOP sled, or a single NOP of its own choosing): restore exactly that.
     if (s.initialized) return nop_;

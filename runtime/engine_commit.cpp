@@ -259,12 +259,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
-        auto call = backend_.encode_call(s.entry, t.call);
-        if (!call) {
+        if (!backend_.encode_call(s.entry, t.call, &to)) {
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }
-        to = *call;
       }
       sorted &= n_writes == 0 || writes[n_writes - 1].entry < s.entry;
       writes[n_writes++] = EntryWrite{s.entry, rw.value(), from, to};

@@ -97,18 +97,17 @@ class X86_64Backend final : public Backend {
     return insn;
   }
 
-  std::optional<Insn> encode_call(uint64_t entry, uint64_t target) const override {
+  bool encode_call(uint64_t entry, uint64_t target, Insn* out) const override {
     // Encoded by hand rather than with asmjit: attach encodes one per site,
     // up to millions per batch. tests/golden checks it against asmjit.
     int64_t rel = static_cast<int64_t>(target - (entry + kSiteBytes));
-    if (!fits_rel32(rel)) return std::nullopt;
+    if (!fits_rel32(rel)) return false;
     // Assembled in one register and stored once: byte-wise stores into the
     // returned value stalled store forwarding at a million sites a batch.
     uint64_t word = kCallRel32 | (uint64_t{static_cast<uint32_t>(static_cast<int32_t>(rel))} << 8);
-    Insn insn;
-    std::memcpy(insn.bytes, &word, sizeof word);
-    insn.size = kSiteBytes;
-    return insn;
+    std::memcpy(out->bytes, &word, sizeof word);
+    out->size = kSiteBytes;
+    return true;
   }
 
   const LiveProtocol& live_protocol() const override { return protocol_; }
