@@ -168,6 +168,11 @@ class Engine {
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   Result<uint8_t*> writable(uint64_t addr, size_t n);
+  // The writable alias of [addr, addr+n) if it lies in the alias used last;
+  // nullptr otherwise (then ask writable()).
+  uint8_t* writable_fast(uint64_t addr, size_t n) const {
+    return last_alias_ != nullptr && last_alias_->contains(addr, n) ? last_alias_->rw(addr) : nullptr;
+  }
   // What site `s` holds when it calls `call` (0: its disabled state).
   Insn encoded(const SiteRecord& s, uint64_t call) const {
     if (call != 0) {

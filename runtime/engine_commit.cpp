@@ -237,8 +237,12 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), t.slot});
     }
     if (t.call != s.applied.call) {
-      auto rw = writable(s.entry, call_bytes);
-      if (!rw) return fail(rw.take_error());
+      uint8_t* rw = writable_fast(s.entry, call_bytes);
+      if (rw == nullptr) {
+        auto slow = writable(s.entry, call_bytes);
+        if (!slow) return fail(slow.take_error());
+        rw = slow.value();
+      }
       Insn from, to;
       if (t.call != 0 && !s.initialized && s.original_kind == SledKind::kNopSled) {
         // The compiler's sled becomes one NOP first, all threads parked.
@@ -250,7 +254,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
                   ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), call_bytes) +
                   "; nothing was patched"));
         }
-        inits.push_back({s.entry, rw.value(), call_bytes});
+        inits.push_back({s.entry, rw, call_bytes});
         s.initialized = true;
       }
       from = p.old_initialized != s.initialized ? nop_ : encoded(s, s.applied.call);
@@ -265,7 +269,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         }
       }
       sorted &= n_writes == 0 || writes[n_writes - 1].entry < s.entry;
-      writes[n_writes++] = EntryWrite{s.entry, rw.value(), from, to};
+      writes[n_writes++] = EntryWrite{s.entry, rw, insn_word(from), insn_word(to)};
     }
     enabled_delta += (t.call != 0) - (s.applied.call != 0);
     dirty_delta += s.applied.slot == 0 && t.slot != 0;
@@ -388,7 +392,7 @@ Status Engine::restore_original_sleds() {
       Insn orig;
       orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
       std::memcpy(orig.bytes, sites_[i].original, orig.size);
-      writes.push_back({s.entry, rw.value(), backend_.encode_nop(), orig});
+      writes.push_back({s.entry, rw.value(), insn_word(nop_), insn_word(orig)});
     }
     if (s.applied.slot != 0) {
       auto rw = writable(s.entry - backend_.traits().slot_bytes, backend_.traits().slot_bytes);

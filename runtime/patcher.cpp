@@ -72,7 +72,10 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
     const EntryWrite* w = std::lower_bound(
         batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.entry < a; });
     if (w != end && w->entry == addr) {
-      TrapFixup fix = backend->emulate(addr, w->to);
+      Insn to;
+      std::memcpy(to.bytes, &w->to, sizeof w->to);
+      to.size = static_cast<uint8_t>(backend->traits().call_bytes);
+      TrapFixup fix = backend->emulate(addr, to);
       if (fix.push) {
         reg_sp(uc) -= 8;
         *reinterpret_cast<uint64_t*>(reg_sp(uc)) = fix.push_value;
@@ -147,17 +150,19 @@ uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relax
 Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
                       uint64_t* failed_entry) {
   last_batch_syncs_ = 0;
+  const uint32_t size = backend_.traits().call_bytes;
   // 1. Verify every site before writing any.
   for (const EntryWrite& w : writes) {
     const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
     bool same = true;
-    for (uint8_t b = 0; b < w.from.size; ++b) same &= now[b] == w.from.bytes[b];
+    const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
+    for (uint32_t b = 0; b < size; ++b) same &= now[b] == expect[b];
     if (!same) {
       if (failed_entry != nullptr) *failed_entry = w.entry;
       return make_error(FTJIT_E_UNEXPECTED_BYTES,
                         "at " + hex_addr(w.entry) + ": expected " +
-                            hex_bytes(w.from.bytes, w.from.size) + ", found " +
-                            hex_bytes(now, w.from.size) + "; nothing was patched");
+                            hex_bytes(expect, size) + ", found " + hex_bytes(now, size) +
+                            "; nothing was patched");
     }
   }
   // 2. Slots first: a site must never reach the call-ops trampoline before
@@ -175,10 +180,10 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
     const WriteStep& s = protocol.steps[step];
     for (const EntryWrite& w : writes) {
       // A few bytes per site: a plain loop beats a memcpy call here.
-      uint8_t n = s.size != 0 ? s.size : static_cast<uint8_t>(w.to.size - s.offset);
-      const uint8_t* src = s.from_new ? w.to.bytes + s.offset : s.fill;
+      uint32_t n = s.size != 0 ? s.size : size - s.offset;
+      const uint8_t* src = s.from_new ? reinterpret_cast<const uint8_t*>(&w.to) + s.offset : s.fill;
       uint8_t* dst = w.rw + s.offset;
-      for (uint8_t b = 0; b < n; ++b) dst[b] = src[b];
+      for (uint32_t b = 0; b < n; ++b) dst[b] = src[b];
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // A failing sync cannot happen with membarrier registered; with the

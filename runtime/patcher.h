@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -16,13 +17,21 @@
 
 namespace ftjit {
 
-// One site's entry rewrite.
+// One site's entry rewrite. The instructions travel as 8-byte words (the
+// bytes in memory order; traits().call_bytes of them count): 32 bytes a
+// site, copied with whole-word moves.
 struct EntryWrite {
   uint64_t entry = 0;
   uint8_t* rw = nullptr;  // writable alias of `entry`
-  Insn from;              // what the entry must hold now
-  Insn to;                // what it will hold
+  uint64_t from = 0;      // what the entry must hold now
+  uint64_t to = 0;        // what it will hold
 };
+
+inline uint64_t insn_word(const Insn& insn) {
+  uint64_t w;
+  std::memcpy(&w, insn.bytes, sizeof w);
+  return w;
+}
 
 // One ops slot store (8 aligned bytes before an entry; never executed).
 struct SlotWrite {
