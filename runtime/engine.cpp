@@ -209,7 +209,7 @@ Engine::~Engine() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!ops_.empty()) {
       OpsRecord* rec = ops_.back().get();
-      std::vector<uint32_t> old = rec->sites;
+      std::vector<uint32_t> old = std::move(rec->sites);
       Status st = commit(rec, old, {});
       if (!st) spdlog::error("ftjit: detach at teardown: {}", st.error().message);
       rec->ops->internal = nullptr;
@@ -343,7 +343,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   rec->filter = filter;
   OpsRecord* r = rec.get();
   ops_.push_back(std::move(rec));
-  Status st = commit(r, {}, selected.value());
+  Status st = commit(r, {}, std::move(selected.value()));
   if (!st) {
     ops_.pop_back();
     return st;
@@ -369,8 +369,12 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "set_filter: this ops is not attached");
   auto selected = select_sites(filter);
   if (!selected) return selected.take_error();
-  std::vector<uint32_t> old = rec->sites;
-  FTJIT_TRY(commit(rec, old, selected.value()));
+  std::vector<uint32_t> old = std::move(rec->sites);
+  Status st = commit(rec, old, std::move(selected.value()));
+  if (!st) {
+    rec->sites = std::move(old);
+    return st;
+  }
   rec->filter = filter;
   return release_if_much_retired();
 }
@@ -386,8 +390,12 @@ Status Engine::detach(ftjit_ops* ops) {
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "detach: this ops is not attached");
-  std::vector<uint32_t> old = rec->sites;
-  FTJIT_TRY(commit(rec, old, {}));
+  std::vector<uint32_t> old = std::move(rec->sites);
+  Status st = commit(rec, old, {});
+  if (!st) {
+    rec->sites = std::move(old);
+    return st;
+  }
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == rec; });
   for (auto& [arena, addr] : rec->generated) retired_.trampolines.push_back({arena, addr});
   rec->generated.clear();

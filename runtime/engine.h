@@ -161,8 +161,10 @@ class Engine {
   Result<SiteTarget> plan_site(uint32_t index, Route route, TrampolineCache* cache,
                                std::unique_ptr<SiteMux>* mux);
   std::string site_label(uint32_t index) const;
+  // Moves `rec` from old_sites to new_sites (both sorted). On success
+  // rec->sites holds new_sites; on failure the caller still owns old_sites.
   Status commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
-                const std::vector<uint32_t>& new_sites);
+                std::vector<uint32_t> new_sites);
   Status restore_original_sleds();
   Result<CodeArena*> arena_for(uint64_t entry);
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);

@@ -129,7 +129,7 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
 }
 
 Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
-                      const std::vector<uint32_t>& new_sites) {
+                      std::vector<uint32_t> new_sites) {
   // The sites whose ops change: old xor new, walked once, in order.
   std::vector<uint32_t>& changed = changed_;
   changed.clear();
@@ -375,7 +375,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     }
     if (p.mux) muxes_[p.site] = std::move(p.mux);
   }
-  rec->sites = new_sites;
+  rec->sites = std::move(new_sites);
   return {};
 }
 
