@@ -155,6 +155,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   std::vector<ftjit_strategy> scratch;
   std::vector<OpsRecord*> affected{rec};
   TrampolineCache cache;
+  Route last_route = Route::kInvalid;
+  OpsRecord* last_single = nullptr;
+  uint32_t last_module = UINT32_MAX;
+  SiteTarget last_target;
   bool any_list = false;
   bool any_mux = false;
   bool sorted = true;
@@ -221,13 +225,20 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     Route route = route_for(s, &scratch);
     any_list |= route == Route::kList;
     SiteTarget t;
-    if (route == Route::kGenerated && cache.rec == s.ops[0] && cache.module == s.module &&
-        cache.generated_arena == cache.arena) {
-      t = SiteTarget{cache.generated, 0};  // the common case: same ops, same module
+    // The common case: one ops, the same as the previous site's, in the
+    // same module: the same target (a multiplexer is per site: never).
+    OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
+    if (single != nullptr && route == last_route && single == last_single &&
+        s.module == last_module && route != Route::kCallOpsMux) {
+      t = last_target;
     } else {
       auto target = plan_site(i, route, &cache, &p.mux);
       if (!target) return fail(target.take_error());
       t = target.value();
+      last_route = route;
+      last_single = single;
+      last_module = s.module;
+      last_target = t;
     }
     done = k + 1;
 
