@@ -306,11 +306,26 @@ OpsRecord* Engine::find(const ftjit_ops* ops) const {
 // Public operations
 // ---------------------------------------------------------------------------
 
-Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
+// What every control call checks first: that this process owns the engine,
+// that the caller is not a callback (a grace period would wait for itself),
+// and (when selecting sites) that modules loaded since are known.
+Status Engine::may_change(const char* what, bool needs_modules) {
   if (inert()) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
                       "this engine belongs to the parent process (fork); create a new one");
   }
+  if (inside_trampoline()) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      std::string(what) + " called from inside a tracer callback");
+  }
+  if (needs_modules && loaded_modules_generation() != modules_generation_) {
+    auto r = refresh_modules();
+    if (!r) return r.take_error();
+  }
+  return {};
+}
+
+Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   if (ops == nullptr || ops->struct_size < sizeof(ftjit_ops)) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ops is null or not initialised (ftjit_ops_init)");
   }
@@ -324,13 +339,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
                           ? "a direct ops needs direct_trampoline"
                           : "ops has no func");
   }
-  if (inside_trampoline()) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_attach called from inside a tracer callback");
-  }
-  if (loaded_modules_generation() != modules_generation_) {
-    auto r = refresh_modules();
-    if (!r) return r.take_error();
-  }
+  FTJIT_TRY(may_change("ftjit_attach", true));
   std::lock_guard<std::mutex> lock(mu_);
   if (find(ops) != nullptr || ops->internal != nullptr) {
     return make_error(FTJIT_E_ALREADY_ATTACHED, "this ops is attached already");
@@ -353,17 +362,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
-  if (inert()) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT,
-                      "this engine belongs to the parent process (fork); create a new one");
-  }
-  if (inside_trampoline()) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_set_filter called from inside a tracer callback");
-  }
-  if (loaded_modules_generation() != modules_generation_) {
-    auto r = refresh_modules();
-    if (!r) return r.take_error();
-  }
+  FTJIT_TRY(may_change("ftjit_set_filter", true));
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "set_filter: this ops is not attached");
@@ -380,13 +379,7 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
 }
 
 Status Engine::detach(ftjit_ops* ops) {
-  if (inert()) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT,
-                      "this engine belongs to the parent process (fork); create a new one");
-  }
-  if (inside_trampoline()) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_detach called from inside a tracer callback");
-  }
+  FTJIT_TRY(may_change("ftjit_detach", false));
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "detach: this ops is not attached");

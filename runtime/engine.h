@@ -192,6 +192,7 @@ class Engine {
   const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
   const std::string& demangled_of(uint32_t index) const { return origins_[index].found->demangled; }
   Status release_after_grace();
+  Status may_change(const char* what, bool needs_modules);
   Status release_if_much_retired();
   bool in_trampoline_memory(uint64_t pc) const;
   OpsRecord* find(const ftjit_ops* ops) const;
