@@ -10,8 +10,6 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstring>
-#include <set>
-#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 

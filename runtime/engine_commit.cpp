@@ -247,7 +247,10 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       if (!rw) return fail(rw.take_error());
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), t.slot});
     }
-    if (t.call != s.applied.call) {
+    // ftrace's check_record: what this site's entry must do.
+    const SiteAction action = decide(s.applied, t);
+    if (action == SiteAction::kEnable || action == SiteAction::kDisable ||
+        action == SiteAction::kRetarget) {
       uint8_t* rw = writable_fast(s.entry, call_bytes);
       if (rw == nullptr) {
         auto slow = writable(s.entry, call_bytes);

@@ -26,6 +26,15 @@ void program_trap_handler(int, siginfo_t*, void*) { g_program_traps.fetch_add(1)
 int count_calls_hits;
 void count_calls(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { ++count_calls_hits; }
 
+// An initialised ops whose callback is `func`.
+ftjit_ops make_ops(ftjit_func_t func, ftjit_strategy strategy = FTJIT_STRATEGY_AUTO) {
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = func;
+  ops.strategy = strategy;
+  return ops;
+}
+
 ftjit_status attach_one(ftjit_engine* e, ftjit_ops* ops, const char* name) {
   const char* inc[] = {name};
   ftjit_filter f{inc, 1, nullptr, 0};
@@ -41,9 +50,7 @@ TEST(Robustness, ForeignSigtrapGoesToTheProgramsHandler) {
 
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr) << ftjit_last_error();
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_calls;
+  ftjit_ops ops = make_ops(count_calls);
   ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
   asm volatile("int3");  // the program's own breakpoint
   EXPECT_EQ(g_program_traps.load(), 1);
@@ -71,9 +78,7 @@ TEST(Robustness, SledPatchedBeforeDiscoveryIsRefused) {
   patch_foreign(reinterpret_cast<void*>(traced_noslot_mul), hook, 5);
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr) << ftjit_last_error();
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_calls;
+  ftjit_ops ops = make_ops(count_calls);
   EXPECT_EQ(attach_one(e, &ops, "traced_noslot_*"), FTJIT_E_UNEXPECTED_BYTES);
   std::string msg = ftjit_last_error();
   EXPECT_NE(msg.find("traced_noslot_mul"), std::string::npos) << msg;
@@ -92,10 +97,7 @@ TEST(Robustness, SledPatchedAfterDiscoveryIsRefusedAndNothingIsWritten) {
   uint8_t first[13];
   uintptr_t first_fn = reinterpret_cast<uintptr_t>(traced_many[0]);
   std::memcpy(first, reinterpret_cast<const void*>(first_fn - 8), 13);
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_calls;
-  ops.strategy = FTJIT_STRATEGY_GENERATED;
+  ftjit_ops ops = make_ops(count_calls, FTJIT_STRATEGY_GENERATED);
   EXPECT_EQ(attach_one(e, &ops, "traced_many_*"), FTJIT_E_UNEXPECTED_BYTES);
   EXPECT_NE(std::string(ftjit_last_error()).find("found 0f 0b 90 90 90"), std::string::npos)
       << ftjit_last_error();
@@ -126,10 +128,7 @@ TEST(Robustness, DetachWaitsForAThreadInsideTheCallback) {
   for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST}) {
     g_inside = 0;
     g_callback_done = false;
-    ftjit_ops ops;
-    ftjit_ops_init(&ops);
-    ops.func = slow_callback;
-    ops.strategy = s;
+    ftjit_ops ops = make_ops(slow_callback, s);
     ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
     std::thread t([] {
       int (*volatile fn)(int, int) = traced_add;
@@ -157,9 +156,7 @@ TEST(Robustness, ControlCallsFromInsideACallbackAreRefused) {
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr);
   g_engine_for_callback = e;
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = detaching_callback;
+  ftjit_ops ops = make_ops(detaching_callback);
   ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
   int (*volatile fn)(int, int) = traced_add;
   EXPECT_EQ(fn(2, 3), 5);
@@ -173,9 +170,7 @@ TEST(Robustness, ControlCallsFromInsideACallbackAreRefused) {
 TEST(Robustness, ExceptionsPassThroughTracedFrames) {
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr);
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_calls;
+  ftjit_ops ops = make_ops(count_calls);
   ASSERT_EQ(attach_one(e, &ops, "traced_throw_through"), FTJIT_OK);
   count_calls_hits = 0;
   for (int i = 0; i < 100; ++i) {
@@ -201,9 +196,7 @@ TEST(Robustness, TracedCodeInASignalHandler) {
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr);
   signal(SIGUSR1, usr1_handler);
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_calls;
+  ftjit_ops ops = make_ops(count_calls);
   ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK);
   count_calls_hits = 0;
   for (int i = 0; i < 50; ++i) raise(SIGUSR1);
@@ -227,10 +220,7 @@ void fork_hit(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { g_fork_hits.fetch_a
 TEST(Robustness, ForkedChildIsIsolatedFromTheParentsPatching) {
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr) << ftjit_last_error();
-  ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = fork_hit;
-  ops.strategy = FTJIT_STRATEGY_GENERATED;
+  ftjit_ops ops = make_ops(fork_hit, FTJIT_STRATEGY_GENERATED);
   const char* inc[] = {"traced_add"};
   ftjit_filter f{inc, 1, nullptr, 0};
   ASSERT_EQ(ftjit_attach(e, &ops, &f), FTJIT_OK) << ftjit_last_error();
