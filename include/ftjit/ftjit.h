@@ -4,10 +4,14 @@
  *
  * Threading: every ftjit_* function here may be called from any thread; the
  * engine serialises control operations internally. Callbacks run on the
- * traced thread, inside the traced function's entry, before its first
- * instruction. A callback must not assume it runs alone, must not throw, and
- * must not itself be traced by the ops it belongs to (ftjit does not guard
- * against recursion at this layer).
+ * traced thread, inside the traced function's entry (or, for exit
+ * callbacks, right after it returned). A callback must not assume it runs
+ * alone and must not throw.
+ *
+ * Reentrancy: while a thread runs any ftjit callback, traced functions it
+ * calls (a tracer that allocates while tracing malloc, a signal handler that
+ * runs traced code) do not call callbacks again: they run untraced, and the
+ * engine counts them in ftjit_stats.recursion_drops.
  *
  * Lifetime: after ftjit_detach() returns, no thread is inside a trampoline
  * or callback of that ops any more (ftjit waits for a grace period), so the
@@ -22,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 1
+#define FTJIT_API_VERSION 2
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -69,6 +73,27 @@ struct ftjit_ops;
 typedef void (*ftjit_func_t)(uint64_t ip, uint64_t parent_ip,
                              struct ftjit_ops *ops, ftjit_regs *regs);
 
+/* Return-value registers when a traced function returns.
+ *   x86-64: ret[0] = rax, ret[1] = rdx, fp[0..1] = xmm0, xmm1. */
+typedef struct ftjit_ret_regs {
+  uint64_t ret[2];
+  uint8_t fp[2][16];
+} ftjit_ret_regs;
+
+/* Called when a traced function returns, with the same ip and parent_ip as
+ * its entry. `ret` is NULL when the frame did not return but was unwound
+ * (a C++ exception, longjmp): every entry gets exactly one exit. */
+typedef void (*ftjit_exit_func_t)(uint64_t ip, uint64_t parent_ip,
+                                  struct ftjit_ops *ops, ftjit_ret_regs *ret);
+
+/* Restricts an ops to some threads; a thread matching any part passes. */
+typedef struct ftjit_thread_filter {
+  const int32_t *tids;     /* kernel thread ids (gettid) */
+  size_t n_tids;
+  const char *name_glob;   /* glob over the thread name (comm); NULL: none */
+  int main_thread;         /* nonzero: the process's main thread */
+} ftjit_thread_filter;
+
 /* Ops flags. */
 #define FTJIT_OPS_F_NO_FP 0x1u /* callback never touches vector/FP state:
                                   the trampoline skips saving xmm0-7 */
@@ -87,6 +112,14 @@ typedef struct ftjit_ops {
                                        site calls; it must preserve argument
                                        registers and return with `ret` */
   void *internal;                   /* engine-owned; do not touch */
+  /* Since API version 2 (struct_size tells): */
+  ftjit_exit_func_t exit_func;      /* optional: called when each traced
+                                       call returns (return-address
+                                       replacement with a shadow stack) */
+  const ftjit_thread_filter *threads; /* optional: only these threads call
+                                       the callbacks; read at attach. A
+                                       thread's name is matched the first
+                                       time it reaches the ops. */
 } ftjit_ops;
 
 /* A filter over sites. Each pattern is a glob (`*`, `?`, `[...]`) over the
@@ -120,6 +153,12 @@ typedef struct ftjit_stats {
   uint64_t traps_emulated;    /* int3 hits emulated during batches */
   uint64_t grace_periods;
   uint64_t sync_fallbacks;    /* syncs done without membarrier */
+  uint64_t recursion_drops;   /* traced calls made from inside a callback,
+                                 which ran untraced */
+  uint64_t exit_hooks;        /* return addresses replaced */
+  uint64_t exit_hook_drops;   /* calls whose exit was not hooked (a
+                                 thread's shadow stack was full) */
+  uint64_t frames_unwound;    /* hooked frames left by exception/longjmp */
 } ftjit_stats;
 
 void ftjit_engine_options_init(ftjit_engine_options *opts);
@@ -146,6 +185,11 @@ ftjit_status ftjit_detach(ftjit_engine *engine, ftjit_ops *ops);
 long ftjit_ops_site_count(ftjit_engine *engine, const ftjit_ops *ops);
 
 void ftjit_get_stats(ftjit_engine *engine, ftjit_stats *out);
+
+/* Depth of the calling thread's shadow stack (hooked frames live now), and
+ * their entry addresses, outermost first; returns how many were written. */
+uint32_t ftjit_shadow_depth(void);
+size_t ftjit_shadow_stack(uint64_t *ips, size_t max);
 
 /* The demangled name of the site whose entry is `ip`, or NULL if `ip` is not
  * a site. The string lives as long as the engine. */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* ftjit tracer plugin SDK: the one header a tracer plugin is compiled
+ * against. It needs nothing else of ftjit; the host (the `ftjit` CLI, the
+ * agent, or any program embedding libftjit) loads the plugin with dlopen.
+ *
+ * A plugin is a shared object exporting one function,
+ *
+ *     const ftjit_plugin *ftjit_plugin_v1(const ftjit_host *host);
+ *
+ * which returns a static descriptor: the plugin's name, its options, and
+ * its callbacks. The host checks abi_version and struct_size before it uses
+ * anything else, and refuses a plugin whose ABI it does not speak.
+ *
+ * Life of a plugin instance (a plugin may be loaded more than once, each
+ * instance with its own ctx and options):
+ *
+ *   load      ftjit_plugin_v1(host), options parsed and type-checked
+ *   init      init(ctx): open files, size tables; nonzero = refused
+ *   tracing   entry(...) / exit(...) on the traced threads;
+ *             consume(...) on the host's writer thread, for each event the
+ *             plugin put in a per-thread buffer
+ *   detach    the host stops tracing and drains every buffer
+ *   report    report(ctx, out, format): the plugin's result
+ *   shutdown  shutdown(ctx)
+ *
+ * The event path (entry, exit) runs inside the traced function. It must not
+ * block, lock, allocate or throw: use the per-thread storage and the
+ * per-thread event buffers the host gives. Traced functions called from a
+ * callback run untraced (the host's reentrancy guard counts them). */
+#ifndef FTJIT_PLUGIN_H
+#define FTJIT_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change; struct_size fields allow appending. */
+#define FTJIT_PLUGIN_ABI_VERSION 1
+#define FTJIT_PLUGIN_ENTRY_SYMBOL "ftjit_plugin_v1"
+
+#if defined(__GNUC__)
+#define FTJIT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define FTJIT_PLUGIN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FTJIT_PLUGIN_EXPORT
+#define FTJIT_PLUGIN_PRINTF(f, a)
+#endif
+
+/* One plugin instance. Opaque: the host owns it. */
+typedef struct ftjit_plugin_ctx ftjit_plugin_ctx;
+
+/* Registers at a traced function's entry. A callback may change arg[]; the
+ * function sees the new values. (x86-64: rdi rsi rdx rcx r8 r9 rax r10.)
+ * The host's record continues past arg[]; do not copy the struct. */
+typedef struct ftjit_plugin_regs {
+  uint64_t arg[8];
+} ftjit_plugin_regs;
+
+/* Return registers of a traced function (x86-64: rax rdx, xmm0 xmm1). */
+typedef struct ftjit_plugin_ret {
+  uint64_t ret[2];
+  uint8_t fp[2][16];
+} ftjit_plugin_ret;
+
+/* ip: the traced function's entry address; parent_ip: where it returns. */
+typedef void (*ftjit_plugin_entry_fn)(uint64_t ip, uint64_t parent_ip,
+                                      ftjit_plugin_ctx *ctx,
+                                      ftjit_plugin_regs *regs);
+/* The same ip and parent_ip as the matching entry. `ret` is NULL when the
+ * frame was unwound (exception, longjmp) rather than returned: each entry
+ * the plugin saw gets exactly one exit. */
+typedef void (*ftjit_plugin_exit_fn)(uint64_t ip, uint64_t parent_ip,
+                                     ftjit_plugin_ctx *ctx,
+                                     const ftjit_plugin_ret *ret);
+
+typedef enum ftjit_option_type {
+  FTJIT_OPTION_BOOL = 1,    /* true/false, yes/no, on/off, 1/0 */
+  FTJIT_OPTION_INT = 2,     /* a decimal or 0x integer, int64 */
+  FTJIT_OPTION_DOUBLE = 3,
+  FTJIT_OPTION_STRING = 4
+} ftjit_option_type;
+
+typedef struct ftjit_plugin_option {
+  const char *name;           /* [a-z0-9_-]+ */
+  ftjit_option_type type;
+  const char *default_value;  /* as a user would write it; NULL: false, 0,
+                                 0.0 or "" */
+  const char *help;           /* one line */
+} ftjit_plugin_option;
+
+/* A traced thread, as the host knows it. */
+typedef struct ftjit_thread_info {
+  int32_t tid;               /* kernel thread id */
+  const char *name;          /* comm, as last seen */
+  uint64_t events_dropped;   /* events this plugin lost: buffer full */
+} ftjit_thread_info;
+
+typedef void (*ftjit_thread_visit_fn)(const ftjit_thread_info *thread,
+                                      void *storage, void *arg);
+
+enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
+       FTJIT_LOG_ERROR = 3 };
+
+/* Descriptor flags. */
+#define FTJIT_PLUGIN_F_NO_FP 0x1u  /* callbacks never touch FP/vector
+                                      registers (compile them with
+                                      -mgeneral-regs-only): the trampoline
+                                      need not save xmm0-7 */
+
+/* What the host offers. Every function may be called from any thread;
+ * those marked [event] are safe on the event path (no lock, no
+ * allocation after a thread's first event). */
+typedef struct ftjit_host {
+  uint32_t struct_size;
+  uint32_t abi_version;
+
+  void (*log)(ftjit_plugin_ctx *ctx, int level, const char *fmt, ...)
+      FTJIT_PLUGIN_PRINTF(3, 4);
+  /* Sets the message the host shows when init or report fails. */
+  void (*set_error)(ftjit_plugin_ctx *ctx, const char *fmt, ...)
+      FTJIT_PLUGIN_PRINTF(2, 3);
+
+  /* [event] CLOCK_MONOTONIC in nanoseconds. */
+  uint64_t (*now_ns)(void);
+  /* [event] The calling thread's kernel id. */
+  int32_t (*thread_id)(void);
+  /* The calling thread's name. */
+  const char *(*thread_name)(void);
+  /* Demangled name of the traced function whose entry is `ip`, NULL if
+   * `ip` is no traced function. Lives as long as the host. */
+  const char *(*symbol)(ftjit_plugin_ctx *ctx, uint64_t ip);
+
+  /* Options, typed as declared (the host checked them at load). Asking
+   * for an undeclared option or with the wrong type returns 0/""/false. */
+  int (*option_bool)(ftjit_plugin_ctx *ctx, const char *name);
+  int64_t (*option_int)(ftjit_plugin_ctx *ctx, const char *name);
+  double (*option_double)(ftjit_plugin_ctx *ctx, const char *name);
+  const char *(*option_string)(ftjit_plugin_ctx *ctx, const char *name);
+
+  /* Where streamed output and the report go, and in which format (one of
+   * the descriptor's formats). The host opened the stream before init. */
+  FILE *(*output)(ftjit_plugin_ctx *ctx);
+  const char *(*format)(ftjit_plugin_ctx *ctx);
+
+  /* [event] The calling thread's zeroed block of thread_storage_size
+   * bytes; kept, after the thread exits too, until shutdown. NULL only if
+   * memory ran out. */
+  void *(*thread_storage)(ftjit_plugin_ctx *ctx);
+  /* Visits every thread that has storage (not concurrently with events
+   * when called from report). */
+  void (*for_each_thread)(ftjit_plugin_ctx *ctx, ftjit_thread_visit_fn fn,
+                          void *arg);
+
+  /* [event] The calling thread's buffer: reserve room for one event of
+   * event_size bytes, fill it, commit it. NULL when the buffer is full: the
+   * event is dropped and counted, the thread never waits. The host's writer
+   * thread hands committed events to consume(), in order per thread. */
+  void *(*event_reserve)(ftjit_plugin_ctx *ctx);
+  void (*event_commit)(ftjit_plugin_ctx *ctx);
+
+  /* [event] The calling thread's traced frames whose exits are hooked
+   * (the shadow stack): how many, and their entry ips, outermost first. */
+  uint32_t (*call_depth)(void);
+  size_t (*call_stack)(uint64_t *ips, size_t max);
+
+  /* Traced calls that ran untraced because they came from inside a
+   * callback (the process-wide reentrancy guard), and events of this plugin
+   * dropped because a buffer was full, so far. */
+  void (*drop_counts)(ftjit_plugin_ctx *ctx, uint64_t *recursion,
+                      uint64_t *events);
+} ftjit_host;
+
+typedef struct ftjit_plugin {
+  uint32_t struct_size;       /* sizeof(ftjit_plugin) */
+  uint32_t abi_version;       /* FTJIT_PLUGIN_ABI_VERSION */
+  const char *name;           /* [a-z0-9_-]+, e.g. "count" */
+  const char *description;    /* one line */
+  const ftjit_plugin_option *options;
+  uint32_t n_options;
+  uint32_t flags;             /* FTJIT_PLUGIN_F_* */
+  /* Output formats the plugin writes, NULL-terminated; the first is the
+   * default (e.g. {"text", "json", "tsv", NULL}). */
+  const char *const *formats;
+  uint32_t thread_storage_size;  /* bytes per thread; 0: none */
+  uint32_t event_size;           /* bytes per buffered event; 0: none */
+  uint32_t buffer_events;        /* events per thread buffer; 0: default */
+  uint32_t reserved;
+
+  int (*init)(ftjit_plugin_ctx *ctx);        /* 0 = ready; else set_error */
+  void (*shutdown)(ftjit_plugin_ctx *ctx);   /* optional */
+  ftjit_plugin_entry_fn entry;               /* optional if exit is set */
+  ftjit_plugin_exit_fn exit;                 /* optional: hooks returns */
+  /* Writer thread: one committed event of `thread`. Optional. */
+  void (*consume)(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
+                  const void *event);
+  /* After tracing stopped: writes the result to `out` in `format`.
+   * 0 = done; else set_error. Optional. */
+  int (*report)(ftjit_plugin_ctx *ctx, FILE *out, const char *format);
+} ftjit_plugin;
+
+typedef const ftjit_plugin *(*ftjit_plugin_entry_point)(const ftjit_host *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FTJIT_PLUGIN_H */
