@@ -88,8 +88,21 @@ struct TrampolineRequest {
   bool save_fp = true;           // save/restore the FP argument registers
   bool honour_direct = false;    // continue to regs->direct when it is set
   int64_t counts_tls_offset = 0;   // per-thread entry counter (the exit
-                                   // counter follows it), from the thread
-                                   // pointer (see runtime/thread_control.h)
+                                   // counter and the reentrancy guard
+                                   // follow it), from the thread pointer
+                                   // (see runtime/thread_control.h)
+  uint64_t recursion_drops = 0;    // a uint64_t incremented (atomically)
+                                   // when the guard skips the callback
+};
+
+// The one exit trampoline a process needs: a traced function whose return
+// address was replaced returns into it; it saves the return registers,
+// asks `pop` (uint64_t pop(uint64_t slot, ftjit_ret_regs*)) for the real
+// return address (slot: where the replaced one was), restores them and
+// jumps there.
+struct ExitTrampolineRequest {
+  uint64_t pop = 0;
+  int64_t counts_tls_offset = 0;
 };
 
 class Backend {
@@ -121,6 +134,10 @@ class Backend {
   // Emits a trampoline to run at address `place`.
   virtual Result<std::vector<uint8_t>> emit_trampoline(
       const TrampolineRequest& request, uint64_t place) const = 0;
+
+  // Emits the exit trampoline (return-address replacement) at `place`.
+  virtual Result<std::vector<uint8_t>> emit_exit_trampoline(
+      const ExitTrampolineRequest& request, uint64_t place) const = 0;
 };
 
 // The backend for `isa`, or nullptr if ftjit was built without it.

@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
+#include <cstddef>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "core/glob.h"
 #include "runtime/grace.h"
+#include "runtime/shadow_stack.h"
+#include "runtime/unwind_hooks.h"
 #include "runtime/module_scan.h"
 #include "runtime/thread_control.h"
 
@@ -122,6 +125,9 @@ Result<size_t> Engine::refresh_modules() {
   size_t before = sites_.size();
   FTJIT_TRY(add_modules(std::move(found.value())));
   modules_generation_ = gen;
+  // A library loaded since exit hooks were first used may throw through
+  // hooked frames too.
+  if (unwind_hooks_active()) FTJIT_TRY(install_unwind_hooks());
   return sites_.size() - before;
 }
 
@@ -324,7 +330,7 @@ Status Engine::may_change(const char* what, bool needs_modules) {
 }
 
 Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
-  if (ops == nullptr || ops->struct_size < sizeof(ftjit_ops)) {
+  if (ops == nullptr || ops->struct_size < offsetof(ftjit_ops, exit_func)) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "ops is null or not initialised (ftjit_ops_init)");
   }
   if (ops->strategy < FTJIT_STRATEGY_AUTO || ops->strategy > FTJIT_STRATEGY_DIRECT) {
@@ -346,6 +352,21 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   if (!selected) return selected.take_error();
   auto rec = std::make_unique<OpsRecord>();
   rec->ops = ops;
+  rec->target = ops;
+  if (needs_hooks(ops)) {
+    if (ops->strategy == FTJIT_STRATEGY_DIRECT) {
+      return make_error(FTJIT_E_UNSUPPORTED,
+                        "a direct ops cannot have an exit callback or a thread filter");
+    }
+    auto hooked = make_hooked_ops(ops);
+    if (!hooked) return hooked.take_error();
+    if (hooked.value()->exit != nullptr) {
+      FTJIT_TRY(prepare_exit_trampoline(tls_offset_));
+      FTJIT_TRY(install_unwind_hooks());
+    }
+    rec->hooked = std::move(hooked.value());
+    rec->target = &rec->hooked->ops;
+  }
   rec->strategy = ops->strategy != FTJIT_STRATEGY_AUTO ? ops->strategy : options_.default_strategy;
   rec->filter = filter;
   OpsRecord* r = rec.get();
@@ -390,6 +411,8 @@ Status Engine::detach(ftjit_ops* ops) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == rec; });
   for (auto& [arena, addr] : rec->generated) retired_.trampolines.push_back({arena, addr});
   rec->generated.clear();
+  // Frames it hooked may return long after this: they return, silently.
+  if (rec->hooked && rec->hooked->exit) rec->hooked->exit->live.store(false, std::memory_order_release);
   retired_.records.push_back(std::move(*it));
   ops_.erase(it);
   ops->internal = nullptr;
@@ -417,6 +440,11 @@ ftjit_stats Engine::stats() const {
   s.traps_emulated = Patcher::traps_emulated();
   s.grace_periods = grace_periods_;
   s.sync_fallbacks = sync_.fallbacks();
+  s.recursion_drops = g_recursion_drops.load(std::memory_order_relaxed);
+  ShadowCounters sc = shadow_counters();
+  s.exit_hooks = sc.hooks;
+  s.exit_hook_drops = sc.hook_drops;
+  s.frames_unwound = sc.unwound;
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include "ftjit/ftjit.h"
 #include "runtime/code_memory.h"
 #include "runtime/dispatch.h"
+#include "runtime/hooked_ops.h"
 #include "runtime/patcher.h"
 #include "runtime/sync.h"
 
@@ -86,6 +87,10 @@ struct SiteOrigin {
 
 struct OpsRecord {
   ftjit_ops* ops = nullptr;
+  // What trampolines, slots and list tables are given: `ops` itself, or
+  // its wrapper when it has an exit callback or a thread filter.
+  ftjit_ops* target = nullptr;
+  std::unique_ptr<HookedOps> hooked;
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // resolved against the engine default
   Filter filter;
   std::vector<uint32_t> sites;  // sorted site indices

@@ -103,16 +103,16 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
       if (addr) a.single_generated = addr.value();
       break;
     case Route::kCallOps:
-      addr = shared((single->ops->flags & FTJIT_OPS_F_NO_FP) ? kCallOpsNoFpTrampoline
+      addr = shared((single->target->flags & FTJIT_OPS_F_NO_FP) ? kCallOpsNoFpTrampoline
                                                              : kCallOpsTrampoline);
       if (addr) a.call_ops_trampoline = addr.value();
-      a.single_ops = reinterpret_cast<uint64_t>(single->ops);
+      a.single_ops = reinterpret_cast<uint64_t>(single->target);
       break;
     case Route::kCallOpsMux: {
       addr = shared(kCallOpsTrampoline);
       if (addr) a.call_ops_trampoline = addr.value();
       std::vector<ftjit_ops*> list;
-      for (size_t k = 0; k < s.ops.size(); ++k) list.push_back(s.ops[k]->ops);
+      for (size_t k = 0; k < s.ops.size(); ++k) list.push_back(s.ops[k]->target);
       *mux = make_site_mux(std::move(list));
       a.mux_ops = reinterpret_cast<uint64_t>(&(*mux)->ops);
       break;
@@ -334,7 +334,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   auto publish_table = [&] {
     auto table = std::make_unique<ListTable>();
     for (const auto& r : ops_) {
-      if (r->ips) table->entries.push_back({r->ops, r->ips.get()});
+      if (r->ips) table->entries.push_back({r->target, r->ips.get()});
     }
     g_list_table.store(table.get(), std::memory_order_release);
     if (list_table_) retired_.list_tables.push_back(std::move(list_table_));

@@ -87,10 +87,11 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   if (it != rec->generated.end()) return it->second;
   TrampolineRequest req;
   req.source = OpsSource::kImmediate;
-  req.ops = reinterpret_cast<uint64_t>(rec->ops);
+  req.ops = reinterpret_cast<uint64_t>(rec->target);
   req.func = kTsanShim ? reinterpret_cast<uint64_t>(&ftjit_tsan_callback_shim)
-                       : reinterpret_cast<uint64_t>(rec->ops->func);
-  req.save_fp = !(rec->ops->flags & FTJIT_OPS_F_NO_FP);
+                       : reinterpret_cast<uint64_t>(rec->target->func);
+  req.save_fp = !(rec->target->flags & FTJIT_OPS_F_NO_FP);
+  req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   req.honour_direct = false;
   req.counts_tls_offset = tls_offset_;
   size_t bytes = 0;
@@ -108,6 +109,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   if (slots[which] != 0) return slots[which];
   TrampolineRequest req;
   req.counts_tls_offset = tls_offset_;
+  req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   req.honour_direct = true;
   if (which == kListTrampoline) {
     req.source = OpsSource::kImmediate;

@@ -25,9 +25,14 @@ namespace ftjit {
 // reached the entries of the snapshot", which no nesting can fool.
 // Initial-exec TLS, so generated code reaches them at a fixed offset from
 // the thread pointer.
+//
+// `in_callback` is the reentrancy guard: nonzero while the thread runs a
+// callback (set and cleared by the trampolines around the call, and by the
+// exit path). A trampoline reached while it is set runs no callback.
 struct TrampolineCounts {
   uint64_t entries;
   uint64_t exits;
+  uint64_t in_callback;
 };
 extern "C" __thread TrampolineCounts ftjit_trampoline_counts
     __attribute__((tls_model("initial-exec")));

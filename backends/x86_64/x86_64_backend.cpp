@@ -33,6 +33,33 @@
 //     The first instruction counts an entry (fs:[tls]) and the last but one
 //     an exit (fs:[tls+8]) in per-thread counters; runtime/grace reads them
 //     to know when no thread can still be inside a trampoline to be freed.
+//     fs:[tls+16] is the reentrancy guard: set around the callback; a
+//     trampoline that finds it set (a callback calling traced code, a
+//     signal handler running traced code inside one) only counts a drop:
+//
+//         inc   fs:[tls]              ; entries
+//         cmp   byte fs:[tls+16], 0
+//         jne   nested
+//         mov   byte fs:[tls+16], 1
+//         ...   frame, call, restore
+//         mov   byte fs:[tls+16], 0
+//         inc   fs:[tls+8]            ; exits
+//         ret
+//     nested:
+//         lock inc qword [drops] ; inc fs:[tls+8] ; ret
+//
+// (d) The exit trampoline (one per process; a hooked function returns into
+//     it because its return address was replaced, ftrace function_graph's
+//     return_to_handler):
+//
+//     rsp+48    (the slot that held the replaced return address is rsp+40)
+//     rsp+32    xmm1                     -+
+//     rsp+16    xmm0                      |  ftjit_ret_regs
+//     rsp+0     rax rdx                  -+
+//
+//     rsp is 16-aligned on arrival (the caller's call site was). pop(slot,
+//     regs) returns the real return address; we jump to it through r11
+//     (free at a return: caller-saved and no return value lives there).
 //
 // Live rewrite order (each step for every site of a batch, then one sync):
 //   1. write int3 (cc) over the first byte: a thread reaching the site now
@@ -64,6 +91,8 @@ static_assert(offsetof(ftjit_regs, sp) == 72);
 static_assert(offsetof(ftjit_regs, fp) == 80);
 static_assert(sizeof(ftjit_regs) == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
+static_assert(sizeof(ftjit_ret_regs) == 48);
+constexpr int32_t kExitFrame = 48;
 
 bool fits_rel32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
@@ -128,6 +157,8 @@ class X86_64Backend final : public Backend {
 
   Result<std::vector<uint8_t>> emit_trampoline(const TrampolineRequest& req,
                                                uint64_t place) const override;
+  Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& req,
+                                                    uint64_t place) const override;
 
  private:
   IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16};
@@ -141,6 +172,25 @@ class X86_64Backend final : public Backend {
 // Trampoline emission
 // ---------------------------------------------------------------------------
 
+Result<std::vector<uint8_t>> finish(asmjit::CodeHolder& code, uint64_t place) {
+  using namespace asmjit;
+  if (code.flatten() != kErrorOk || code.resolveUnresolvedLinks() != kErrorOk ||
+      code.relocateToBase(place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot relocate trampoline");
+  }
+  std::vector<uint8_t> out(code.codeSize());
+  if (code.copyFlattenedData(out.data(), out.size()) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot copy trampoline");
+  }
+  return out;
+}
+
+asmjit::x86::Mem tls_word(int64_t offset) {
+  asmjit::x86::Mem m = asmjit::x86::ptr_abs(static_cast<uint64_t>(offset), 8);
+  m.setSegment(asmjit::x86::fs);
+  return m;
+}
+
 Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
     const TrampolineRequest& req, uint64_t place) const {
   using namespace asmjit;
@@ -151,15 +201,22 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
     return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
   }
   Assembler a(&code);
+  if (req.recursion_drops == 0) {
+    return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
+  }
 
   const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
-  Mem entries = ptr_abs(static_cast<uint64_t>(req.counts_tls_offset), 8);
-  entries.setSegment(fs);
-  Mem exits = ptr_abs(static_cast<uint64_t>(req.counts_tls_offset + 8), 8);
-  exits.setSegment(fs);
+  Mem entries = tls_word(req.counts_tls_offset);
+  Mem exits = tls_word(req.counts_tls_offset + 8);
+  Mem guard = tls_word(req.counts_tls_offset + 16);
+  guard.setSize(1);
   static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
+  Label nested = a.newLabel();
 
   a.inc(entries);
+  a.cmp(guard, 0);
+  a.jne(nested);
+  a.mov(guard, 1);
   a.sub(rsp, frame);
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
@@ -198,6 +255,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
   if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
   a.add(rsp, frame);
+  a.mov(guard, 0);
   a.inc(exits);
   if (req.honour_direct) {
     Label to_direct = a.newLabel();
@@ -212,15 +270,48 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
     a.ret();
   }
 
-  if (code.flatten() != kErrorOk || code.resolveUnresolvedLinks() != kErrorOk ||
-      code.relocateToBase(place) != kErrorOk) {
-    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot relocate trampoline");
+  // Called from inside a callback: count it, run nothing (not even a
+  // direct trampoline: it is tracer code too).
+  a.bind(nested);
+  a.mov(r11, imm(req.recursion_drops));
+  a.lock().inc(qword_ptr(r11));
+  a.inc(exits);
+  a.ret();
+  return finish(code, place);
+}
+
+Result<std::vector<uint8_t>> X86_64Backend::emit_exit_trampoline(
+    const ExitTrampolineRequest& req, uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+
+  CodeHolder code;
+  if (code.init(Environment(Arch::kX64), place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
   }
-  std::vector<uint8_t> out(code.codeSize());
-  if (code.copyFlattenedData(out.data(), out.size()) != kErrorOk) {
-    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot copy trampoline");
-  }
-  return out;
+  Assembler a(&code);
+  Mem entries = tls_word(req.counts_tls_offset);
+  Mem exits = tls_word(req.counts_tls_offset + 8);
+
+  a.inc(entries);
+  a.sub(rsp, kExitFrame);
+  a.mov(qword_ptr(rsp, 0), rax);
+  a.mov(qword_ptr(rsp, 8), rdx);
+  a.movaps(xmmword_ptr(rsp, 16), xmm0);
+  a.movaps(xmmword_ptr(rsp, 32), xmm1);
+  a.lea(rdi, qword_ptr(rsp, kExitFrame - 8));  // the replaced slot
+  a.mov(rsi, rsp);
+  a.mov(rax, imm(req.pop));
+  a.call(rax);
+  a.mov(r11, rax);
+  a.mov(rax, qword_ptr(rsp, 0));
+  a.mov(rdx, qword_ptr(rsp, 8));
+  a.movaps(xmm0, xmmword_ptr(rsp, 16));
+  a.movaps(xmm1, xmmword_ptr(rsp, 32));
+  a.add(rsp, kExitFrame);
+  a.inc(exits);
+  a.jmp(r11);
+  return finish(code, place);
 }
 
 }  // namespace

@@ -121,6 +121,9 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 
 // The generated trampoline without FP saves, ops and callback immediate:
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          entries++
+//   64 80 3c 25 d0 ff ff ff 00   cmpb   $0,%fs:-0x30       inside a callback?
+//   0f 85 <rel32>                jne    nested
+//   64 c6 04 25 d0 ff ff ff 01   movb   $1,%fs:-0x30       guard on
 //   48 83 ec 50                  sub    $0x50,%rsp
 //   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
 //   4c 8d 5c 24 58               lea    0x58(%rsp),%r11    sp at entry
@@ -133,10 +136,17 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   e8 <rel32>                   call   func
 //   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
 //   48 83 c4 50                  add    $0x50,%rsp
+//   64 c6 04 25 d0 ff ff ff 00   movb   $0,%fs:-0x30       guard off
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
+//   c3                           ret
+// nested:
+//   49 bb <drops>                movabs $drops,%r11
+//   f0 49 ff 03                  lock incq (%r11)
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
 TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
   r.source = OpsSource::kImmediate;
   r.ops = 0x1122334455667788ull;
   r.func = 0x7f0000001000ull;
@@ -145,14 +155,42 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff4883ec5048893c244889742408488954241048894c24184c894424204c894c2428"
+            "6448ff0425c0ffffff64803c25d0ffffff000f859c00000064c60425d0ffffff01"
+            "4883ec5048893c244889742408488954241048894c24184c894424204c894c2428"
             "48894424304c895424384c8d5c24584c895c2448488b7c24504883ef05488b7424584889e148ba887766"
-            "5544332211e8a20ff0ff488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b44"
-            "24304c8b5424384883c4506448ff0425c8ffffffc3");
+            "5544332211e88a0ff0ff488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b44"
+            "24304c8b5424384883c45064c60425d0ffffff006448ff0425c8ffffffc3"
+            "49bb00002000007f0000f049ff036448ff0425c8ffffffc3");
+}
+
+// The exit trampoline: save the return registers, ask pop() for the real
+// return address, restore, jump there.
+//   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
+//   48 83 ec 30                  sub    $0x30,%rsp
+//   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
+//   0f 29 44 24 10 / 0f 29 4c 24 20  movaps %xmm0,0x10(%rsp) / %xmm1,0x20(%rsp)
+//   48 8d 7c 24 28               lea    0x28(%rsp),%rdi    the replaced slot
+//   48 89 e6                     mov    %rsp,%rsi
+//   48 b8 <pop> ff d0            movabs $pop,%rax ; call *%rax
+//   49 89 c3                     mov    %rax,%r11
+//   ... restore ...              add    $0x30,%rsp ; incq %fs:-0x38
+//   41 ff e3                     jmp    *%r11
+TEST(X86Golden, ExitTrampoline) {
+  ExitTrampolineRequest r;
+  r.pop = 0x7f0000003000ull;
+  r.counts_tls_offset = -0x40;
+  auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(hex(code->data(), code->size()),
+            "6448ff0425c0ffffff4883ec30488904244889542408"
+            "0f294424100f294c2420488d7c24284889e648b80030000000"
+            "7f0000ffd04989c3488b0424488b5424080f284424100f284c2420"
+            "4883c4306448ff0425c8ffffff41ffe3");
 }
 
 TEST(X86Golden, FarCallbackGoesThroughRegister) {
   TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
   r.func = 0x100000000000ull;  // far from the trampoline
   r.save_fp = false;
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
@@ -163,6 +201,7 @@ TEST(X86Golden, FarCallbackGoesThroughRegister) {
 
 TEST(X86Golden, SlotTrampolineLoadsOpsAndFuncFromTheSite) {
   TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
   r.source = OpsSource::kSiteSlot;
   r.save_fp = true;
   r.honour_direct = true;
@@ -172,7 +211,9 @@ TEST(X86Golden, SlotTrampolineLoadsOpsAndFuncFromTheSite) {
   EXPECT_NE(h.find("488b57f8"), std::string::npos);  // mov -0x8(%rdi),%rdx: the slot
   EXPECT_NE(h.find("ff5208"), std::string::npos);    // call *0x8(%rdx): ops->func
   EXPECT_NE(h.find("41ffe3"), std::string::npos);    // jmp *%r11: the direct path
-  EXPECT_EQ(code->back(), 0xe3);
+  // The nested path last: count the drop, count the exit, return.
+  EXPECT_NE(h.find("49bb00002000007f0000f049ff036448ff0425"), std::string::npos);
+  EXPECT_EQ(code->back(), 0xc3);
 }
 
 }  // namespace

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+// The per-thread shadow stacks and the exit trampoline's C++ half.
+#include "runtime/shadow_stack.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "backends/backend.h"
+#include "runtime/thread_control.h"
+
+namespace ftjit {
+
+std::atomic<uint64_t> g_recursion_drops{0};
+
+namespace {
+
+// 16 Ki frames of hooked calls per thread (512 KiB of address space, of
+// which only the pages a thread's depth reaches are ever touched). Deeper
+// calls run with their entries traced but their exits not hooked, counted.
+constexpr uint32_t kCapacity = 16384;
+// An entry whose return address was put back for an exception in flight.
+constexpr uintptr_t kUnhooked = 1;
+
+struct ShadowEntry {
+  uint64_t slot;   // where the replaced return address lives
+  uint64_t ret;    // the real return address (or the trampoline: chained)
+  uint64_t ip;
+  uintptr_t rec;   // ExitRecord*, | kUnhooked
+  ExitRecord* record() const { return reinterpret_cast<ExitRecord*>(rec & ~kUnhooked); }
+};
+
+// Counters are written by the owning thread only and read by stats, so
+// relaxed load+store (no locked read-modify-write on the event path).
+struct Counter {
+  std::atomic<uint64_t> v{0};
+  void bump() { v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
+struct ShadowStack {
+  uint32_t depth;
+  Counter hooks, hook_drops, unwound;
+  ShadowEntry e[kCapacity];
+};
+
+// Stacks are never unmapped: a thread that exits gives its stack back for
+// the next thread (stats may read any stack at any time, and a signal
+// handler may create one, so neither malloc nor munmap on these paths).
+constexpr size_t kMaxStacks = 4096;
+enum : int { kNever = 0, kIdle = 1, kInUse = 2 };
+struct StackSlot {
+  std::atomic<int> state{kNever};
+  std::atomic<ShadowStack*> stack{nullptr};
+};
+StackSlot g_stacks[kMaxStacks];
+std::atomic<uint64_t> g_no_stack_drops{0};
+
+__thread ShadowStack* t_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint32_t t_stack_slot __attribute__((tls_model("initial-exec"))) = 0;
+
+pthread_key_t g_exit_key;
+std::once_flag g_prepare_once;
+Status g_prepare_status;
+std::atomic<uint64_t> g_exit_trampoline{0};
+
+void on_thread_exit(void* p) {
+  auto* slot = static_cast<StackSlot*>(p);
+  ShadowStack* s = slot->stack.load(std::memory_order_relaxed);
+  s->depth = 0;
+  t_stack = nullptr;
+  slot->state.store(kIdle, std::memory_order_release);
+}
+
+ShadowStack* create_stack() {
+  for (int pass = 0; pass < 2; ++pass) {
+    int want = pass == 0 ? kIdle : kNever;
+    for (size_t i = 0; i < kMaxStacks; ++i) {
+      int st = want;
+      if (g_stacks[i].state.load(std::memory_order_relaxed) != want ||
+          !g_stacks[i].state.compare_exchange_strong(st, kInUse, std::memory_order_acquire)) {
+        continue;
+      }
+      ShadowStack* s = g_stacks[i].stack.load(std::memory_order_relaxed);
+      if (s == nullptr) {
+        void* m = mmap(nullptr, sizeof(ShadowStack), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+          g_stacks[i].state.store(kNever, std::memory_order_release);
+          return nullptr;
+        }
+        s = new (m) ShadowStack{};
+        g_stacks[i].stack.store(s, std::memory_order_release);
+      }
+      s->depth = 0;
+      t_stack = s;
+      t_stack_slot = static_cast<uint32_t>(i);
+      pthread_setspecific(g_exit_key, &g_stacks[i]);
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+// An entry whose frame left without returning through the trampoline.
+void report_unwound(ShadowStack* s, const ShadowEntry& e) {
+  s->unwound.bump();
+  ExitRecord* r = e.record();
+  if (r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, nullptr);
+}
+
+uint64_t read_slot(uint64_t slot) { return *reinterpret_cast<const volatile uint64_t*>(slot); }
+
+[[noreturn]] void lost_return_address(uint64_t slot) {
+  // Nothing sane is left to return to. Say so plainly rather than jump
+  // into the void.
+  char msg[160];
+  int n = snprintf(msg, sizeof msg,
+                   "ftjit: fatal: no shadow-stack entry for a hooked return (slot %#llx)\n",
+                   static_cast<unsigned long long>(slot));
+  if (n > 0) (void)!write(2, msg, static_cast<size_t>(n));
+  abort();
+}
+
+}  // namespace
+
+bool guard_enter() {
+  if (ftjit_trampoline_counts.in_callback != 0) {
+    g_recursion_drops.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  ftjit_trampoline_counts.in_callback = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return true;
+}
+
+void guard_leave() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ftjit_trampoline_counts.in_callback = 0;
+}
+
+ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
+  static std::mutex mu;
+  static std::deque<ExitRecord> records;  // stable addresses, never freed
+  std::lock_guard<std::mutex> lock(mu);
+  ExitRecord& r = records.emplace_back();
+  r.func = func;
+  r.ops = ops;
+  return &r;
+}
+
+Status prepare_exit_trampoline(int64_t counts_tls_offset) {
+  std::call_once(g_prepare_once, [&] {
+    if (pthread_key_create(&g_exit_key, on_thread_exit) != 0) {
+      g_prepare_status = make_error(FTJIT_E_SYSTEM, "pthread_key_create failed");
+      return;
+    }
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      g_prepare_status = make_error(FTJIT_E_SYSTEM, std::string("mmap exit trampoline: ") +
+                                                        strerror(errno));
+      return;
+    }
+    ExitTrampolineRequest req;
+    req.pop = reinterpret_cast<uint64_t>(&ftjit_shadow_pop);
+    req.counts_tls_offset = counts_tls_offset;
+    uint64_t place = reinterpret_cast<uint64_t>(m);
+    auto code = native_backend()->emit_exit_trampoline(req, place);
+    if (!code || code->size() > page) {
+      munmap(m, page);
+      g_prepare_status = code ? make_error(FTJIT_E_INTERNAL, "exit trampoline too large")
+                              : code.take_error();
+      return;
+    }
+    std::memcpy(m, code->data(), code->size());
+    // Written, then executable: never both (W^X).
+    if (mprotect(m, page, PROT_READ | PROT_EXEC) != 0) {
+      g_prepare_status = make_error(FTJIT_E_SYSTEM, std::string("mprotect exit trampoline: ") +
+                                                        strerror(errno));
+      munmap(m, page);
+      return;
+    }
+    g_exit_trampoline.store(place, std::memory_order_release);
+  });
+  if (!g_prepare_status) return make_error(g_prepare_status.error().code,
+                                           g_prepare_status.error().message);
+  return {};
+}
+
+uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
+
+void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr && (s = create_stack()) == nullptr) {
+    g_no_stack_drops.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  const uint64_t at = reinterpret_cast<uint64_t>(slot);
+  // Entries at or below this frame's slot whose slot no longer holds the
+  // trampoline are frames that are gone (longjmp'd over, or put back for
+  // an exception that was then caught further up). One still holding it at
+  // this very slot is the same frame, hooked by another ops or entered
+  // again by a tail call: both stay, and unwind in order.
+  while (s->depth != 0) {
+    const ShadowEntry& top = s->e[s->depth - 1];
+    if (top.slot > at || read_slot(top.slot) == tramp) break;
+    ShadowEntry gone = top;
+    --s->depth;
+    report_unwound(s, gone);
+  }
+  if (s->depth == kCapacity) {
+    s->hook_drops.bump();
+    return;
+  }
+  s->e[s->depth] = ShadowEntry{at, *slot, ip, reinterpret_cast<uintptr_t>(rec)};
+  // A signal handler's hooked calls must see the entry complete before the
+  // depth that publishes it, and the depth before the replaced address.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ++s->depth;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  *slot = tramp;
+  s->hooks.bump();
+}
+
+extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
+  ShadowStack* s = t_stack;
+  uint32_t d = s != nullptr ? s->depth : 0;
+  while (d != 0 && s->e[d - 1].slot != slot) --d;
+  if (d == 0) lost_return_address(slot);
+  // Inside a callback (a signal handler's traced code returning while the
+  // thread was in one, say) the bookkeeping still happens; only the
+  // callbacks are skipped and counted.
+  const bool run = guard_enter();
+  while (s->depth > d) {
+    ShadowEntry gone = s->e[s->depth - 1];
+    --s->depth;
+    if (run) {
+      report_unwound(s, gone);
+    } else {
+      s->unwound.bump();
+    }
+  }
+  const ShadowEntry e = s->e[d - 1];
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  s->depth = d - 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (run) {
+    ExitRecord* r = e.record();
+    if (r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, regs);
+    guard_leave();
+  }
+  return e.ret;
+}
+
+void shadow_unhook_all() {
+  ShadowStack* s = t_stack;
+  if (s == nullptr) return;
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  // Newest first: in a chain (one frame hooked twice) the oldest entry
+  // holds the real address and is written last.
+  for (uint32_t i = s->depth; i-- > 0;) {
+    ShadowEntry& e = s->e[i];
+    if ((e.rec & kUnhooked) != 0) continue;
+    auto* p = reinterpret_cast<volatile uint64_t*>(e.slot);
+    if (*p != tramp) continue;  // stale: its frame is gone already
+    *p = e.ret;
+    e.rec |= kUnhooked;
+  }
+}
+
+void shadow_rehook_after_catch(uint64_t cfa) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr || s->depth == 0) return;
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  const bool run = guard_enter();
+  // Frames below the catching one were unwound.
+  while (s->depth != 0 && s->e[s->depth - 1].slot < cfa) {
+    ShadowEntry gone = s->e[s->depth - 1];
+    --s->depth;
+    if (run) {
+      report_unwound(s, gone);
+    } else {
+      s->unwound.bump();
+    }
+  }
+  // The others are alive: hook their returns again, oldest first so that a
+  // chain ends with the trampoline in the slot.
+  for (uint32_t i = 0; i < s->depth; ++i) {
+    ShadowEntry& e = s->e[i];
+    if ((e.rec & kUnhooked) == 0) continue;
+    auto* p = reinterpret_cast<volatile uint64_t*>(e.slot);
+    if (*p != e.ret) continue;  // not ours any more: leave it to pruning
+    *p = tramp;
+    e.rec &= ~kUnhooked;
+  }
+  if (run) guard_leave();
+}
+
+uint32_t shadow_depth() { return t_stack != nullptr ? t_stack->depth : 0; }
+
+size_t shadow_ips(uint64_t* ips, size_t max) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr) return 0;
+  size_t n = s->depth < max ? s->depth : max;
+  for (size_t i = 0; i < n; ++i) ips[i] = s->e[i].ip;
+  return n;
+}
+
+ShadowCounters shadow_counters() {
+  ShadowCounters c{0, g_no_stack_drops.load(std::memory_order_relaxed), 0};
+  for (size_t i = 0; i < kMaxStacks; ++i) {
+    ShadowStack* s = g_stacks[i].stack.load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    c.hooks += s->hooks.get();
+    c.hook_drops += s->hook_drops.get();
+    c.unwound += s->unwound.get();
+  }
+  return c;
+}
+
+}  // namespace ftjit
+
+extern "C" uint32_t ftjit_shadow_depth(void) { return ftjit::shadow_depth(); }
+extern "C" size_t ftjit_shadow_stack(uint64_t* ips, size_t max) {
+  return ftjit::shadow_ips(ips, max);
+}

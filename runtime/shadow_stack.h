@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// Exit hooks by return-address replacement, as ftrace's function_graph does
+// it: at a hooked entry the traced function's return address is saved on a
+// per-thread shadow stack and replaced by the exit trampoline's address;
+// when the function returns, the trampoline asks the shadow stack for the
+// real address and goes there after the exit callback ran.
+//
+// Frames can also leave without returning. Each shadow entry remembers the
+// stack slot it replaced, so the stack tells which entries are stale:
+//   - longjmp/siglongjmp: the next exit or hooked entry below or at a stale
+//     entry's slot finds it and reports it unwound;
+//   - C++ exceptions: the unwinder must see the real return addresses, so
+//     unwind_hooks puts every replaced address back when an exception starts
+//     (_Unwind_RaiseException & co.) and, when a handler catches it
+//     (__cxa_begin_catch), reports the frames left behind as unwound and
+//     replaces the live ones' addresses again.
+// Every entry gets exactly one exit callback: ret != NULL when it returned,
+// NULL when it was unwound.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/error.h"
+#include "ftjit/ftjit.h"
+
+namespace ftjit {
+
+// Who to call when a hooked frame leaves. Never freed: a frame hooked by an
+// ops may return long after the ops was detached (then `live` is false and
+// nothing is called).
+struct ExitRecord {
+  ftjit_exit_func_t func = nullptr;
+  ftjit_ops* ops = nullptr;
+  std::atomic<bool> live{true};
+};
+
+// A new record (kept for the life of the process).
+ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
+
+// The exit trampoline, emitted once per process into memory that is never
+// unmapped (hooked frames can outlive any engine). 0 until prepared.
+Status prepare_exit_trampoline(int64_t counts_tls_offset);
+uint64_t exit_trampoline_address();
+
+// Hooks the return of the function entered with its return address at
+// `slot` (its stack pointer at the entry). Called from the entry path,
+// inside the reentrancy guard.
+void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec);
+
+// The exit trampoline's callee: runs the exit callbacks of the frame whose
+// replaced slot is `slot` (and reports stale entries above it unwound);
+// returns the real return address.
+extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs);
+
+// Exception support (see unwind_hooks): put back every replaced return
+// address of this thread; and, once a handler in the frame whose CFA is
+// `cfa` caught, report the frames below it unwound and hook the others
+// again.
+void shadow_unhook_all();
+void shadow_rehook_after_catch(uint64_t cfa);
+
+// The calling thread's hooked frames.
+uint32_t shadow_depth();
+size_t shadow_ips(uint64_t* ips, size_t max);
+
+// Process-wide counters, for ftjit_stats.
+struct ShadowCounters {
+  uint64_t hooks;          // return addresses replaced
+  uint64_t hook_drops;     // entries not hooked: shadow stack full
+  uint64_t unwound;        // frames reported unwound
+};
+ShadowCounters shadow_counters();
+
+// Traced calls skipped by the reentrancy guard (trampolines increment it).
+extern std::atomic<uint64_t> g_recursion_drops;
+
+// The reentrancy guard of the calling thread, for C++ paths (the
+// trampolines use the same word).
+bool guard_enter();   // false: already inside a callback (a drop was counted)
+void guard_leave();
+
+}  // namespace ftjit

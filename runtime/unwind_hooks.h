@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// Makes C++ exceptions (and pthread_exit's forced unwind) work through
+// frames whose return address the shadow stack replaced: the unwinder looks
+// each return address up in the unwind tables, and the exit trampoline has
+// none. So the entry points that start an unwind are redirected, in every
+// loaded module's GOT, to wrappers that first put the real addresses back
+// (shadow_unhook_all); __cxa_begin_catch is wrapped to hook the surviving
+// frames again once a handler caught the exception.
+//
+// Redirected: _Unwind_RaiseException, _Unwind_Resume_or_Rethrow,
+// _Unwind_ForcedUnwind, pthread_exit (which reaches libgcc through
+// pointers glibc looked up itself), and __cxa_begin_catch. Only calls that
+// go through a GOT are seen; pthread_cancel's unwind is not (its frames'
+// exits are reported unwound when the thread's shadow stack is reset).
+#pragma once
+
+#include "core/error.h"
+
+namespace ftjit {
+
+// Redirects the entry points in every module loaded now; again for modules
+// loaded since the last call. Idempotent; the redirections stay for the
+// life of the process (frames hooked now may unwind much later).
+Status install_unwind_hooks();
+
+// Whether install_unwind_hooks() ran (modules loaded later need it too).
+bool unwind_hooks_active();
+
+// How many GOT slots currently point at a wrapper (for tests).
+size_t unwind_hook_slots();
+
+}  // namespace ftjit

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// Exit hooks, the reentrancy guard and thread filters, per strategy: exit
+// callbacks see the entry's ip/parent_ip and the return registers; frames
+// left by an exception are reported unwound; callbacks that call traced
+// code do not recurse; a thread filter keeps other threads out.
+#include <gtest/gtest.h>
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ftjit/ftjit.h"
+#include "tests/e2e/traced.h"
+
+namespace {
+
+struct Event {
+  bool exit;
+  uint64_t ip, parent_ip;
+  bool unwound;
+  uint64_t ret0;
+  double fp0;
+};
+
+struct Log {
+  ftjit_ops ops;
+  std::vector<Event> events;  // the guard makes allocating here safe
+  int call_traced_from_entry = 0;
+};
+
+void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs*) {
+  auto* l = static_cast<Log*>(ops->private_data);
+  l->events.push_back({false, ip, parent_ip, false, 0, 0});
+  if (l->call_traced_from_entry) (void)traced_six(1, 2, 3, 4, 5, 6);  // must not recurse
+}
+
+void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* ret) {
+  auto* l = static_cast<Log*>(ops->private_data);
+  Event e{true, ip, parent_ip, ret == nullptr, 0, 0};
+  if (ret != nullptr) {
+    e.ret0 = ret->ret[0];
+    std::memcpy(&e.fp0, ret->fp[0], sizeof e.fp0);
+  }
+  l->events.push_back(e);
+}
+
+class ExitHookTest : public ::testing::TestWithParam<ftjit_strategy> {
+ protected:
+  void SetUp() override {
+    engine_ = ftjit_engine_create(nullptr);
+    ASSERT_NE(engine_, nullptr) << ftjit_last_error();
+    ftjit_ops_init(&log_.ops);
+    log_.ops.func = on_entry;
+    log_.ops.exit_func = on_exit;
+    log_.ops.private_data = &log_;
+    log_.ops.strategy = GetParam();
+  }
+  void TearDown() override { ftjit_engine_destroy(engine_); }
+
+  ftjit_status attach(std::vector<const char*> names) {
+    ftjit_filter f{names.data(), names.size(), nullptr, 0};
+    return ftjit_attach(engine_, &log_.ops, &f);
+  }
+
+  ftjit_engine* engine_ = nullptr;
+  Log log_;
+};
+
+__attribute__((noinline)) int call_add(int a, int b) {
+  int (*volatile fn)(int, int) = traced_add;
+  int r = fn(a, b);
+  asm volatile("" ::: "memory");
+  return r;
+}
+
+TEST_P(ExitHookTest, ExitSeesEntryIpParentAndReturnValue) {
+  ASSERT_EQ(attach({"traced_add", "traced_fp"}), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(call_add(20, 22), 42);
+  double (*volatile fp)(double, double) = traced_fp;
+  EXPECT_EQ(fp(2.0, 3.0), 6.5);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  ASSERT_EQ(log_.events.size(), 4u);
+  const Event &in = log_.events[0], &out = log_.events[1];
+  EXPECT_FALSE(in.exit);
+  EXPECT_TRUE(out.exit);
+  EXPECT_EQ(in.ip, reinterpret_cast<uint64_t>(&traced_add));
+  EXPECT_EQ(out.ip, in.ip);
+  EXPECT_EQ(out.parent_ip, in.parent_ip);
+  EXPECT_FALSE(out.unwound);
+  EXPECT_EQ(static_cast<int>(out.ret0), 42);
+  EXPECT_TRUE(log_.events[3].exit);
+  EXPECT_EQ(log_.events[3].fp0, 6.5);
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
+  ftjit_stats s;
+  ftjit_get_stats(engine_, &s);
+  EXPECT_GE(s.exit_hooks, 2u);
+}
+
+TEST_P(ExitHookTest, RecursionPairsLastInFirstOut) {
+  ASSERT_EQ(attach({"traced_recurse"}), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(traced_recurse(500), 500);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  ASSERT_EQ(log_.events.size(), 2u * 501);
+  std::vector<uint64_t> stack;
+  for (const Event& e : log_.events) {
+    if (!e.exit) {
+      stack.push_back(e.parent_ip);
+    } else {
+      ASSERT_FALSE(stack.empty());
+      EXPECT_EQ(e.parent_ip, stack.back());
+      EXPECT_FALSE(e.unwound);
+      stack.pop_back();
+    }
+  }
+  EXPECT_TRUE(stack.empty());
+}
+
+[[noreturn]] void thrower(int v) { throw std::runtime_error("boom " + std::to_string(v)); }
+
+TEST_P(ExitHookTest, ExceptionThroughHookedFramesIsReportedUnwound) {
+  ASSERT_EQ(attach({"traced_throw_through", "traced_add"}), FTJIT_OK) << ftjit_last_error();
+  for (int i = 0; i < 100; ++i) {
+    try {
+      traced_throw_through(i, thrower);
+      FAIL() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "boom " + std::to_string(i));
+    }
+    EXPECT_EQ(call_add(i, 1), i + 1);  // hooks still work afterwards
+  }
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  int unwound = 0, returned = 0, entries = 0;
+  for (const Event& e : log_.events) {
+    if (!e.exit) {
+      ++entries;
+    } else if (e.unwound) {
+      ++unwound;
+    } else {
+      ++returned;
+    }
+  }
+  EXPECT_EQ(entries, 200);
+  EXPECT_EQ(unwound, 100);
+  EXPECT_EQ(returned, 100);
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
+}
+
+TEST_P(ExitHookTest, CallbackCallingTracedCodeDoesNotRecurse) {
+  log_.call_traced_from_entry = 1;
+  ASSERT_EQ(attach({"traced_add", "traced_six"}), FTJIT_OK) << ftjit_last_error();
+  ftjit_stats before, after;
+  ftjit_get_stats(engine_, &before);
+  EXPECT_EQ(call_add(1, 2), 3);
+  ftjit_get_stats(engine_, &after);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  // traced_add's entry and exit only: the nested traced_six ran
+  // untraced, and was counted.
+  ASSERT_EQ(log_.events.size(), 2u);
+  EXPECT_EQ(after.recursion_drops - before.recursion_drops, 1u);
+}
+
+TEST_P(ExitHookTest, DetachWhileFramesAreHookedReturnsNormally) {
+  ASSERT_EQ(attach({"traced_throw_through"}), FTJIT_OK) << ftjit_last_error();
+  static ftjit_engine* engine;
+  static Log* log;
+  engine = engine_;
+  log = &log_;
+  // Detach from inside the hooked frame (in the function it calls, which
+  // is not a callback): the frame returns after the ops is gone.
+  traced_throw_through(0, [](int) { ASSERT_EQ(ftjit_detach(engine, &log->ops), FTJIT_OK); });
+  ASSERT_EQ(log_.events.size(), 1u);  // the entry; no exit after detach
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, ExitHookTest,
+                         ::testing::Values(FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS,
+                                           FTJIT_STRATEGY_LIST),
+                         [](const auto& info) { return std::string(ftjit_strategy_name(info.param)) == "call-ops"
+                                                           ? std::string("call_ops")
+                                                           : std::string(ftjit_strategy_name(info.param)); });
+
+// ---------------------------------------------------------------------------
+
+std::atomic<int> g_counted{0};
+void count_entry(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { g_counted.fetch_add(1); }
+
+TEST(ThreadFilter, MainThreadOnly) {
+  ftjit_engine* engine = ftjit_engine_create(nullptr);
+  ASSERT_NE(engine, nullptr) << ftjit_last_error();
+  ftjit_thread_filter tf{nullptr, 0, nullptr, 1};
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_entry;
+  ops.threads = &tf;
+  const char* name = "traced_add";
+  ftjit_filter f{&name, 1, nullptr, 0};
+  g_counted = 0;
+  ASSERT_EQ(ftjit_attach(engine, &ops, &f), FTJIT_OK) << ftjit_last_error();
+  std::thread([] {
+    for (int i = 0; i < 10; ++i) call_add(i, i);
+  }).join();
+  for (int i = 0; i < 7; ++i) call_add(i, i);
+  EXPECT_EQ(ftjit_detach(engine, &ops), FTJIT_OK);
+  EXPECT_EQ(g_counted.load(), 7);
+  ftjit_engine_destroy(engine);
+}
+
+TEST(ThreadFilter, ByNameAndByTid) {
+  ftjit_engine* engine = ftjit_engine_create(nullptr);
+  ASSERT_NE(engine, nullptr) << ftjit_last_error();
+  int32_t me = static_cast<int32_t>(syscall(SYS_gettid));
+  ftjit_thread_filter tf{&me, 1, "worker-*", 0};
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_entry;
+  ops.threads = &tf;
+  const char* name = "traced_add";
+  ftjit_filter f{&name, 1, nullptr, 0};
+  g_counted = 0;
+  ASSERT_EQ(ftjit_attach(engine, &ops, &f), FTJIT_OK) << ftjit_last_error();
+  auto run = [](const char* tname, int n) {
+    std::thread([=] {
+      pthread_setname_np(pthread_self(), tname);
+      for (int i = 0; i < n; ++i) call_add(i, i);
+    }).join();
+  };
+  run("worker-1", 5);   // by name
+  run("other", 100);    // neither
+  for (int i = 0; i < 3; ++i) call_add(i, i);  // by tid
+  EXPECT_EQ(ftjit_detach(engine, &ops), FTJIT_OK);
+  EXPECT_EQ(g_counted.load(), 8);
+  // A filter that selects nothing is refused.
+  ftjit_thread_filter none{nullptr, 0, nullptr, 0};
+  ops.threads = &none;
+  EXPECT_EQ(ftjit_attach(engine, &ops, &f), FTJIT_E_INVALID_ARGUMENT);
+  ftjit_engine_destroy(engine);
+}
+
+}  // namespace
