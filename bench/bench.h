@@ -16,7 +16,7 @@
 namespace ftjit_bench {
 
 struct BenchOptions {
-  std::vector<std::string> sections;    // subset of {calls, attach, sizes}
+  std::vector<std::string> sections;    // subset of {calls, hooks, attach, sizes}
   long calls = 1'000'000;               // calls per timed repetition
   int reps = 5;                         // repetitions; rows report the median
   bool cpu_clock = true;                // calls: thread CPU time, not wall time
@@ -32,6 +32,7 @@ struct BenchOptions {
 void run_calls_section(const BenchOptions &opts, Report &report);
 void run_attach_section(const BenchOptions &opts, Report &report);
 void run_sizes_section(const BenchOptions &opts, Report &report);
+void run_hooks_section(const BenchOptions &opts, Report &report);
 
 // ---------------------------------------------------------------------------
 // Strategies
@@ -55,6 +56,16 @@ std::int64_t now_ns();
 // CLOCK_THREAD_CPUTIME_ID, in ns: time the calling thread actually ran, so
 // a timed loop preempted by another process is not charged for the wait.
 std::int64_t thread_cpu_ns();
+
+// The traced leaf's shape, and a timing loop over it that the compiler can
+// neither inline nor hoist (it calls through a volatile pointer).
+using LeafFn = int (*)(int);
+// Time of n calls of fn, in ns, on the clock the options chose.
+double time_calls(LeafFn fn, long n, bool cpu_clock);
+// Warm-up calls before a timed measurement (caches, predictors).
+long warmup_calls(long n);
+// A sink the bench stores results into, so calls are never dead code.
+extern volatile int g_sink;
 
 // Median, min and max of the repetitions of one measurement.
 struct Summary {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "bench/bench.h"
+#include "bench/bench_target.h"
 
 namespace ftjit_bench {
 
@@ -23,7 +24,28 @@ constexpr StrategyName kStrategyNames[] = {
     {FTJIT_STRATEGY_DIRECT, "direct"},
 };
 
+// Reloaded on every iteration: through a volatile pointer the compiler can
+// neither inline the callee nor hoist the call out of the loop.
+LeafFn volatile g_leaf = &bench_leaf;
+
+__attribute__((noinline)) int call_loop(long n) {
+  int acc = 0;
+  for (long i = 0; i < n; ++i) acc += g_leaf(static_cast<int>(i));
+  return acc;
+}
+
 }  // namespace
+
+volatile int g_sink;
+
+double time_calls(LeafFn fn, long n, bool cpu_clock) {
+  g_leaf = fn;
+  const std::int64_t start = cpu_clock ? thread_cpu_ns() : now_ns();
+  g_sink = call_loop(n);
+  return static_cast<double>((cpu_clock ? thread_cpu_ns() : now_ns()) - start);
+}
+
+long warmup_calls(long n) { return n / 10 < 100'000 ? n / 10 : 100'000; }
 
 const char *strategy_key(ftjit_strategy strategy) {
   for (const auto &s : kStrategyNames) {

@@ -33,30 +33,6 @@ namespace ftjit_bench {
 
 namespace {
 
-using LeafFn = int (*)(int);
-
-// Reloaded on every iteration: through a volatile pointer the compiler can
-// neither inline the callee nor hoist the call out of the loop.
-LeafFn volatile g_leaf = &bench_leaf;
-volatile int g_sink;
-
-__attribute__((noinline)) int call_loop(long n) {
-  int acc = 0;
-  for (long i = 0; i < n; ++i) acc += g_leaf(static_cast<int>(i));
-  return acc;
-}
-
-// Time of n calls of fn, in ns, on the clock the options chose.
-double time_calls(LeafFn fn, long n, bool cpu_clock) {
-  g_leaf = fn;
-  const std::int64_t start = cpu_clock ? thread_cpu_ns() : now_ns();
-  g_sink = call_loop(n);
-  return static_cast<double>((cpu_clock ? thread_cpu_ns() : now_ns()) - start);
-}
-
-// Warm-up calls before a cell's timed repetitions (caches, predictors).
-long warmup_calls(long n) { return n / 10 < 100'000 ? n / 10 : 100'000; }
-
 constexpr int kTracerCounts[] = {0, 1, 2, 10, 100, 200};
 
 struct Cell {
