@@ -11,6 +11,10 @@
 // applied and synced). A worker's batch is checked when it saw the same even
 // value before and after it. Callbacks run on the calling thread, so each
 // worker counts the hits of its own calls in thread-local counters.
+//
+// Two of the ops (generated and list) also hook exits: in a stable stretch
+// every call they enter must also leave through their exit callback, and
+// no frame may be reported unwound.
 #include <fnmatch.h>
 #include <sched.h>
 #include <gtest/gtest.h>
@@ -46,14 +50,24 @@ std::atomic<uint64_t> g_seq{0};
 std::array<std::atomic<int>, kOps> g_glob_of;  // -1: detached
 std::atomic<bool> g_stop{false};
 
+constexpr bool kHooksExit[kOps] = {true, false, true, false};
+
 thread_local std::array<uint64_t, kOps> t_hits{};
+thread_local std::array<uint64_t, kOps> t_exits{};
+thread_local uint64_t t_unwound = 0;
 
 void count_hit(uint64_t, uint64_t, ftjit_ops* ops, ftjit_regs*) {
   ++t_hits[reinterpret_cast<uintptr_t>(ops->private_data)];
 }
 
+void count_exit(uint64_t, uint64_t, ftjit_ops* ops, ftjit_ret_regs* ret) {
+  ++t_exits[reinterpret_cast<uintptr_t>(ops->private_data)];
+  if (ret == nullptr) ++t_unwound;
+}
+
 struct WorkerResult {
-  uint64_t calls = 0, checked = 0, wrong_results = 0, wrong_hits = 0;
+  uint64_t calls = 0, checked = 0, wrong_results = 0, wrong_hits = 0, unwound = 0;
+  uint32_t shadow_depth_at_end = 0;
   std::string first_error;
 };
 
@@ -62,6 +76,7 @@ void worker_main(WorkerResult* r, int id) {
   std::array<int, kOps> globs;
   std::array<int, kBatch> fns;
   std::array<std::array<uint8_t, kOps>, kBatch> hits;
+  std::array<std::array<uint8_t, kOps>, kBatch> exits;
   while (!g_stop.load(std::memory_order_relaxed)) {
     uint64_t s1 = g_seq.load(std::memory_order_acquire);
     for (int o = 0; o < kOps; ++o) globs[o] = g_glob_of[o].load(std::memory_order_acquire);
@@ -69,9 +84,13 @@ void worker_main(WorkerResult* r, int id) {
       int f = static_cast<int>((j * 13) % kFns);
       int arg = static_cast<int>(j & 0xffff);
       auto before = t_hits;
+      auto exits_before = t_exits;
       if (traced_many[f](arg) != arg + 100 + f) ++r->wrong_results;
       fns[k] = f;
-      for (int o = 0; o < kOps; ++o) hits[k][o] = static_cast<uint8_t>(t_hits[o] - before[o]);
+      for (int o = 0; o < kOps; ++o) {
+        hits[k][o] = static_cast<uint8_t>(t_hits[o] - before[o]);
+        exits[k][o] = static_cast<uint8_t>(t_exits[o] - exits_before[o]);
+      }
     }
     r->calls += kBatch;
     uint64_t s2 = g_seq.load(std::memory_order_acquire);
@@ -84,16 +103,21 @@ void worker_main(WorkerResult* r, int id) {
     for (int k = 0; k < kBatch; ++k) {
       for (int o = 0; o < kOps; ++o) {
         int want = globs[o] >= 0 && g_selects[globs[o]][fns[k]] ? 1 : 0;
-        if (hits[k][o] != want && r->wrong_hits++ == 0) {
+        int want_exit = kHooksExit[o] ? want : 0;
+        if ((hits[k][o] != want || exits[k][o] != want_exit) && r->wrong_hits++ == 0) {
           r->first_error = "ops " + std::to_string(o) + " glob " +
                            (globs[o] >= 0 ? g_globs[globs[o]] : std::string("-")) +
                            " traced_many_" + std::to_string(fns[k] + 100) + ": " +
-                           std::to_string(hits[k][o]) + " hits, want " + std::to_string(want);
+                           std::to_string(hits[k][o]) + " hits and " +
+                           std::to_string(exits[k][o]) + " exits, want " +
+                           std::to_string(want) + " and " + std::to_string(want_exit);
         }
       }
     }
     r->checked += kBatch;
   }
+  r->unwound = t_unwound;
+  r->shadow_depth_at_end = ftjit_shadow_depth();
 }
 
 std::vector<uint8_t> snapshot_code() {
@@ -139,6 +163,7 @@ TEST(Stress, AttachDetachRefilterWhileFourThreadsCall) {
   for (int i = 0; i < kOps; ++i) {
     ftjit_ops_init(&ops[i]);
     ops[i].func = count_hit;
+    if (kHooksExit[i]) ops[i].exit_func = count_exit;
     ops[i].private_data = reinterpret_cast<void*>(static_cast<uintptr_t>(i));
     ops[i].strategy = strategies[i];
     if (i == 3) ops[i].flags = FTJIT_OPS_F_NO_FP;
@@ -199,10 +224,15 @@ TEST(Stress, AttachDetachRefilterWhileFourThreadsCall) {
     total.checked += r.checked;
     total.wrong_results += r.wrong_results;
     total.wrong_hits += r.wrong_hits;
+    total.unwound += r.unwound;
+    total.shadow_depth_at_end += r.shadow_depth_at_end;
     if (total.first_error.empty()) total.first_error = r.first_error;
   }
   EXPECT_EQ(total.wrong_results, 0u);
   EXPECT_EQ(total.wrong_hits, 0u) << total.first_error;
+  EXPECT_EQ(total.unwound, 0u) << "frames reported unwound in a program that never unwinds";
+  EXPECT_EQ(total.shadow_depth_at_end, 0u) << "hooked frames left on a shadow stack";
+  EXPECT_GT(stats.exit_hooks, 0u);
   EXPECT_GT(total.checked, 0u);
   EXPECT_EQ(snapshot_code(), original) << "code differs from the compiler's after the last detach";
   printf("stress: %d changes (%d attach, %d detach, %d set_filter), %llu calls, %llu checked "
