@@ -36,6 +36,16 @@ struct Call {
 
 using Callback = std::function<void(const Call&)>;
 
+// One traced call leaving: returned (ret set) or unwound (ret null).
+struct Return {
+  uint64_t ip;
+  uint64_t parent_ip;
+  ftjit_ret_regs* ret;  // null: unwound by an exception or longjmp
+  bool unwound() const { return ret == nullptr; }
+};
+
+using ExitCallback = std::function<void(const Return&)>;
+
 namespace detail {
 // Keeps the C strings of a Filter alive for one C call.
 class CFilter {
@@ -77,19 +87,26 @@ class Probe {
 
  private:
   friend class Session;
-  Probe(ftjit_engine* engine, Callback fn, ftjit_strategy strategy)
-      : engine_(engine), fn_(std::move(fn)) {
+  Probe(ftjit_engine* engine, Callback fn, ExitCallback exit_fn, ftjit_strategy strategy)
+      : engine_(engine), fn_(std::move(fn)), exit_fn_(std::move(exit_fn)) {
     ftjit_ops_init(&ops_);
     ops_.func = &Probe::trampoline_entry;
+    if (exit_fn_) ops_.exit_func = &Probe::trampoline_exit;
     ops_.private_data = this;
     ops_.strategy = strategy;
   }
   static void trampoline_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs) {
-    static_cast<Probe*>(ops->private_data)->fn_(Call{ip, parent_ip, regs});
+    auto* p = static_cast<Probe*>(ops->private_data);
+    if (p->fn_) p->fn_(Call{ip, parent_ip, regs});
+  }
+  static void trampoline_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
+                              ftjit_ret_regs* ret) {
+    static_cast<Probe*>(ops->private_data)->exit_fn_(Return{ip, parent_ip, ret});
   }
 
   ftjit_engine* engine_;
   Callback fn_;
+  ExitCallback exit_fn_;
   ftjit_ops ops_;
 };
 
@@ -117,7 +134,14 @@ class Session {
   std::unique_ptr<Probe> attach(const Filter& filter, Callback fn,
                                 ftjit_strategy strategy = FTJIT_STRATEGY_AUTO,
                                 std::string* error = nullptr) {
-    std::unique_ptr<Probe> p(new Probe(engine_, std::move(fn), strategy));
+    return attach(filter, std::move(fn), ExitCallback(), strategy, error);
+  }
+  // The same with an exit callback too (return-address replacement: each
+  // entry gets one exit, returned or unwound).
+  std::unique_ptr<Probe> attach(const Filter& filter, Callback fn, ExitCallback exit_fn,
+                                ftjit_strategy strategy = FTJIT_STRATEGY_AUTO,
+                                std::string* error = nullptr) {
+    std::unique_ptr<Probe> p(new Probe(engine_, std::move(fn), std::move(exit_fn), strategy));
     detail::CFilter f(filter);
     if (ftjit_attach(engine_, &p->ops_, f.get()) != FTJIT_OK) {
       if (error) *error = ftjit_last_error();

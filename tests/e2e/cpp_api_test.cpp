@@ -42,6 +42,26 @@ TEST(CppApi, ProbeWithLambdaDetachesWhenDestroyed) {
   EXPECT_EQ(session->stats().sites_enabled, 0u);
 }
 
+TEST(CppApi, ProbeWithExitLambdaSeesReturnValues) {
+  std::string error;
+  auto session = ftjit::Session::open(&error);
+  ASSERT_NE(session, nullptr) << error;
+  std::vector<std::string> seen;
+  {
+    auto probe = session->attach(
+        {{"traced_add"}, {}},
+        [&](const ftjit::Call& c) { seen.push_back("in:" + std::to_string(c.arg(0))); },
+        [&](const ftjit::Return& r) {
+          seen.push_back("out:" + std::to_string(static_cast<int>(r.ret->ret[0])));
+        },
+        FTJIT_STRATEGY_AUTO, &error);
+    ASSERT_NE(probe, nullptr) << error;
+    int (*volatile add)(int, int) = traced_add;
+    EXPECT_EQ(add(5, 6), 11);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"in:5", "out:11"}));
+}
+
 TEST(CppApi, FailuresReturnNullWithAMessage) {
   auto session = ftjit::Session::open();
   ASSERT_NE(session, nullptr);
