@@ -69,14 +69,6 @@ std::once_flag g_prepare_once;
 Status g_prepare_status;
 std::atomic<uint64_t> g_exit_trampoline{0};
 
-void on_thread_exit(void* p) {
-  auto* slot = static_cast<StackSlot*>(p);
-  ShadowStack* s = slot->stack.load(std::memory_order_relaxed);
-  s->depth = 0;
-  t_stack = nullptr;
-  slot->state.store(kIdle, std::memory_order_release);
-}
-
 ShadowStack* create_stack() {
   for (int pass = 0; pass < 2; ++pass) {
     int want = pass == 0 ? kIdle : kNever;
@@ -112,6 +104,29 @@ void report_unwound(ShadowStack* s, const ShadowEntry& e) {
   s->unwound.bump();
   ExitRecord* r = e.record();
   if (r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, nullptr);
+}
+
+// A thread leaving with hooked frames (pthread_exit from inside them, or a
+// cancellation): they will never return. Report them, newest first, so each
+// entry still gets its one exit.
+void on_thread_exit(void* p) {
+  auto* slot = static_cast<StackSlot*>(p);
+  ShadowStack* s = slot->stack.load(std::memory_order_relaxed);
+  if (s->depth != 0) {
+    const bool run = guard_enter();
+    while (s->depth != 0) {
+      ShadowEntry gone = s->e[s->depth - 1];
+      --s->depth;
+      if (run) {
+        report_unwound(s, gone);
+      } else {
+        s->unwound.bump();
+      }
+    }
+    if (run) guard_leave();
+  }
+  t_stack = nullptr;
+  slot->state.store(kIdle, std::memory_order_release);
 }
 
 uint64_t read_slot(uint64_t slot) { return *reinterpret_cast<const volatile uint64_t*>(slot); }

@@ -179,6 +179,24 @@ TEST_P(ExitHookTest, DetachWhileFramesAreHookedReturnsNormally) {
   EXPECT_EQ(ftjit_shadow_depth(), 0u);
 }
 
+TEST_P(ExitHookTest, ThreadExitingInsideHookedFramesReportsThemUnwound) {
+  ASSERT_EQ(attach({"traced_throw_through"}), FTJIT_OK) << ftjit_last_error();
+  pthread_t t;
+  ASSERT_EQ(pthread_create(
+                &t, nullptr,
+                [](void*) -> void* {
+                  traced_throw_through(0, [](int) { pthread_exit(nullptr); });
+                  return nullptr;
+                },
+                nullptr),
+            0);
+  ASSERT_EQ(pthread_join(t, nullptr), 0);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  ASSERT_EQ(log_.events.size(), 2u);
+  EXPECT_TRUE(log_.events[1].exit);
+  EXPECT_TRUE(log_.events[1].unwound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, ExitHookTest,
                          ::testing::Values(FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS,
                                            FTJIT_STRATEGY_LIST),
