@@ -24,6 +24,9 @@ struct IsaTraits {
   uint32_t slot_align = 0;     // alignment the slot needs for atomic stores
   int64_t branch_reach = 0;    // +- reach of the site's call instruction
   uint32_t code_align = 0;     // alignment of emitted trampolines
+  // Relocation types of GOT slots (exit hooks redirect a few of them).
+  uint32_t reloc_jump_slot = 0;
+  uint32_t reloc_glob_dat = 0;
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/backend.h"
 #include "runtime/shadow_stack.h"
 
 namespace ftjit {
@@ -82,6 +83,7 @@ std::atomic<size_t> g_slots{0};
 std::atomic<bool> g_active{false};
 
 struct ScanState {
+  uint32_t jump_slot = 0, glob_dat = 0;  // the ISA's GOT relocation types
   std::string error;
   size_t patched = 0;
 };
@@ -106,7 +108,7 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
                       uint64_t relro_hi, ScanState* st) {
   for (size_t i = 0; i < bytes / sizeof(ElfW(Rela)); ++i) {
     uint32_t type = ELF64_R_TYPE(rela[i].r_info);
-    if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+    if (type != st->jump_slot && type != st->glob_dat) continue;
     uint32_t sym = ELF64_R_SYM(rela[i].r_info);
     if (sym == 0) continue;
     const char* name = strtab + symtab[sym].st_name;
@@ -175,6 +177,8 @@ Status install_unwind_hooks() {
     if (*r.real == nullptr) *r.real = dlsym(RTLD_DEFAULT, r.name);
   }
   ScanState st;
+  st.jump_slot = native_backend()->traits().reloc_jump_slot;
+  st.glob_dat = native_backend()->traits().reloc_glob_dat;
   dl_iterate_phdr(scan_module, &st);
   g_slots.fetch_add(st.patched, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_release);
