@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+// latency plugin: entry-to-return time per traced function as log2
+// histograms, printed like bpftrace's hist(), with estimated percentiles.
+#include "latency.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ftjit_latency {
+namespace {
+
+constexpr int64_t kMaxTableSize = int64_t(1) << 20;
+constexpr int64_t kMaxThreads = 65536;
+
+const ftjit_plugin_option kOptions[] = {
+    {"table_size", FTJIT_OPTION_INT, "1024",
+     "functions timed per thread (power of two; 3/4 usable)"},
+    {"max_threads", FTJIT_OPTION_INT, "256",
+     "threads with their own table; later threads are not timed"},
+};
+const char *const kFormats[] = {"text", "json", nullptr};
+
+bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+
+void free_instance(Instance *instance) {
+  std::free(instance->histograms);
+  std::free(instance->headers);
+  delete instance;
+}
+
+int latency_init(ftjit_plugin_ctx *ctx) {
+  const int64_t table_size = g_host->option_int(ctx, "table_size");
+  const int64_t max_threads = g_host->option_int(ctx, "max_threads");
+  if (!is_power_of_two(table_size) || table_size > kMaxTableSize) {
+    g_host->set_error(ctx,
+                      "latency: table_size must be a power of two in [1, %" PRId64
+                      "], got %" PRId64,
+                      kMaxTableSize, table_size);
+    return 1;
+  }
+  if (max_threads < 1 || max_threads > kMaxThreads) {
+    g_host->set_error(ctx,
+                      "latency: max_threads must be in [1, %" PRId64
+                      "], got %" PRId64,
+                      kMaxThreads, max_threads);
+    return 1;
+  }
+  auto *instance = new (std::nothrow) Instance;
+  if (instance == nullptr) {
+    g_host->set_error(ctx, "latency: out of memory");
+    return 1;
+  }
+  instance->ctx = ctx;
+  instance->table_size = uint32_t(table_size);
+  instance->hash_shift =
+      std::min(63u, 64 - uint32_t(__builtin_ctzll(uint64_t(table_size))));
+  instance->load_limit =
+      uint32_t(table_size - std::max<int64_t>(1, table_size / 4));
+  instance->max_threads = uint32_t(max_threads);
+  // calloc: tables no thread claims stay unbacked zero pages.
+  instance->histograms = static_cast<FunctionHistogram *>(std::calloc(
+      size_t(max_threads) * size_t(table_size), sizeof(FunctionHistogram)));
+  instance->headers = static_cast<TableHeader *>(
+      std::calloc(size_t(max_threads), sizeof(TableHeader)));
+  if (instance->histograms == nullptr || instance->headers == nullptr) {
+    g_host->set_error(ctx, "latency: cannot allocate %" PRId64
+                      " tables of %" PRId64 " functions",
+                      max_threads, table_size);
+    free_instance(instance);
+    return 1;
+  }
+  if (!register_instance(instance)) {
+    g_host->set_error(ctx, "latency: too many instances loaded at once");
+    free_instance(instance);
+    return 1;
+  }
+  return 0;
+}
+
+void latency_shutdown(ftjit_plugin_ctx *ctx) {
+  Instance *instance = find_instance(ctx);
+  if (instance == nullptr) return;
+  unregister_instance(ctx);
+  free_instance(instance);
+}
+
+// ---------------------------------------------------------------------------
+// Merge and percentiles
+// ---------------------------------------------------------------------------
+
+struct Function {
+  FunctionHistogram histogram;
+  std::string name;
+  uint64_t p50_ns = 0;
+  uint64_t p99_ns = 0;
+};
+
+struct Merged {
+  std::vector<FunctionHistogram> by_ip;  // one per ip after merging
+  TableHeader totals{};
+  const Instance *instance = nullptr;
+};
+
+void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
+  auto *merged = static_cast<Merged *>(arg);
+  auto *slot = static_cast<const ThreadSlot *>(storage);
+  if (slot == nullptr || slot->state != SlotState::kClaimed) return;
+  for (uint32_t i = 0; i < merged->instance->table_size; ++i)
+    if (slot->histograms[i].ip != 0) merged->by_ip.push_back(slot->histograms[i]);
+  merged->totals.overflow_calls += slot->header->overflow_calls;
+  merged->totals.unwound += slot->header->unwound;
+  merged->totals.unmatched_exits += slot->header->unmatched_exits;
+  merged->totals.too_deep += slot->header->too_deep;
+}
+
+uint64_t bucket_low(int bucket) { return bucket == 0 ? 0 : uint64_t(1) << (bucket - 1); }
+
+// The value of rank `percent`% (nearest-rank), interpolated linearly inside
+// its log2 bucket and capped by the exact maximum: an estimate, good to the
+// bucket's width.
+uint64_t estimate_percentile(const FunctionHistogram &h, unsigned percent) {
+  if (h.calls == 0) return 0;
+  const uint64_t rank =
+      uint64_t((unsigned __int128)h.calls * percent / 100 +
+               ((unsigned __int128)h.calls * percent % 100 != 0));
+  uint64_t below = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    if (h.buckets[b] == 0 || below + h.buckets[b] < rank) {
+      below += h.buckets[b];
+      continue;
+    }
+    if (b <= 1) return uint64_t(b);  // [0] and [1] hold one value each
+    const unsigned __int128 width = bucket_low(b);  // hi - lo = lo
+    const uint64_t estimate =
+        bucket_low(b) + uint64_t(width * (rank - below) / h.buckets[b]);
+    return std::min(estimate, h.max_ns);
+  }
+  return h.max_ns;
+}
+
+std::vector<Function> collect(ftjit_plugin_ctx *ctx, Merged &merged) {
+  g_host->for_each_thread(ctx, visit_thread, &merged);
+  std::sort(merged.by_ip.begin(), merged.by_ip.end(),
+            [](const FunctionHistogram &a, const FunctionHistogram &b) {
+              return a.ip < b.ip;
+            });
+  std::vector<Function> functions;
+  for (const FunctionHistogram &h : merged.by_ip) {
+    if (!functions.empty() && functions.back().histogram.ip == h.ip) {
+      FunctionHistogram &sum = functions.back().histogram;
+      sum.calls += h.calls;
+      sum.total_ns += h.total_ns;
+      sum.max_ns = std::max(sum.max_ns, h.max_ns);
+      for (int b = 0; b < kBuckets; ++b) sum.buckets[b] += h.buckets[b];
+    } else {
+      functions.push_back({h, {}, 0, 0});
+    }
+  }
+  for (Function &f : functions) {
+    const char *name = g_host->symbol(ctx, f.histogram.ip);
+    if (name != nullptr && *name) {
+      f.name = name;
+    } else {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%" PRIx64, f.histogram.ip);
+      f.name = hex;
+    }
+    f.p50_ns = estimate_percentile(f.histogram, 50);
+    f.p99_ns = estimate_percentile(f.histogram, 99);
+  }
+  // Where the time went first.
+  std::sort(functions.begin(), functions.end(),
+            [](const Function &a, const Function &b) {
+              if (a.histogram.total_ns != b.histogram.total_ns)
+                return a.histogram.total_ns > b.histogram.total_ns;
+              return a.name < b.name;
+            });
+  return functions;
+}
+
+// ---------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------
+
+// bpftrace's power-of-two labels: 512, 1K, 2M ... with K = 1024.
+std::string power_of_two_label(int exponent) {
+  static const char kSuffix[] = " KMGTPE";
+  const int unit = exponent / 10;
+  char text[24];
+  if (unit == 0)
+    std::snprintf(text, sizeof text, "%llu", 1ull << exponent);
+  else
+    std::snprintf(text, sizeof text, "%llu%c", 1ull << (exponent % 10),
+                  kSuffix[unit]);
+  return text;
+}
+
+std::string bucket_label(int bucket) {
+  if (bucket <= 1) return bucket == 0 ? "[0]" : "[1]";
+  return "[" + power_of_two_label(bucket - 1) + ", " +
+         power_of_two_label(bucket) + ")";
+}
+
+void write_histogram(FILE *out, const FunctionHistogram &h) {
+  constexpr int kBarWidth = 52;
+  int first = kBuckets, last = -1;
+  uint64_t peak = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    if (h.buckets[b] == 0) continue;
+    first = std::min(first, b);
+    last = b;
+    peak = std::max(peak, h.buckets[b]);
+  }
+  for (int b = first; b <= last; ++b) {
+    const int bar = int((unsigned __int128)h.buckets[b] * kBarWidth / peak);
+    std::fprintf(out, "%-16s%8" PRIu64 " |%s%*s|\n", bucket_label(b).c_str(),
+                 h.buckets[b], std::string(size_t(bar), '@').c_str(),
+                 kBarWidth - bar, "");
+  }
+}
+
+void write_text(FILE *out, const std::vector<Function> &functions,
+                const TableHeader &totals, uint64_t unpooled,
+                uint64_t recursion_drops) {
+  for (const Function &f : functions) {
+    std::fprintf(out, "@%s:\n", f.name.c_str());
+    write_histogram(out, f.histogram);
+    std::fprintf(out,
+                 "count %" PRIu64 ", p50 ~%" PRIu64 " ns, p99 ~%" PRIu64
+                 " ns, max %" PRIu64 " ns, total %" PRIu64 " ns\n\n",
+                 f.histogram.calls, f.p50_ns, f.p99_ns, f.histogram.max_ns,
+                 f.histogram.total_ns);
+  }
+  std::fprintf(out,
+               "durations in ns; p50/p99 are estimated inside the log2 "
+               "buckets, max and total are exact\n");
+  std::fprintf(out,
+               "not timed: %" PRIu64 " unwound (exception/longjmp), %" PRIu64
+               " deeper than %u frames, %" PRIu64 " with the table full, %" PRIu64
+               " on threads beyond max_threads, %" PRIu64
+               " exits without entry\n",
+               totals.unwound, totals.too_deep, kMaxDepth, totals.overflow_calls,
+               unpooled, totals.unmatched_exits);
+  std::fprintf(out,
+               "dropped: %" PRIu64 " calls made inside tracer callbacks "
+               "(untraced)\n",
+               recursion_drops);
+}
+
+void write_json_string(FILE *out, std::string_view text) {
+  std::fputc('"', out);
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      std::fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      std::fprintf(out, "\\u%04x", c);
+    else
+      std::fputc(c, out);
+  }
+  std::fputc('"', out);
+}
+
+void write_json(FILE *out, const std::vector<Function> &functions,
+                const TableHeader &totals, uint64_t unpooled,
+                uint64_t recursion_drops, uint64_t event_drops) {
+  std::fprintf(out, "{\"unit\":\"ns\",\"percentiles\":\"estimated within "
+                    "log2 buckets\",\"functions\":[");
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const Function &f = functions[i];
+    std::fprintf(out, "%s\n{\"name\":", i == 0 ? "" : ",");
+    write_json_string(out, f.name);
+    std::fprintf(out,
+                 ",\"ip\":\"0x%" PRIx64 "\",\"count\":%" PRIu64
+                 ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+                 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"buckets\":[",
+                 f.histogram.ip, f.histogram.calls, f.histogram.total_ns,
+                 f.histogram.max_ns, f.p50_ns, f.p99_ns);
+    bool first = true;
+    for (int b = 0; b < kBuckets; ++b) {
+      if (f.histogram.buckets[b] == 0) continue;
+      // The top bucket's bound 2^64 does not fit a uint64: it is null.
+      if (b == kBuckets - 1)
+        std::fprintf(out, "%s{\"lo\":%" PRIu64 ",\"hi\":null,\"count\":%" PRIu64 "}",
+                     first ? "" : ",", bucket_low(b), f.histogram.buckets[b]);
+      else
+        std::fprintf(out, "%s{\"lo\":%" PRIu64 ",\"hi\":%" PRIu64
+                     ",\"count\":%" PRIu64 "}",
+                     first ? "" : ",", bucket_low(b), bucket_low(b + 1),
+                     f.histogram.buckets[b]);
+      first = false;
+    }
+    std::fputs("]}", out);
+  }
+  std::fprintf(out,
+               "],\n\"not_timed\":{\"unwound\":%" PRIu64 ",\"too_deep\":%" PRIu64
+               ",\"table_full\":%" PRIu64 ",\"threads_over_limit\":%" PRIu64
+               ",\"exits_without_entry\":%" PRIu64 "},\n"
+               "\"dropped\":{\"recursion\":%" PRIu64 ",\"events\":%" PRIu64
+               "}}\n",
+               totals.unwound, totals.too_deep, totals.overflow_calls, unpooled,
+               totals.unmatched_exits, recursion_drops, event_drops);
+}
+
+int latency_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
+  const Instance *instance = find_instance(ctx);
+  if (instance == nullptr) {
+    g_host->set_error(ctx, "latency: report without a successful init");
+    return 1;
+  }
+  try {
+    Merged merged;
+    merged.instance = instance;
+    const std::vector<Function> functions = collect(ctx, merged);
+    const uint64_t unpooled =
+        instance->unpooled_calls.load(std::memory_order_relaxed);
+    uint64_t recursion_drops = 0, event_drops = 0;
+    g_host->drop_counts(ctx, &recursion_drops, &event_drops);
+    const std::string_view fmt = format != nullptr ? format : "text";
+    if (fmt == "text") {
+      write_text(out, functions, merged.totals, unpooled, recursion_drops);
+    } else if (fmt == "json") {
+      write_json(out, functions, merged.totals, unpooled, recursion_drops,
+                 event_drops);
+    } else {
+      g_host->set_error(ctx, "latency: unknown format '%s'", format);
+      return 1;
+    }
+  } catch (const std::bad_alloc &) {
+    g_host->set_error(ctx, "latency: out of memory while reporting");
+    return 1;
+  }
+  return std::ferror(out) ? (g_host->set_error(ctx, "latency: write failed"), 1)
+                          : 0;
+}
+
+const ftjit_plugin kDescriptor = {
+    sizeof(ftjit_plugin),
+    FTJIT_PLUGIN_ABI_VERSION,
+    "latency",
+    "entry-to-return time per traced function: log2 histograms, p50/p99/max",
+    kOptions,
+    sizeof kOptions / sizeof kOptions[0],
+    FTJIT_PLUGIN_F_NO_FP,
+    kFormats,
+    sizeof(ThreadSlot),
+    0,
+    0,
+    0,
+    latency_init,
+    latency_shutdown,
+    on_entry,
+    on_exit,
+    nullptr,
+    latency_report,
+};
+
+}  // namespace
+}  // namespace ftjit_latency
+
+extern "C" FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(
+    const ftjit_host *host) {
+  if (host == nullptr || host->abi_version != FTJIT_PLUGIN_ABI_VERSION)
+    return nullptr;
+  ftjit_latency::g_host = host;
+  return &ftjit_latency::kDescriptor;
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// latency plugin: the per-instance state shared by its event path and its
+// report.
+#ifndef FTJIT_PLUGIN_LATENCY_H
+#define FTJIT_PLUGIN_LATENCY_H
+
+#include <ftjit/plugin.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace ftjit_latency {
+
+//! Log2 buckets: [0], [1], [2, 4), ... [2^63, 2^64).
+constexpr int kBuckets = 65;
+inline int bucket_of(uint64_t ns) { return ns == 0 ? 0 : 64 - __builtin_clzll(ns); }
+
+//! One function's durations on one thread. ip 0 marks an empty slot.
+struct FunctionHistogram {
+  uint64_t ip;
+  uint64_t calls;
+  uint64_t total_ns;
+  uint64_t max_ns;
+  uint64_t buckets[kBuckets];
+};
+
+//! What one thread could not time, besides its histograms.
+struct TableHeader {
+  uint64_t overflow_calls;   // returns of functions that found the table full
+  uint64_t unwound;          // frames left by exception or longjmp: not timed
+  uint64_t unmatched_exits;  // exits without an entry on the plugin's stack
+  uint64_t too_deep;         // returns from beyond kMaxDepth: not timed
+  uint32_t used;
+  uint32_t reserved;
+};
+
+//! Open calls kept per thread; deeper ones are counted, not timed.
+constexpr uint32_t kMaxDepth = 128;
+
+struct Frame {
+  uint64_t ip;
+  uint64_t start_ns;
+};
+
+struct Instance {
+  ftjit_plugin_ctx *ctx = nullptr;
+  uint32_t table_size = 0;  // a power of two
+  uint32_t hash_shift = 0;
+  uint32_t load_limit = 0;
+  uint32_t max_threads = 0;
+  std::atomic<uint32_t> tables_claimed{0};
+  std::atomic<uint64_t> unpooled_calls{0};  // threads beyond max_threads
+  FunctionHistogram *histograms = nullptr;  // max_threads * table_size
+  TableHeader *headers = nullptr;           // max_threads
+};
+
+enum class SlotState : uint32_t { kUnclaimed = 0, kClaimed = 1, kRefused = 2 };
+
+//! The host's per-thread storage block (zeroed by the host).
+struct ThreadSlot {
+  FunctionHistogram *histograms;
+  TableHeader *header;
+  Instance *instance;
+  SlotState state;
+  uint32_t depth;  // may exceed kMaxDepth; only the first kMaxDepth are kept
+  Frame stack[kMaxDepth];
+};
+
+extern const ftjit_host *g_host;
+
+bool register_instance(Instance *instance);
+void unregister_instance(ftjit_plugin_ctx *ctx);
+//! Lock-free, for the event path; nullptr if `ctx` has no instance.
+Instance *find_instance(ftjit_plugin_ctx *ctx);
+
+void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+              ftjit_plugin_regs *regs);
+void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+             const ftjit_plugin_ret *ret);
+
+}  // namespace ftjit_latency
+
+#endif

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// trace plugin: the protobuf wire format, encode side only, enough for
+// Perfetto's trace protos (varint and length-delimited fields).
+#ifndef FTJIT_PLUGIN_PROTO_WRITER_H
+#define FTJIT_PLUGIN_PROTO_WRITER_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ftjit_trace {
+
+//! Appends fields of one message; nested messages are encoded in their own
+//! ProtoWriter first, because a length prefix precedes its bytes.
+class ProtoWriter {
+ public:
+  enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
+
+  void varint_field(uint32_t field, uint64_t value) {
+    tag(field, kVarint);
+    varint(value);
+  }
+  //! int32 fields: negative values take ten bytes, as protobuf specifies.
+  void int32_field(uint32_t field, int32_t value) {
+    varint_field(field, uint64_t(int64_t(value)));
+  }
+  void bytes_field(uint32_t field, std::string_view bytes) {
+    tag(field, kLengthDelimited);
+    varint(bytes.size());
+    bytes_.append(bytes);
+  }
+  void message_field(uint32_t field, const ProtoWriter &message) {
+    bytes_field(field, message.bytes());
+  }
+
+  const std::string &bytes() const { return bytes_; }
+  void clear() { bytes_.clear(); }
+
+ private:
+  void tag(uint32_t field, WireType type) { varint((uint64_t(field) << 3) | type); }
+  void varint(uint64_t value) {
+    while (value >= 0x80) {
+      bytes_.push_back(char(uint8_t(value) | 0x80));
+      value >>= 7;
+    }
+    bytes_.push_back(char(value));
+  }
+
+  std::string bytes_;
+};
+
+}  // namespace ftjit_trace
+
+#endif

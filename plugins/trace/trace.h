@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// trace plugin: the buffered event and the per-instance state shared by the
+// event path, the writer thread and the report.
+#ifndef FTJIT_PLUGIN_TRACE_H
+#define FTJIT_PLUGIN_TRACE_H
+
+#include <ftjit/plugin.h>
+
+#include <cstdint>
+
+namespace ftjit_trace {
+
+enum class EventKind : uint8_t { kEntry = 1, kExit = 2, kUnwound = 3 };
+
+//! One buffered event: what a traced thread records, nothing it can look up
+//! later (thread id and name come with consume's ftjit_thread_info).
+struct TraceEvent {
+  uint64_t timestamp_ns;
+  uint64_t ip;
+  uint64_t parent_ip;
+  uint32_t depth;  // frames of this thread open below this one
+  EventKind kind;
+  uint8_t reserved[3];
+};
+static_assert(sizeof(TraceEvent) == 32, "events are packed in the ring");
+
+//! The host's per-thread storage block.
+struct ThreadSlot {
+  uint32_t depth;
+};
+
+//! Set once, by ftjit_plugin_v1.
+extern const ftjit_host *g_host;
+
+void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+              ftjit_plugin_regs *regs);
+void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+             const ftjit_plugin_ret *ret);
+
+}  // namespace ftjit_trace
+
+#endif

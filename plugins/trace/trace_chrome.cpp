@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// trace plugin, chrome format: the Trace Event Format's JSON object form,
+// which Perfetto UI and chrome://tracing open. Events are written as they
+// come; the array is closed at report, so the file is valid JSON only then.
+#include "trace_writers.h"
+
+#include <cinttypes>
+#include <unordered_set>
+
+namespace ftjit_trace {
+
+std::string json_quote(std::string_view text) {
+  std::string quoted = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += char(c);
+    } else if (c < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\u%04x", c);
+      quoted += escape;
+    } else {
+      quoted += char(c);
+    }
+  }
+  quoted += '"';
+  return quoted;
+}
+
+namespace {
+
+class ChromeWriter final : public Writer {
+ public:
+  ChromeWriter(NameCache &names, const ProcessInfo &process)
+      : names_(names), process_(process) {}
+
+  void start(FILE *out) override {
+    std::fprintf(out,
+                 "{\"traceEvents\":[\n"
+                 "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId32
+                 ",\"tid\":%" PRId32 ",\"args\":{\"name\":%s}}",
+                 process_.pid, process_.pid, json_quote(process_.name).c_str());
+  }
+
+  void write(FILE *out, const ftjit_thread_info &thread,
+             const TraceEvent &event) override {
+    if (described_.insert(thread.tid).second)
+      std::fprintf(out,
+                   ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId32
+                   ",\"tid\":%" PRId32 ",\"args\":{\"name\":%s}}",
+                   process_.pid, thread.tid,
+                   json_quote(thread.name != nullptr ? thread.name : "").c_str());
+    // ts is in microseconds; three decimals keep the nanoseconds.
+    std::fprintf(out,
+                 ",\n{\"ph\":\"%c\",\"ts\":%" PRIu64 ".%03" PRIu64
+                 ",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"name\":%s",
+                 event.kind == EventKind::kEntry ? 'B' : 'E',
+                 event.timestamp_ns / 1000u, event.timestamp_ns % 1000u,
+                 process_.pid, thread.tid, quoted_name(event.ip).c_str());
+    if (event.kind == EventKind::kEntry)
+      std::fprintf(out, ",\"args\":{\"caller\":\"0x%" PRIx64 "\"}}",
+                   event.parent_ip);
+    else if (event.kind == EventKind::kUnwound)
+      std::fputs(",\"args\":{\"unwound\":true}}", out);
+    else
+      std::fputc('}', out);
+  }
+
+  void finish(FILE *out, uint64_t dropped_events) override {
+    std::fprintf(out,
+                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":"
+                 "{\"dropped_events\":\"%" PRIu64 "\"}}\n",
+                 dropped_events);
+  }
+
+ private:
+  const std::string &quoted_name(uint64_t ip) {
+    auto [it, fresh] = quoted_.try_emplace(ip);
+    if (fresh) it->second = json_quote(names_.name(ip));
+    return it->second;
+  }
+
+  NameCache &names_;
+  ProcessInfo process_;
+  std::unordered_set<int32_t> described_;
+  std::unordered_map<uint64_t, std::string> quoted_;
+};
+
+}  // namespace
+
+std::unique_ptr<Writer> make_chrome_writer(NameCache &names,
+                                           const ProcessInfo &process) {
+  return std::make_unique<ChromeWriter>(names, process);
+}
+
+}  // namespace ftjit_trace

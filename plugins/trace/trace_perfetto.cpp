@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// trace plugin, perfetto format: Perfetto's native trace, a protobuf `Trace`
+// written one `packet` at a time. One packet sequence carries everything:
+// a process TrackDescriptor first (which also clears incremental state),
+// a thread TrackDescriptor when a thread is first seen, then one TrackEvent
+// slice begin or end per event, with function names interned per sequence.
+#include "proto_writer.h"
+#include "trace_writers.h"
+
+#include <unordered_set>
+
+namespace ftjit_trace {
+namespace {
+
+// Field numbers, from protos/perfetto/trace/ (trace.proto, trace_packet.proto,
+// track_event/*.proto, interned_data/interned_data.proto).
+constexpr uint32_t kTracePacket = 1;
+
+constexpr uint32_t kPacketTimestamp = 8;
+constexpr uint32_t kPacketTrustedSequenceId = 10;
+constexpr uint32_t kPacketTrackEvent = 11;
+constexpr uint32_t kPacketInternedData = 12;
+constexpr uint32_t kPacketSequenceFlags = 13;
+constexpr uint32_t kPacketTrackDescriptor = 60;
+constexpr uint64_t kSeqIncrementalStateCleared = 1;
+constexpr uint64_t kSeqNeedsIncrementalState = 2;
+
+constexpr uint32_t kTrackUuid = 1;
+constexpr uint32_t kTrackProcess = 3;
+constexpr uint32_t kTrackThread = 4;
+constexpr uint32_t kTrackParentUuid = 5;
+
+constexpr uint32_t kProcessPid = 1;
+constexpr uint32_t kProcessName = 6;
+
+constexpr uint32_t kThreadPid = 1;
+constexpr uint32_t kThreadTid = 2;
+constexpr uint32_t kThreadName = 5;
+
+constexpr uint32_t kEventDebugAnnotations = 4;
+constexpr uint32_t kEventType = 9;
+constexpr uint32_t kEventNameIid = 10;
+constexpr uint32_t kEventTrackUuid = 11;
+constexpr uint64_t kTypeSliceBegin = 1;
+constexpr uint64_t kTypeSliceEnd = 2;
+
+constexpr uint32_t kInternedEventNames = 2;
+constexpr uint32_t kEventNameEntryIid = 1;  // EventName.iid
+constexpr uint32_t kEventNameName = 2;  // EventName.name
+
+constexpr uint32_t kAnnotationBoolValue = 2;
+constexpr uint32_t kAnnotationName = 10;
+
+// Any value but 0 does; all packets of this writer share it.
+constexpr uint64_t kSequenceId = 1;
+
+class PerfettoWriter final : public Writer {
+ public:
+  PerfettoWriter(NameCache &names, const ProcessInfo &process)
+      : names_(names), process_(process) {}
+
+  void start(FILE *out) override {
+    ProtoWriter process;
+    process.int32_field(kProcessPid, process_.pid);
+    process.bytes_field(kProcessName, process_.name);
+    ProtoWriter track;
+    track.varint_field(kTrackUuid, process_uuid());
+    track.message_field(kTrackProcess, process);
+    packet_.clear();
+    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.varint_field(kPacketSequenceFlags, kSeqIncrementalStateCleared);
+    packet_.message_field(kPacketTrackDescriptor, track);
+    emit(out);
+  }
+
+  void write(FILE *out, const ftjit_thread_info &thread,
+             const TraceEvent &event) override {
+    if (described_.insert(thread.tid).second) describe_thread(out, thread);
+
+    event_.clear();
+    event_.varint_field(kEventType, event.kind == EventKind::kEntry
+                                        ? kTypeSliceBegin
+                                        : kTypeSliceEnd);
+    event_.varint_field(kEventTrackUuid, thread_uuid(thread.tid));
+    packet_.clear();
+    packet_.varint_field(kPacketTimestamp, event.timestamp_ns);
+    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.varint_field(kPacketSequenceFlags, kSeqNeedsIncrementalState);
+    if (event.kind == EventKind::kEntry) {
+      auto [it, fresh] = iids_.try_emplace(event.ip, iids_.size() + 1);
+      if (fresh) {
+        ProtoWriter name;
+        name.varint_field(kEventNameEntryIid, it->second);
+        name.bytes_field(kEventNameName, names_.name(event.ip));
+        ProtoWriter interned;
+        interned.message_field(kInternedEventNames, name);
+        packet_.message_field(kPacketInternedData, interned);
+      }
+      event_.varint_field(kEventNameIid, it->second);
+    } else if (event.kind == EventKind::kUnwound) {
+      ProtoWriter annotation;
+      annotation.bytes_field(kAnnotationName, "unwound");
+      annotation.varint_field(kAnnotationBoolValue, 1);
+      event_.message_field(kEventDebugAnnotations, annotation);
+    }
+    packet_.message_field(kPacketTrackEvent, event_);
+    emit(out);
+  }
+
+  void finish(FILE *, uint64_t) override {}
+
+ private:
+  // Process and thread tracks need uuids unique in the trace; these keep the
+  // two kinds apart by their top bits.
+  uint64_t process_uuid() const {
+    return (uint64_t(1) << 62) | uint32_t(process_.pid);
+  }
+  uint64_t thread_uuid(int32_t tid) const {
+    return (uint64_t(1) << 63) | (uint64_t(uint32_t(process_.pid)) << 32) |
+           uint32_t(tid);
+  }
+
+  void describe_thread(FILE *out, const ftjit_thread_info &thread) {
+    ProtoWriter descriptor;
+    descriptor.int32_field(kThreadPid, process_.pid);
+    descriptor.int32_field(kThreadTid, thread.tid);
+    descriptor.bytes_field(kThreadName,
+                           thread.name != nullptr ? thread.name : "");
+    ProtoWriter track;
+    track.varint_field(kTrackUuid, thread_uuid(thread.tid));
+    track.varint_field(kTrackParentUuid, process_uuid());
+    track.message_field(kTrackThread, descriptor);
+    packet_.clear();
+    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.message_field(kPacketTrackDescriptor, track);
+    emit(out);
+  }
+
+  void emit(FILE *out) {
+    frame_.clear();
+    frame_.message_field(kTracePacket, packet_);
+    std::fwrite(frame_.bytes().data(), 1, frame_.bytes().size(), out);
+  }
+
+  NameCache &names_;
+  ProcessInfo process_;
+  std::unordered_set<int32_t> described_;
+  std::unordered_map<uint64_t, uint64_t> iids_;  // ip -> interned name id
+  ProtoWriter event_, packet_, frame_;           // reused: no per-event growth
+};
+
+}  // namespace
+
+std::unique_ptr<Writer> make_perfetto_writer(NameCache &names,
+                                             const ProcessInfo &process) {
+  return std::make_unique<PerfettoWriter>(names, process);
+}
+
+}  // namespace ftjit_trace

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// trace plugin: the output formats, each a Writer fed one event at a time on
+// the host's writer thread, so that no format holds the trace in memory.
+#ifndef FTJIT_PLUGIN_TRACE_WRITERS_H
+#define FTJIT_PLUGIN_TRACE_WRITERS_H
+
+#include "trace.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace ftjit_trace {
+
+//! Function names, resolved once per ip on the writer thread.
+class NameCache {
+ public:
+  explicit NameCache(ftjit_plugin_ctx *ctx) : ctx_(ctx) {}
+  //! The host's (demangled) name, or 0x<ip> if it has none.
+  const std::string &name(uint64_t ip);
+
+ private:
+  ftjit_plugin_ctx *ctx_;
+  std::unordered_map<uint64_t, std::string> names_;
+};
+
+//! The traced process, as a viewer labels it.
+struct ProcessInfo {
+  int32_t pid = 0;
+  std::string name;
+};
+
+class Writer {
+ public:
+  virtual ~Writer() = default;
+  //! At init: whatever precedes the first event.
+  virtual void start(FILE *out) = 0;
+  //! One event of `thread`, in order per thread.
+  virtual void write(FILE *out, const ftjit_thread_info &thread,
+                     const TraceEvent &event) = 0;
+  //! At report: whatever makes the file complete.
+  virtual void finish(FILE *out, uint64_t dropped_events) = 0;
+};
+
+//! Function-graph text (ftrace function_graph / uftrace replay).
+std::unique_ptr<Writer> make_text_writer(NameCache &names);
+//! Chrome trace-event JSON (B/E events, thread_name metadata).
+std::unique_ptr<Writer> make_chrome_writer(NameCache &names,
+                                           const ProcessInfo &process);
+//! Perfetto protobuf: TrackDescriptors, then interned TrackEvent slices.
+std::unique_ptr<Writer> make_perfetto_writer(NameCache &names,
+                                             const ProcessInfo &process);
+
+//! `text` as a JSON string literal, quotes included.
+std::string json_quote(std::string_view text);
+
+}  // namespace ftjit_trace
+
+#endif

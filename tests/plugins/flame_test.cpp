@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// flame plugin against the fake host: folded stacks for known call
+// patterns, including unwound frames, depth and table limits.
+#include "fake_host.h"
+#include "wire_readers.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace {
+
+using fake_host::Session;
+
+constexpr uint64_t kMain = 0x401000, kA = 0x402000, kB = 0x403000,
+                   kC = 0x404000, kD = 0x405000;
+
+void use_symbols() {
+  fake_host::set_symbols({{kMain, "main"},
+                          {kA, "a"},
+                          {kB, "std::vector<int>::b() const"},
+                          {kC, "c;semi"},
+                          {kD, "d"}});
+}
+
+TEST(FlameTest, FoldedStacksMergeThreadsAndPopUnwoundFrames) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO);
+  ASSERT_EQ(session.init(), 0) << session.error();
+  std::thread([&] {
+    session.enter(kMain);
+    session.enter(kA);
+    session.enter(kB);
+    // An exception leaves b and a: both exits are unwound.
+    session.leave(kB, 0, /*unwound=*/true);
+    session.leave(kA, 0, /*unwound=*/true);
+    session.enter(kC);  // must land under main, not under main;a;b
+    session.enter(kB);
+    session.leave(kB);
+    session.leave(kC);
+    session.leave(kMain);
+  }).join();
+  std::thread([&] {
+    session.enter(kMain);
+    session.enter(kA);
+    session.leave(kA);
+    session.leave(kMain);
+  }).join();
+  ASSERT_EQ(session.report(), 0) << session.error();
+  // ';' inside a name would split a frame: it becomes ':'.
+  EXPECT_EQ(session.output(),
+            "main 2\n"
+            "main;a 2\n"
+            "main;a;std::vector<int>::b() const 1\n"
+            "main;c:semi 1\n"
+            "main;c:semi;std::vector<int>::b() const 1\n");
+}
+
+TEST(FlameTest, CallsBeyondMaxDepthAreTruncated) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO, {{"max_depth", "2"}});
+  ASSERT_EQ(session.init(), 0) << session.error();
+  session.enter(kA);
+  session.enter(kMain);
+  session.enter(kD);
+  session.enter(kA);
+  session.leave(kA);
+  session.leave(kD);
+  session.enter(kD);  // after the pops, back at depth 2
+  session.leave(kD);
+  session.leave(kMain);
+  session.leave(kA);
+  session.enter(kD);
+  session.leave(kD);
+  ASSERT_EQ(session.report(), 0) << session.error();
+  EXPECT_EQ(session.output(),
+            "a 1\n"
+            "a;main 1\n"
+            "a;main;[truncated] 3\n"
+            "d 1\n");
+}
+
+TEST(FlameTest, FullTableCountsAsLostAndPerThreadPrefixes) {
+  use_symbols();
+  // 4 slots, 3 usable: a, a;main, a;main;d fit, a;main;d;c does not.
+  Session session(FTJIT_PLUGIN_FLAME_SO,
+                  {{"table_size", "4"}, {"per_thread", "true"}});
+  ASSERT_EQ(session.init(), 0) << session.error();
+  fake_host::bind_thread(77, "loader");
+  session.enter(kA);
+  session.enter(kMain);
+  session.enter(kD);
+  session.enter(kC);
+  session.enter(kB);  // under a lost stack: lost too
+  session.leave(kB);
+  session.leave(kC);
+  session.leave(kD);
+  session.leave(kMain);
+  session.leave(kA);
+  ASSERT_EQ(session.report(), 0) << session.error();
+  EXPECT_EQ(session.output(),
+            "loader-77;[table full] 2\n"
+            "loader-77;a 1\n"
+            "loader-77;a;main 1\n"
+            "loader-77;a;main;d 1\n");
+}
+
+TEST(FlameTest, JsonListsFramesOutermostFirst) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO, {}, "json");
+  ASSERT_EQ(session.init(), 0) << session.error();
+  session.enter(kMain);
+  session.enter(kD);
+  session.leave(kD);
+  session.leave(kMain);
+  session.leave(kA);  // an exit without entry is counted, not popped
+  ASSERT_EQ(session.report(), 0) << session.error();
+  std::string error;
+  auto json = wire::parse_json(session.output(), &error);
+  ASSERT_TRUE(json) << error << "\n" << session.output();
+  const wire::Json &stacks = *json->get("stacks");
+  ASSERT_EQ(stacks.items.size(), 2u);
+  const wire::Json &deepest = stacks.items[1];
+  ASSERT_EQ(deepest.get("frames")->items.size(), 2u);
+  EXPECT_EQ(deepest.get("frames")->items[0].text, "main");
+  EXPECT_EQ(deepest.get("frames")->items[1].text, "d");
+  EXPECT_EQ(deepest.get("calls")->number, 1);
+  EXPECT_EQ(json->get("exits_without_entry")->number, 1);
+}
+
+TEST(FlameTest, InitRefusesBadOptions) {
+  for (const auto &options :
+       {std::map<std::string, std::string>{{"max_depth", "0"}},
+        std::map<std::string, std::string>{{"max_depth", "257"}},
+        std::map<std::string, std::string>{{"table_size", "6"}}}) {
+    Session session(FTJIT_PLUGIN_FLAME_SO, options);
+    EXPECT_NE(session.init(), 0);
+    EXPECT_NE(session.error().find(options.begin()->first), std::string::npos)
+        << session.error();
+  }
+}
+
+}  // namespace
