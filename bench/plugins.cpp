@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// "plugins" section: the per-call cost of each built-in tracer plugin on
+// bench_leaf, loaded through the plugin host exactly as the CLI loads it.
+//
+// Method: one engine; baseline = bench_leaf with no ops (same run, before
+// and after, pooled); per plugin: start a session (generated strategy,
+// filter bench_leaf, output to a scratch file), warm up, K timed
+// repetitions of N calls, stop, report. The count plugin's report is read
+// back and must say exactly how many calls were made; events the trace
+// plugin's buffers had to drop are shown, never hidden.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "bench/bench_target.h"
+#include "plugins/host/plugin_host.h"
+
+namespace ftjit_bench {
+namespace {
+
+struct PluginRow {
+  const char* spec;
+  const char* format;
+  int events_per_call;  // buffered events a call produces (0: none)
+};
+
+constexpr PluginRow kPlugins[] = {
+    {"count", "tsv", 0},
+    {"latency", "text", 0},
+    {"flame", "folded", 0},
+    {"trace", "perfetto", 2},
+    {"trace", "text", 2},
+};
+
+std::vector<double> time_reps(const BenchOptions& opts) {
+  time_calls(&bench_leaf, warmup_calls(opts.calls), opts.cpu_clock);
+  std::vector<double> per_call;
+  for (int rep = 0; rep < opts.reps; ++rep) {
+    per_call.push_back(time_calls(&bench_leaf, opts.calls, opts.cpu_clock) /
+                       static_cast<double>(opts.calls));
+  }
+  return per_call;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+void run_plugins_section(const BenchOptions& opts, Report& report) {
+  using namespace ftjit::plugins;
+  std::string error;
+  auto engine = Engine::create(FTJIT_STRATEGY_AUTO, &error);
+  if (!engine) {
+    report.add_error("plugins: " + error);
+    return;
+  }
+  Table& table =
+      report.table("plugins", "plugins: built-in tracers on bench_leaf (ns per call)");
+  table.notes.push_back(
+      "loaded through the plugin host as `ftjit --plugin NAME` would; generated strategy; "
+      "overhead = per-call minus the untraced bench_leaf of the same run");
+  table.notes.push_back(
+      "trace: two events per call (entry, exit) into per-thread buffers, streamed to a file by "
+      "the writer thread; per_event_ns = overhead / 2");
+
+  char dir_template[] = "/tmp/ftjit-bench-plugins-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) {
+    report.add_error("plugins: cannot create a scratch directory");
+    return;
+  }
+  std::vector<double> untraced = time_reps(opts);
+  struct Measured {
+    const PluginRow* row;
+    Summary s;
+    uint64_t dropped;
+  };
+  std::vector<Measured> measured;
+  for (const PluginRow& row : kPlugins) {
+    const std::string label = std::string("plugins/") + row.spec + " " + row.format;
+    auto spec = parse_plugin_spec(row.spec);
+    if (!spec) {
+      report.add_error(label + ": " + spec.error().message);
+      continue;
+    }
+    SessionConfig config;
+    config.plugins.push_back(spec.value());
+    config.include = {"bench_leaf"};
+    config.strategy = FTJIT_STRATEGY_GENERATED;
+    config.format = row.format;
+    config.output = std::string(dir) + "/" + row.spec + "." + row.format;
+    auto session = TraceSession::start(engine->get(), config);
+    if (!session) {
+      report.add_error(label + ": " + session.error().message);
+      continue;
+    }
+    std::vector<double> per_call = time_reps(opts);
+    const uint64_t calls = static_cast<uint64_t>(opts.calls) * static_cast<uint64_t>(opts.reps) +
+                           static_cast<uint64_t>(warmup_calls(opts.calls));
+    if (auto st = session.value()->stop(); !st) report.add_error(label + ": " + st.error().message);
+    const uint64_t dropped = session.value()->totals().events_dropped;
+    if (auto st = session.value()->report(); !st) {
+      report.add_error(label + ": " + st.error().message);
+    }
+    session.value().reset();
+    if (std::string(row.spec) == "count") {
+      const std::string want = "bench_leaf\t" + std::to_string(calls) + "\n";
+      const std::string got = read_file(config.output);
+      if (got != want) report.add_error(label + ": report says '" + got + "', want '" + want + "'");
+    }
+    unlink(config.output.c_str());
+    measured.push_back({&row, summarize(per_call), dropped});
+  }
+  rmdir(dir);
+  std::vector<double> after = time_reps(opts);
+  untraced.insert(untraced.end(), after.begin(), after.end());
+  const Summary base = summarize(untraced);
+  table.rows.push_back(Row()
+                           .set("plugin", "none (untraced)")
+                           .set("format", "-")
+                           .set("per_call_ns", base.median)
+                           .set("overhead_ns", 0.0)
+                           .set("per_event_ns", Value())
+                           .set("events_dropped", 0L)
+                           .set("min_ns", base.min)
+                           .set("max_ns", base.max));
+  for (const Measured& m : measured) {
+    const double overhead = m.s.median - base.median;
+    Row& r = table.rows.emplace_back();
+    r.set("plugin", m.row->spec).set("format", m.row->format).set("per_call_ns", m.s.median);
+    r.set("overhead_ns", overhead);
+    if (m.row->events_per_call > 0) {
+      r.set("per_event_ns", overhead / m.row->events_per_call);
+    } else {
+      r.set("per_event_ns", Value());
+    }
+    r.set("events_dropped", static_cast<unsigned long>(m.dropped))
+        .set("min_ns", m.s.min)
+        .set("max_ns", m.s.max);
+  }
+}
+
+}  // namespace ftjit_bench

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// Plugin host internals shared by its .cpp files (and white-box tests):
+// option values, the loaded shared object, the per-instance context, and the
+// per-thread blocks that hold a plugin's thread storage and event ring.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "plugins/host/plugin_host.h"
+
+namespace ftjit::plugins::detail {
+
+// ---------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------
+
+// One option's value, typed as the plugin declared it.
+struct OptionValue {
+  std::string name;
+  ftjit_option_type type = FTJIT_OPTION_STRING;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0.0;
+  std::string s;
+};
+
+// Parses `text` as an option of `type`. The error message says what was
+// wanted ("an integer") and what was given; callers prefix the context.
+Result<OptionValue> parse_option_value(ftjit_option_type type, std::string_view text);
+
+// "an integer", "a boolean (true/false, yes/no, on/off, 1/0)", ...
+const char* option_type_wanted(ftjit_option_type type);
+
+// True for names of the form [a-z0-9_-]+ (plugin, option and format names).
+bool valid_name(std::string_view name);
+
+// ---------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------
+
+// A dlopen handle, closed on destruction.
+class Library {
+ public:
+  Library() = default;
+  explicit Library(void* handle) : handle_(handle) {}
+  Library(Library&& o) noexcept : handle_(o.handle_) { o.handle_ = nullptr; }
+  Library& operator=(Library&& o) noexcept;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+  void* get() const { return handle_; }
+  // Forgets the handle without closing it (code that may still run in it).
+  void leak() { handle_ = nullptr; }
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// A plugin whose descriptor passed every check.
+struct LoadedPlugin {
+  std::string path;
+  std::string label;  // "plugin 'NAME' (PATH)", for messages
+  Library library;
+  const ftjit_plugin* desc = nullptr;
+};
+
+// The file a spec names: the path itself, or ftjit-plugin-NAME.so found on
+// plugin_search_path(). Fails (naming every directory tried) if not found.
+Result<std::string> resolve_plugin_path(const PluginSpec& spec);
+
+// dlopens the plugin and checks its descriptor (see TraceSession::start).
+Result<LoadedPlugin> load_plugin(const PluginSpec& spec);
+
+// The declared options with their defaults, overridden by the spec's
+// assignments; fails on an unknown name (listing the known ones) or a value
+// that does not parse as the declared type.
+Result<std::vector<OptionValue>> resolve_options(const LoadedPlugin& plugin,
+                                                 const PluginSpec& spec);
+
+PluginInfo info_of(const LoadedPlugin& plugin);
+
+// The table every plugin gets.
+const ftjit_host* host_table();
+
+// ---------------------------------------------------------------------------
+// Per-thread state
+// ---------------------------------------------------------------------------
+
+// One thread's state for one instance: its storage and its event ring, in
+// one anonymous mapping (the event path must not call malloc, which may be
+// traced or hold a lock). Linked into the instance's list on the thread's
+// first call; never unlinked before the instance dies, so it outlives the
+// thread.
+struct ThreadBlock {
+  ThreadBlock* next = nullptr;  // immutable once published
+  size_t map_bytes = 0;
+  int32_t tid = 0;
+  // comm, as two words so the writer can refresh it while others copy it
+  // without a data race.
+  std::atomic<uint64_t> name_words[2] = {};
+
+  uint8_t* storage = nullptr;
+  uint8_t* events = nullptr;
+  uint32_t event_size = 0;
+  uint64_t mask = 0;  // ring capacity - 1; capacity is a power of two
+
+  // Producer side (the traced thread, and the handlers it runs).
+  alignas(64) std::atomic<uint64_t> head{0};
+  uint64_t reserved_at = 0;
+  bool reserved = false;
+  std::atomic<uint64_t> drops{0};
+
+  // Consumer side (the writer thread).
+  alignas(64) std::atomic<uint64_t> tail{0};
+
+  void set_name(const char* name);   // up to 15 characters
+  void copy_name(char out[16]) const;
+};
+
+// Pulls committed events off a block in order, calling `fn(event)` for each.
+// Only the writer may call it. Returns how many it consumed.
+template <typename Fn>
+uint64_t drain_block(ThreadBlock* b, Fn&& fn) {
+  uint64_t t = b->tail.load(std::memory_order_relaxed);
+  const uint64_t h = b->head.load(std::memory_order_acquire);
+  const uint64_t n = h - t;
+  for (; t != h; ++t) {
+    fn(b->events + (t & b->mask) * b->event_size);
+    // Per event, so a thread that fills its ring meanwhile gets room early.
+    b->tail.store(t + 1, std::memory_order_release);
+  }
+  return n;
+}
+
+// Reads /proc/self/task/TID/comm into `b` if that thread still exists.
+void refresh_thread_name(ThreadBlock* b);
+
+// Instance slots index every thread's small array of per-instance pointers.
+// A generation (never reused) tells a stale entry of a dead instance from a
+// live one, so slots may be reused.
+constexpr uint32_t kMaxInstances = 64;
+Result<uint32_t> acquire_slot();
+void release_slot(uint32_t slot);
+uint64_t next_generation();
+
+// ---------------------------------------------------------------------------
+// Instance
+// ---------------------------------------------------------------------------
+
+// demangled names of sites, kept for the session so a plugin's pointers stay
+// valid whatever happens to the engine's own strings.
+class SymbolCache {
+ public:
+  explicit SymbolCache(ftjit_engine* engine) : engine_(engine) {}
+  const char* lookup(uint64_t ip);
+
+ private:
+  ftjit_engine* engine_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::string> names_;  // node-stable strings
+  std::unordered_map<uint64_t, bool> misses_;
+};
+
+}  // namespace ftjit::plugins::detail
+
+// The context a plugin's callbacks get. The engine calls the plugin's entry
+// with `ops == &ctx->ops`, so `ops` must be at offset 0 and the struct
+// standard-layout; the hot fields of the event path follow it.
+struct ftjit_plugin_ctx {
+  ftjit_ops ops;
+  uint32_t slot;
+  uint32_t needs_block;  // storage or events declared: worth a block
+  uint64_t generation;
+  ftjit::plugins::detail::Instance* instance;
+};
+static_assert(std::is_standard_layout_v<ftjit_plugin_ctx>);
+static_assert(offsetof(ftjit_plugin_ctx, ops) == 0);
+
+namespace ftjit::plugins::detail {
+
+// One loaded plugin of a session, with everything the host services read.
+class Instance {
+ public:
+  Instance() = default;
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+  ~Instance();  // unmaps every thread block, releases the slot
+
+  ftjit_plugin_ctx ctx{};
+  LoadedPlugin plugin;
+  std::vector<OptionValue> options;
+  std::string format;
+  FILE* out = nullptr;
+  ftjit_engine* engine = nullptr;
+  SymbolCache* symbols = nullptr;
+  uint64_t recursion_base = 0;
+  bool has_slot = false;
+  bool inited = false;
+  bool attached = false;
+
+  // Thread blocks, newest first.
+  std::atomic<ThreadBlock*> threads{nullptr};
+  // Events dropped by threads that could not get a block (out of memory).
+  std::atomic<uint64_t> orphan_drops{0};
+  uint32_t storage_size = 0;
+  uint32_t event_size = 0;
+  uint32_t ring_capacity = 0;
+
+  const char* name() const { return plugin.desc->name; }
+  const OptionValue* option(const char* name) const;
+
+  void set_error(std::string message);
+  std::string take_error();
+
+  // The calling thread's block, created on its first call; NULL if the
+  // mapping failed.
+  ThreadBlock* thread_block();
+  uint64_t events_dropped() const;
+
+ private:
+  ThreadBlock* create_block();
+
+  std::mutex error_mu_;
+  std::string error_;
+};
+
+}  // namespace ftjit::plugins::detail

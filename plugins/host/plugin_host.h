@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// The plugin host: finds, loads and checks tracer plugins (plugin.h), gives
+// them the host services, attaches them to an engine, runs the writer thread
+// that drains their event buffers, and has them write their reports.
+//
+// Used by the CLI, the bench and embedders. Control functions here are called
+// from one control thread; the plugins' event path never enters this header.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "ftjit/ftjit.h"
+#include "ftjit/plugin.h"
+
+namespace ftjit::plugins {
+
+// A plugin as the user names it: a built-in name ("count"), resolved on
+// plugin_search_path() as ftjit-plugin-NAME.so, or a path (it contains '/'
+// or ends in ".so"), plus option assignments in the order given.
+struct PluginSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> options;
+
+  // True when `name` is a path rather than a built-in name.
+  bool is_path() const;
+};
+
+// Parses "NAME", "NAME:key=value,key=value" or "PATH.so:key=value". In a
+// value, "\," is a comma and "\\" a backslash. A name ends at the first ':',
+// a path at the first ".so:" (so its directories may contain ':'). Returns
+// FTJIT_E_INVALID_ARGUMENT for an empty name, an invalid built-in name, an
+// item without '=', an empty key, an empty item or a key given twice.
+Result<PluginSpec> parse_plugin_spec(std::string_view text);
+
+// One declared option of a plugin, as shown to users.
+struct OptionInfo {
+  std::string name;
+  ftjit_option_type type = FTJIT_OPTION_STRING;
+  std::string default_value;  // as declared; "" when the plugin gave NULL
+  std::string help;
+};
+
+// "bool", "int", "double", "string" (or "?" for a value out of range).
+const char* option_type_name(ftjit_option_type type);
+
+// What a plugin declares about itself.
+struct PluginInfo {
+  std::string name;         // the descriptor's name
+  std::string path;         // the shared object loaded
+  std::string description;
+  std::vector<OptionInfo> options;
+  std::vector<std::string> formats;  // the first is the default
+  bool hooks_exit = false;  // has an exit callback (needs return hooks)
+  std::string error;        // list_plugins() only: why it could not be loaded
+};
+
+// Directories searched for built-in plugins, in order: the entries of
+// $FTJIT_PLUGIN_PATH (a colon-separated list; empty entries skipped), the
+// build tree's plugin folder, then the installed plugin folder.
+std::vector<std::string> plugin_search_path();
+
+// Every ftjit-plugin-NAME.so on the search path (the first of a name wins;
+// names starting with "test-" are skipped), sorted by name. A plugin that
+// cannot be loaded or checked is listed with `error` set. Fails with
+// FTJIT_E_SYSTEM when no directory of the search path can be read.
+Result<std::vector<PluginInfo>> list_plugins();
+
+// Loads and checks the plugin `spec` names and returns its declaration; the
+// spec's options are not looked at. Fails with a message naming the plugin
+// and the cause (see TraceSession::start for the list).
+Result<PluginInfo> describe_plugin(const PluginSpec& spec);
+
+// Everything one tracing run needs.
+struct SessionConfig {
+  std::vector<PluginSpec> plugins;
+  // Site filter (globs, optionally MODULE!GLOB); empty include = every site.
+  std::vector<std::string> include, exclude;
+  ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // DIRECT is refused
+  // "" = each plugin's default; otherwise every plugin must list it.
+  std::string format;
+  // "" or "-" = stdout; otherwise a file, created (truncated) before init.
+  std::string output;
+  // Thread filter: a thread passes if it matches any part; none set = all.
+  std::vector<int32_t> tids;
+  std::string thread_glob;
+  bool main_thread = false;
+  // Events per thread buffer; 0 = the plugin's default (or the host's).
+  // Rounded up to a power of two.
+  uint32_t buffer_events = 0;
+};
+
+namespace detail {
+class Instance;
+class SymbolCache;
+class Writer;
+}  // namespace detail
+
+// The plugins of one run, attached to one engine. Not thread-safe: call its
+// members from one control thread (never from a tracer callback).
+class TraceSession {
+ public:
+  // Loads every plugin, checks it and its options, opens the output, inits
+  // every plugin, then attaches every plugin. On any failure everything done
+  // so far is undone (detached, shut down, closed, unloaded) and the error
+  // names the plugin and the cause: file missing, not an ELF shared object,
+  // not loadable (dlerror), no ftjit_plugin_v1 ("not an ftjit plugin"), NULL
+  // descriptor, another ABI version, struct_size too small, no entry and no
+  // exit callback, a bad name, bad option declarations, unknown option given
+  // (the known ones listed), a value of the wrong type, an unsupported
+  // format, an unwritable output, init failing (with the plugin's message),
+  // or the engine refusing the attach.
+  static Result<std::unique_ptr<TraceSession>> start(ftjit_engine* engine,
+                                                     const SessionConfig& config);
+
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+  // stop(), then each plugin's shutdown, then unloads the plugins. If a
+  // detach failed, the plugins and their memory are kept (leaked) because
+  // a traced thread could still call them.
+  ~TraceSession();
+
+  // Detaches every plugin (waiting until no thread is in a callback), then
+  // lets the writer thread drain every buffer and joins it. Idempotent;
+  // fails if the engine refuses a detach (then call it again later).
+  Status stop();
+
+  // Stops if needed, then has each plugin write its report to the output in
+  // the session's format, then flushes the output (and closes it if it is a
+  // file). The host itself writes nothing to the output. Every plugin gets
+  // its turn; the error names each plugin that failed (with its set_error
+  // message) or the output that could not be written. Only once per session.
+  Status report();
+
+  struct Totals {
+    uint64_t recursion_drops = 0;  // engine-wide, since start()
+    uint64_t events_dropped = 0;   // all plugins' buffers, all threads
+  };
+  Totals totals() const;
+
+  // The plugins loaded, in the order given.
+  std::vector<PluginInfo> plugins() const;
+
+ private:
+  TraceSession();
+
+  ftjit_engine* engine_ = nullptr;
+  SessionConfig config_;
+  ftjit_thread_filter thread_filter_{};
+  std::vector<const char*> include_, exclude_;
+  std::vector<std::unique_ptr<detail::Instance>> instances_;
+  std::unique_ptr<detail::SymbolCache> symbols_;
+  std::unique_ptr<detail::Writer> writer_;
+  FILE* out_ = nullptr;
+  bool owns_out_ = false;
+  bool stopped_ = false;
+  bool reported_ = false;
+  uint64_t recursion_base_ = 0;
+};
+
+}  // namespace ftjit::plugins

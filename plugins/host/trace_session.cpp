@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+// A trace session: the plugins of one run, from load to report, and the
+// writer thread that hands their buffered events to consume().
+#include <pthread.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "plugins/host/host_internal.h"
+
+namespace ftjit::plugins {
+
+using detail::Instance;
+using detail::ThreadBlock;
+
+namespace {
+
+constexpr uint32_t kDefaultBufferEvents = 4096;
+constexpr uint32_t kMaxBufferEvents = 1u << 24;
+constexpr uint64_t kMaxRingBytes = 1ull << 30;
+// Short enough that a default ring (4096 events) rarely fills between two
+// visits on a busy thread, long enough to cost nothing when idle.
+constexpr auto kWriterPeriod = std::chrono::milliseconds(2);
+constexpr auto kNameRefreshPeriod = std::chrono::seconds(1);
+
+// The entry the engine calls for a plugin that only hooks exits: the engine
+// needs an entry callback to install the return hook from.
+void empty_entry(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {}
+
+uint32_t round_up_pow2(uint32_t n) {
+  uint32_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+Error session_error(const std::string& message) {
+  return make_error(FTJIT_E_INVALID_ARGUMENT, message);
+}
+
+void refresh_names(Instance& inst) {
+  for (ThreadBlock* b = inst.threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
+    detail::refresh_thread_name(b);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Writer thread
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+// Drains the rings of every instance that buffers events. It is the only
+// consumer of every ring, so consume() is never called concurrently and
+// sees each thread's events in order.
+class Writer {
+ public:
+  explicit Writer(std::vector<Instance*> instances) : instances_(std::move(instances)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Writer() { stop(); }
+
+  // Returns once every event committed before the call has been consumed.
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    // Users see it in top and /proc, and can tell its calls from the
+    // program's when a plugin's consume() calls traced code.
+    pthread_setname_np(pthread_self(), "ftjit-writer");
+    auto last_refresh = std::chrono::steady_clock::now();
+    for (;;) {
+      bool stopping;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, kWriterPeriod, [this] { return stop_; });
+        stopping = stop_;
+      }
+      // Names first, so events of a thread that renamed itself carry its
+      // new name.
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_refresh >= kNameRefreshPeriod) {
+        for (Instance* inst : instances_) refresh_names(*inst);
+        last_refresh = now;
+      }
+      drain_all();
+      if (stopping) return;
+    }
+  }
+
+  void drain_all() {
+    for (Instance* inst : instances_) {
+      const ftjit_plugin* d = inst->plugin.desc;
+      for (ThreadBlock* b = inst->threads.load(std::memory_order_acquire); b != nullptr;
+           b = b->next) {
+        if (b->head.load(std::memory_order_acquire) == b->tail.load(std::memory_order_relaxed)) {
+          continue;
+        }
+        char name[16];
+        b->copy_name(name);
+        ftjit_thread_info info{b->tid, name, b->drops.load(std::memory_order_relaxed)};
+        drain_block(b, [&](const void* event) { d->consume(&inst->ctx, &info, event); });
+      }
+    }
+  }
+
+  std::vector<Instance*> instances_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Start
+// ---------------------------------------------------------------------------
+
+TraceSession::TraceSession() = default;
+
+Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
+                                                          const SessionConfig& config) {
+  if (engine == nullptr) return session_error("no engine");
+  if (config.plugins.empty()) return session_error("no plugin given");
+  if (config.strategy == FTJIT_STRATEGY_DIRECT) {
+    return session_error("the direct strategy needs a trampoline of its own; plugins cannot use it");
+  }
+  if (config.buffer_events > kMaxBufferEvents) {
+    return session_error("buffer of " + std::to_string(config.buffer_events) +
+                         " events is over the limit " + std::to_string(kMaxBufferEvents));
+  }
+
+  // Any early return below destroys `s`, whose destructor undoes whatever
+  // was done: detach, shutdown, close, unload.
+  std::unique_ptr<TraceSession> s(new TraceSession());
+  s->engine_ = engine;
+  s->config_ = config;
+  s->symbols_ = std::make_unique<detail::SymbolCache>(engine);
+  ftjit_stats stats{};
+  ftjit_get_stats(engine, &stats);
+  s->recursion_base_ = stats.recursion_drops;
+
+  const SessionConfig& c = s->config_;
+  if (!c.tids.empty() || !c.thread_glob.empty() || c.main_thread) {
+    s->thread_filter_.tids = c.tids.empty() ? nullptr : c.tids.data();
+    s->thread_filter_.n_tids = c.tids.size();
+    s->thread_filter_.name_glob = c.thread_glob.empty() ? nullptr : c.thread_glob.c_str();
+    s->thread_filter_.main_thread = c.main_thread ? 1 : 0;
+  }
+  for (const std::string& g : c.include) s->include_.push_back(g.c_str());
+  for (const std::string& g : c.exclude) s->exclude_.push_back(g.c_str());
+
+  // 1. Load and check every plugin before running any of its code but the
+  //    descriptor function.
+  for (const PluginSpec& spec : c.plugins) {
+    auto loaded = detail::load_plugin(spec);
+    if (!loaded) return loaded.take_error();
+    auto inst = std::make_unique<Instance>();
+    inst->plugin = std::move(loaded.value());
+    const ftjit_plugin* d = inst->plugin.desc;
+    const std::string& label = inst->plugin.label;
+
+    auto options = detail::resolve_options(inst->plugin, spec);
+    if (!options) return options.take_error();
+    inst->options = std::move(options.value());
+
+    std::string formats;
+    for (uint32_t i = 0; d->formats != nullptr && d->formats[i] != nullptr; ++i) {
+      formats += (formats.empty() ? "" : ", ") + std::string(d->formats[i]);
+      if (c.format == d->formats[i]) inst->format = c.format;
+    }
+    if (c.format.empty()) {
+      inst->format = d->formats != nullptr && d->formats[0] != nullptr ? d->formats[0] : "";
+    } else if (inst->format.empty()) {
+      return session_error("plugin '" + std::string(d->name) + "' does not support format '" +
+                           c.format + "' (" +
+                           (formats.empty() ? std::string("it writes no report") : "it writes " + formats) +
+                           ")");
+    }
+
+    inst->storage_size = d->thread_storage_size;
+    inst->event_size = d->event_size;
+    uint32_t want = c.buffer_events != 0 ? c.buffer_events
+                    : d->buffer_events != 0 ? d->buffer_events
+                                            : kDefaultBufferEvents;
+    inst->ring_capacity = round_up_pow2(want);
+    if (static_cast<uint64_t>(inst->ring_capacity) * inst->event_size > kMaxRingBytes) {
+      return session_error(label + ": a buffer of " + std::to_string(inst->ring_capacity) +
+                           " events of " + std::to_string(inst->event_size) +
+                           " bytes is over the 1 GiB limit");
+    }
+
+    auto slot = detail::acquire_slot();
+    if (!slot) return session_error(label + ": " + slot.error().message);
+    inst->has_slot = true;
+    inst->engine = engine;
+    inst->symbols = s->symbols_.get();
+    inst->recursion_base = s->recursion_base_;
+
+    ftjit_plugin_ctx& ctx = inst->ctx;
+    ctx.slot = slot.value();
+    ctx.generation = detail::next_generation();
+    ctx.needs_block = (inst->storage_size != 0 || inst->event_size != 0) ? 1 : 0;
+    ctx.instance = inst.get();
+    ftjit_ops_init(&ctx.ops);
+    // The plugin's callbacks have the engine's callback ABI, with ctx in
+    // place of ops: the engine calls them directly, no host frame between.
+    ctx.ops.func = d->entry != nullptr ? reinterpret_cast<ftjit_func_t>(d->entry) : empty_entry;
+    ctx.ops.exit_func = reinterpret_cast<ftjit_exit_func_t>(d->exit);
+    ctx.ops.flags = (d->flags & FTJIT_PLUGIN_F_NO_FP) != 0 ? FTJIT_OPS_F_NO_FP : 0;
+    ctx.ops.strategy = c.strategy;
+    ctx.ops.private_data = inst.get();
+    ctx.ops.threads = s->thread_filter_.tids != nullptr || s->thread_filter_.name_glob != nullptr ||
+                              s->thread_filter_.main_thread != 0
+                          ? &s->thread_filter_
+                          : nullptr;
+    s->instances_.push_back(std::move(inst));
+  }
+
+  // 2. The output, before init, so a plugin may write a header there.
+  if (c.output.empty() || c.output == "-") {
+    s->out_ = stdout;
+  } else {
+    s->out_ = std::fopen(c.output.c_str(), "we");
+    if (s->out_ == nullptr) {
+      return make_error(FTJIT_E_SYSTEM,
+                        "cannot open output '" + c.output + "': " + std::strerror(errno));
+    }
+    s->owns_out_ = true;
+  }
+  for (auto& inst : s->instances_) inst->out = s->out_;
+
+  // 3. Init, in order; a plugin whose init failed is not shut down.
+  for (auto& inst : s->instances_) {
+    const ftjit_plugin* d = inst->plugin.desc;
+    if (d->init != nullptr && d->init(&inst->ctx) != 0) {
+      std::string why = inst->take_error();
+      return session_error(inst->plugin.label + ": init failed: " +
+                           (why.empty() ? std::string("(the plugin gave no reason)") : why));
+    }
+    inst->inited = true;
+  }
+
+  // 4. The writer drains from the first event on, so it runs before attach.
+  std::vector<Instance*> buffered;
+  for (auto& inst : s->instances_) {
+    if (inst->event_size != 0) buffered.push_back(inst.get());
+  }
+  if (!buffered.empty()) s->writer_ = std::make_unique<detail::Writer>(std::move(buffered));
+
+  // 5. Attach.
+  ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
+                      s->exclude_.size()};
+  for (auto& inst : s->instances_) {
+    ftjit_status st = ftjit_attach(engine, &inst->ctx.ops, &filter);
+    if (st != FTJIT_OK) {
+      return make_error(st, inst->plugin.label + ": attach failed (" + ftjit_status_name(st) +
+                                "): " + ftjit_last_error());
+    }
+    inst->attached = true;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Stop, report, teardown
+// ---------------------------------------------------------------------------
+
+Status TraceSession::stop() {
+  if (stopped_) return {};
+  std::string failed;
+  // Reverse order: undo in the opposite order of start.
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
+    Instance& inst = **it;
+    if (!inst.attached) continue;
+    ftjit_status st = ftjit_detach(engine_, &inst.ctx.ops);
+    if (st == FTJIT_OK || st == FTJIT_E_NOT_ATTACHED) {
+      inst.attached = false;
+    } else {
+      failed += (failed.empty() ? "" : "; ") + inst.plugin.label + ": detach failed (" +
+                ftjit_status_name(st) + "): " + ftjit_last_error();
+    }
+  }
+  // A plugin still attached may still produce: the writer must keep going.
+  if (!failed.empty()) return make_error(FTJIT_E_INTERNAL, failed);
+  // Detach waited until no thread is in a callback, so nothing is committed
+  // after this and the writer's last pass empties every ring.
+  if (writer_) writer_->stop();
+  for (auto& inst : instances_) refresh_names(*inst);
+  stopped_ = true;
+  return {};
+}
+
+Status TraceSession::report() {
+  if (reported_) return session_error("report() called twice");
+  FTJIT_TRY(stop());
+  reported_ = true;
+  std::string failed;
+  for (auto& inst : instances_) {
+    const ftjit_plugin* d = inst->plugin.desc;
+    if (d->report == nullptr) continue;
+    if (d->report(&inst->ctx, out_, inst->format.c_str()) != 0) {
+      std::string why = inst->take_error();
+      failed += (failed.empty() ? "" : "; ") + inst->plugin.label + ": report failed: " +
+                (why.empty() ? std::string("(the plugin gave no reason)") : why);
+    }
+  }
+  const std::string where = owns_out_ ? "'" + config_.output + "'" : std::string("stdout");
+  if (std::fflush(out_) != 0 || std::ferror(out_) != 0) {
+    failed += (failed.empty() ? "" : "; ") + std::string("writing ") + where + ": " +
+              std::strerror(errno);
+  }
+  if (owns_out_) {
+    if (std::fclose(out_) != 0) {
+      failed += (failed.empty() ? "" : "; ") + std::string("closing ") + where + ": " +
+                std::strerror(errno);
+    }
+    out_ = nullptr;
+    owns_out_ = false;
+    for (auto& inst : instances_) inst->out = nullptr;
+  }
+
+  // Not on the output: a tsv report must stay exactly the plugins' lines.
+  Totals t = totals();
+  if (t.events_dropped != 0) {
+    spdlog::warn("ftjit: {} events dropped because a plugin's buffer was full "
+                 "(a larger buffer may help)", t.events_dropped);
+  }
+  if (t.recursion_drops != 0) {
+    spdlog::info("ftjit: {} traced calls made from inside callbacks ran untraced",
+                 t.recursion_drops);
+  }
+  if (!failed.empty()) return make_error(FTJIT_E_SYSTEM, failed);
+  return {};
+}
+
+TraceSession::Totals TraceSession::totals() const {
+  Totals t;
+  ftjit_stats stats{};
+  ftjit_get_stats(engine_, &stats);
+  t.recursion_drops = stats.recursion_drops >= recursion_base_ ? stats.recursion_drops - recursion_base_ : 0;
+  for (const auto& inst : instances_) t.events_dropped += inst->events_dropped();
+  return t;
+}
+
+std::vector<PluginInfo> TraceSession::plugins() const {
+  std::vector<PluginInfo> out;
+  for (const auto& inst : instances_) out.push_back(detail::info_of(inst->plugin));
+  return out;
+}
+
+TraceSession::~TraceSession() {
+  Status st = stop();
+  if (!st) {
+    // A traced thread may still run plugin code or write its blocks: keep
+    // code and memory mapped for the life of the process.
+    spdlog::error("ftjit: {}; the plugins stay loaded", st.error().message);
+    for (auto& inst : instances_) {
+      inst->plugin.library.leak();
+      (void)inst.release();
+    }
+    (void)writer_.release();
+    return;
+  }
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
+    Instance& inst = **it;
+    if (inst.inited && inst.plugin.desc->shutdown != nullptr) inst.plugin.desc->shutdown(&inst.ctx);
+  }
+  if (owns_out_ && out_ != nullptr) std::fclose(out_);
+  // Unmaps the thread blocks, then dlcloses, newest first.
+  while (!instances_.empty()) instances_.pop_back();
+}
+
+}  // namespace ftjit::plugins

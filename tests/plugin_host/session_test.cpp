@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: MIT
+// Plugin host with the real engine: sessions load test plugins into this
+// process, trace host_traced_* (traced_host.c), and the plugins' tsv reports
+// tell what they saw. Every refusal must leave nothing attached.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plugins/host/plugin_host.h"
+#include "tests/plugin_host/traced_host.h"
+
+namespace {
+
+using ftjit::plugins::PluginSpec;
+using ftjit::plugins::SessionConfig;
+using ftjit::plugins::TraceSession;
+using ::testing::HasSubstr;
+
+const std::string kDir = HOST_TEST_PLUGIN_DIR;
+const std::string kGood = kDir + "/ftjit-plugin-hostgood.so";
+const std::string kExit = kDir + "/ftjit-plugin-hostexit.so";
+
+int32_t gettid_now() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+// Calls through a volatile pointer so the compiler cannot skip the entry.
+void call_many(int (*fn)(int), int n) {
+  int (*volatile f)(int) = fn;
+  for (int i = 0; i < n; ++i) f(i);
+}
+
+// ---------------------------------------------------------------------------
+// The test plugin's tsv report, parsed
+// ---------------------------------------------------------------------------
+
+struct ThreadLine {
+  std::string name;
+  uint64_t entries = 0, exits = 0, unwound = 0, dropped = 0;
+};
+
+struct Report {
+  std::map<std::string, uint64_t> fn;
+  std::map<int32_t, uint64_t> consumed;
+  std::map<int32_t, uint64_t> mismatched;
+  std::map<int32_t, ThreadLine> threads;
+  uint64_t recursion_drops = 0, events_dropped = 0;
+  std::string options, wrongtype;
+};
+
+// One Report per plugin instance, in output order (each ends with its
+// "wrongtype" line).
+std::vector<Report> parse_reports(const std::string& text) {
+  std::vector<Report> out(1);
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string kind;
+    std::getline(f, kind, '\t');
+    Report& r = out.back();
+    if (kind == "fn") {
+      std::string name;
+      uint64_t n;
+      std::getline(f, name, '\t');
+      f >> n;
+      r.fn[name] = n;
+    } else if (kind == "consumed") {
+      int32_t tid;
+      uint64_t n, bad;
+      f >> tid >> n >> bad;
+      r.consumed[tid] = n;
+      r.mismatched[tid] = bad;
+    } else if (kind == "thread") {
+      int32_t tid;
+      ThreadLine t;
+      f >> tid;
+      f.ignore(1);
+      std::getline(f, t.name, '\t');
+      f >> t.entries >> t.exits >> t.unwound >> t.dropped;
+      r.threads[tid] = t;
+    } else if (kind == "drops") {
+      f >> r.recursion_drops >> r.events_dropped;
+    } else if (kind == "opt") {
+      std::getline(f, r.options);
+    } else if (kind == "wrongtype") {
+      std::getline(f, r.wrongtype);
+      out.emplace_back();
+    } else {
+      ADD_FAILURE() << "unexpected report line: " << line;
+    }
+  }
+  out.pop_back();
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// ---------------------------------------------------------------------------
+// Fixture
+// ---------------------------------------------------------------------------
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = ftjit_engine_create(nullptr);
+    ASSERT_NE(engine_, nullptr) << ftjit_last_error();
+    out_ = ::testing::TempDir() + "ftjit-host-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsv";
+    std::remove(out_.c_str());
+  }
+  void TearDown() override { ftjit_engine_destroy(engine_); }
+
+  uint64_t sites_enabled() {
+    ftjit_stats st{};
+    ftjit_get_stats(engine_, &st);
+    return st.sites_enabled;
+  }
+
+  SessionConfig config(std::vector<std::string> specs = {kGood}) {
+    SessionConfig c;
+    for (const std::string& text : specs) {
+      auto spec = ftjit::plugins::parse_plugin_spec(text);
+      EXPECT_TRUE(spec) << spec.error().message;
+      if (spec) c.plugins.push_back(spec.value());
+    }
+    c.include = {"host_traced_*"};
+    c.format = "tsv";
+    c.output = out_;
+    c.buffer_events = 1u << 16;
+    return c;
+  }
+
+  std::unique_ptr<TraceSession> start(const SessionConfig& c) {
+    auto s = TraceSession::start(engine_, c);
+    EXPECT_TRUE(s) << s.error().message;
+    return s ? std::move(s.value()) : nullptr;
+  }
+
+  // Stops, reports, and parses the output file.
+  std::vector<Report> finish(TraceSession& s) {
+    auto st = s.report();
+    EXPECT_TRUE(st) << st.error().message;
+    EXPECT_EQ(sites_enabled(), 0u);
+    return parse_reports(read_file(out_));
+  }
+
+  // A good session right after a refusal must trace exactly.
+  void expect_good_session_works() {
+    auto s = start(config());
+    ASSERT_TRUE(s);
+    call_many(host_traced_a, 3);
+    auto reports = finish(*s);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].fn["host_traced_a"], 3u);
+  }
+
+  ftjit_engine* engine_ = nullptr;
+  std::string out_;
+};
+
+// ---------------------------------------------------------------------------
+// Counting
+// ---------------------------------------------------------------------------
+
+TEST_F(SessionTest, CountsExactlyFromTwoThreads) {
+  constexpr int kA = 5000, kB = 3000;
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  EXPECT_GE(sites_enabled(), 3u);
+
+  int32_t worker_tid = 0;
+  std::thread worker([&] {
+    worker_tid = gettid_now();
+    call_many(host_traced_a, kA);
+    call_many(host_traced_b, kB);
+  });
+  call_many(host_traced_a, kA);
+  call_many(host_traced_b, kB);
+  worker.join();
+
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  EXPECT_EQ(r.fn["host_traced_a"], 2u * kA);
+  EXPECT_EQ(r.fn["host_traced_b"], 2u * kB);
+  EXPECT_EQ(r.fn.count("host_traced_c"), 0u);
+  for (int32_t tid : {gettid_now(), worker_tid}) {
+    EXPECT_EQ(r.threads[tid].entries, uint64_t{kA + kB}) << tid;
+    EXPECT_EQ(r.consumed[tid], uint64_t{kA + kB}) << tid;
+    EXPECT_EQ(r.mismatched[tid], 0u) << tid;
+    EXPECT_EQ(r.threads[tid].dropped, 0u);
+  }
+  EXPECT_EQ(r.threads.size(), 2u);
+  EXPECT_EQ(r.events_dropped, 0u);
+  EXPECT_EQ(s->totals().events_dropped, 0u);
+}
+
+TEST_F(SessionTest, NestedCallsCountBoth) {
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  call_many(host_traced_c, 700);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].fn["host_traced_c"], 700u);
+  EXPECT_EQ(reports[0].fn["host_traced_a"], 700u);
+}
+
+TEST_F(SessionTest, ThreadStorageOutlivesItsThread) {
+  constexpr int kN = 1234;
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  std::vector<int32_t> tids(3);
+  for (int i = 0; i < 3; ++i) {
+    // One after the other: each thread is gone before the next starts.
+    std::thread t([&, i] {
+      std::string name = "hostworker-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      tids[i] = gettid_now();
+      call_many(host_traced_b, kN * (i + 1));
+    });
+    t.join();
+  }
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  ASSERT_EQ(r.threads.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(r.threads.count(tids[i]), 1u);
+    EXPECT_EQ(r.threads[tids[i]].entries, uint64_t(kN) * (i + 1));
+    EXPECT_EQ(r.threads[tids[i]].name, "hostworker-" + std::to_string(i));
+    EXPECT_EQ(r.consumed[tids[i]], uint64_t(kN) * (i + 1));
+  }
+}
+
+TEST_F(SessionTest, FullBufferDropsAreCountedNotLost) {
+  constexpr int kN = 200000;
+  SessionConfig c = config();
+  c.buffer_events = 3;  // rounded up to 4
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, kN);
+  const uint64_t dropped_before_report = s->totals().events_dropped;
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  int32_t me = gettid_now();
+  // Every entry was either consumed or counted as dropped, never both.
+  EXPECT_EQ(r.threads[me].entries, uint64_t{kN});
+  EXPECT_GT(r.threads[me].dropped, 0u);
+  EXPECT_EQ(r.consumed[me] + r.threads[me].dropped, uint64_t{kN});
+  EXPECT_EQ(r.events_dropped, r.threads[me].dropped);
+  EXPECT_EQ(dropped_before_report, r.threads[me].dropped);
+  EXPECT_EQ(s->totals().events_dropped, r.threads[me].dropped);
+}
+
+TEST_F(SessionTest, TwoInstancesOfOnePluginCountIndependently) {
+  auto s = start(config({kGood + ":label=first", kGood + ":label=second"}));
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, 10);
+  call_many(host_traced_b, 20);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 2u);
+  for (Report& r : reports) {
+    EXPECT_EQ(r.fn["host_traced_a"], 10u);
+    EXPECT_EQ(r.fn["host_traced_b"], 20u);
+    EXPECT_EQ(r.threads[gettid_now()].entries, 30u);
+  }
+  EXPECT_THAT(reports[0].options, HasSubstr("first"));
+  EXPECT_THAT(reports[1].options, HasSubstr("second"));
+}
+
+TEST_F(SessionTest, ThreadFilterByTidCountsOnlyThatThread) {
+  // Needs the engine to honour ftjit_ops.threads.
+  SessionConfig c = config();
+  c.tids = {gettid_now()};
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  int32_t worker_tid = 0;
+  std::thread worker([&] {
+    worker_tid = gettid_now();
+    call_many(host_traced_a, 500);
+  });
+  worker.join();
+  call_many(host_traced_a, 300);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].fn["host_traced_a"], 300u);
+  EXPECT_EQ(reports[0].threads[gettid_now()].entries, 300u);
+  EXPECT_EQ(reports[0].threads.count(worker_tid), 0u);
+}
+
+TEST_F(SessionTest, ThreadFilterByNameGlob) {
+  SessionConfig c = config();
+  c.thread_glob = "hostglob-*";
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  int32_t worker_tid = 0;
+  std::thread worker([&] {
+    pthread_setname_np(pthread_self(), "hostglob-1");
+    worker_tid = gettid_now();
+    call_many(host_traced_b, 70);
+  });
+  worker.join();
+  call_many(host_traced_b, 30);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].fn["host_traced_b"], 70u);
+  EXPECT_EQ(reports[0].threads[worker_tid].entries, 70u);
+  EXPECT_EQ(reports[0].threads.count(gettid_now()), 0u);
+}
+
+// Counts this process's threads named `name`.
+int threads_named(const std::string& name) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm = read_file(e.path().string() + "/comm");
+    if (comm == name + "\n") ++n;
+  }
+  return n;
+}
+
+TEST_F(SessionTest, WriterThreadIsNamedAndJoinedAtStop) {
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  // The writer names itself once it runs.
+  for (int i = 0; i < 200 && threads_named("ftjit-writer") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(threads_named("ftjit-writer"), 1);
+  ASSERT_TRUE(s->stop());
+  EXPECT_EQ(threads_named("ftjit-writer"), 0);
+}
+
+TEST_F(SessionTest, ExitCallbacksPairWithEntries) {
+  // Needs the engine's exit hooks (ftjit_ops.exit_func).
+  auto s = start(config({kExit}));
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, 400);
+  call_many(host_traced_c, 100);  // c calls a: 200 frames
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  ThreadLine& t = reports[0].threads[gettid_now()];
+  EXPECT_EQ(t.entries, 600u);
+  EXPECT_EQ(t.exits, 600u);
+  EXPECT_EQ(t.unwound, 0u);
+}
+
+// ---------------------------------------------------------------------------
+// Options, formats, output
+// ---------------------------------------------------------------------------
+
+TEST_F(SessionTest, OptionsReachThePluginTyped) {
+  auto s = start(config({kGood + ":top=0x10,ratio=2.25,verbose=yes,label=a\\,b"}));
+  ASSERT_TRUE(s);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].options, "16\t2.250\t1\ta,b");
+  // Undeclared names and wrong types read as zero values.
+  EXPECT_EQ(reports[0].wrongtype, "0\t0\t|");
+}
+
+TEST_F(SessionTest, DefaultsApplyWhenNotGiven) {
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].options, "10\t0.500\t0\tnone");
+}
+
+TEST_F(SessionTest, DefaultFormatIsThePluginsFirst) {
+  SessionConfig c = config();
+  c.format.clear();
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, 2);
+  ASSERT_TRUE(s->report());
+  EXPECT_THAT(read_file(out_), HasSubstr("host_traced_a called 2 times\n"));
+}
+
+TEST_F(SessionTest, TsvOnStdoutIsExactlyThePluginsLines) {
+  SessionConfig c = config();
+  c.output = "-";
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_b, 5);
+  ::testing::internal::CaptureStdout();
+  auto st = s->report();
+  std::string text = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(st) << st.error().message;
+  auto reports = parse_reports(text);  // fails on any line it does not know
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].fn["host_traced_b"], 5u);
+}
+
+TEST_F(SessionTest, StopIsIdempotentAndReportOnlyOnce) {
+  auto s = start(config());
+  ASSERT_TRUE(s);
+  EXPECT_GT(sites_enabled(), 0u);
+  ASSERT_TRUE(s->stop());
+  EXPECT_EQ(sites_enabled(), 0u);
+  call_many(host_traced_a, 50);  // not traced any more
+  ASSERT_TRUE(s->stop());
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].fn.count("host_traced_a"), 0u);
+  auto again = s->report();
+  ASSERT_FALSE(again);
+  EXPECT_THAT(again.error().message, HasSubstr("twice"));
+}
+
+TEST_F(SessionTest, ReportFailureNamesThePluginAndItsMessage) {
+  auto s = start(config({kGood + ":fail_report=on"}));
+  ASSERT_TRUE(s);
+  auto st = s->report();
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message, HasSubstr("plugin 'hostgood' (" + kGood + "): report failed"));
+  EXPECT_THAT(st.error().message, HasSubstr("asked to fail (fail_report)"));
+}
+
+TEST_F(SessionTest, ShutdownRunsOnceAfterInit) {
+  std::string marker = out_ + ".marker";
+  std::remove(marker.c_str());
+  {
+    auto s = start(config({kGood + ":marker=" + marker}));
+    ASSERT_TRUE(s);
+    EXPECT_EQ(read_file(marker), "init\n");
+    ASSERT_TRUE(s->report());
+  }
+  EXPECT_EQ(read_file(marker), "init\nshutdown\n");
+}
+
+// ---------------------------------------------------------------------------
+// Refusals: each names the plugin and the cause, and leaves nothing attached
+// ---------------------------------------------------------------------------
+
+struct Refusal {
+  const char* title;
+  std::function<void(SessionConfig&)> change;
+  std::vector<std::string> causes;
+};
+
+std::vector<Refusal> session_refusals(const std::string& marker) {
+  auto plugin = [](std::string text) {
+    return [text](SessionConfig& c) {
+      c.plugins.push_back(ftjit::plugins::parse_plugin_spec(text).value());
+    };
+  };
+  return {
+      {"abi", plugin(kDir + "/bad-abi.so"), {kDir + "/bad-abi.so", "built for plugin ABI 99"}},
+      {"no symbol", plugin(kDir + "/bad-no-symbol.so"), {"bad-no-symbol.so", "not an ftjit plugin"}},
+      {"null", plugin(kDir + "/bad-null.so"), {"bad-null.so", "returned NULL"}},
+      {"small", plugin(kDir + "/bad-small.so"), {"bad-small.so", "struct_size"}},
+      {"no callbacks", plugin(kDir + "/bad-no-callbacks.so"), {"bad-no-callbacks.so", "neither"}},
+      {"bad default", plugin(kDir + "/bad-bad-default.so"), {"bad-bad-default.so", "got 'ten'"}},
+      {"missing", plugin(kDir + "/missing.so"), {"missing.so", "no such file"}},
+      {"unknown option", plugin(kGood + ":depth=3"),
+       {"plugin 'hostgood' (" + kGood + "): unknown option 'depth'",
+        "known: top, ratio, verbose, label, marker, fail_report"}},
+      {"wrong type", plugin(kGood + ":top=x"),
+       {"option 'top' of plugin 'hostgood' wants an integer, got 'x'"}},
+      {"format", [](SessionConfig& c) { c.format = "xml"; },
+       {"plugin 'hostgood' does not support format 'xml' (it writes text, tsv)"}},
+      {"output", [](SessionConfig& c) { c.output = "/nonexistent/dir/out"; },
+       {"cannot open output '/nonexistent/dir/out'", "No such file or directory"}},
+      {"init fails", plugin(kDir + "/bad-init-fails.so"),
+       {"plugin 'bad' (" + kDir + "/bad-init-fails.so): init failed: cannot size the table: -3 buckets"}},
+      {"init refuses option", plugin(kGood + ":top=-1"),
+       {"plugin 'hostgood'", "init failed: top must be >= 0, got -1"}},
+      {"no match", [](SessionConfig& c) { c.include = {"no_function_is_called_this"}; },
+       {"plugin 'hostgood'", "attach failed (", "no_function_is_called_this"}},
+      {"direct", [](SessionConfig& c) { c.strategy = FTJIT_STRATEGY_DIRECT; }, {"direct"}},
+      {"marker then bad", [marker](SessionConfig& c) {
+         c.plugins.clear();
+         c.plugins.push_back(ftjit::plugins::parse_plugin_spec(kGood + ":marker=" + marker).value());
+         c.plugins.push_back(ftjit::plugins::parse_plugin_spec(kDir + "/bad-init-fails.so").value());
+       }, {"init failed"}},
+  };
+}
+
+TEST_F(SessionTest, EveryRefusalUndoesEverything) {
+  std::string marker = out_ + ".marker";
+  for (const Refusal& r : session_refusals(marker)) {
+    SCOPED_TRACE(r.title);
+    std::remove(marker.c_str());
+    SessionConfig c = config();
+    r.change(c);
+    auto s = TraceSession::start(engine_, c);
+    ASSERT_FALSE(s);
+    for (const std::string& cause : r.causes) EXPECT_THAT(s.error().message, HasSubstr(cause));
+    EXPECT_EQ(sites_enabled(), 0u);
+    expect_good_session_works();
+  }
+  // The good plugin before the failing one was inited, then shut down.
+  EXPECT_EQ(read_file(marker), "init\nshutdown\n");
+}
+
+}  // namespace

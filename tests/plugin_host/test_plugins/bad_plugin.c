@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* Plugins the host must refuse, one defect each; the build compiles this file
+ * once per BAD_* macro. Apart from its defect each is a valid plugin, so a
+ * refusal can only come from that defect. */
+#include <stddef.h>
+
+#include "ftjit/plugin.h"
+
+static const ftjit_host *host;
+
+static int on_init(ftjit_plugin_ctx *ctx) {
+#ifdef BAD_INIT_FAILS
+  host->set_error(ctx, "cannot size the table: %d buckets", -3);
+  return 1;
+#else
+  (void)ctx;
+  return 0;
+#endif
+}
+
+__attribute__((unused)) static void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+                     ftjit_plugin_regs *regs) {
+  (void)ip;
+  (void)parent_ip;
+  (void)ctx;
+  (void)regs;
+}
+
+__attribute__((unused)) static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *t, const void *e) {
+  (void)ctx;
+  (void)t;
+  (void)e;
+}
+
+static const ftjit_plugin_option options[] = {
+    {"size", FTJIT_OPTION_INT,
+#ifdef BAD_BAD_DEFAULT
+     "ten",
+#else
+     "10",
+#endif
+     "table size"},
+#ifdef BAD_DUP_OPTION
+    {"size", FTJIT_OPTION_INT, "1", "again"},
+#endif
+};
+
+static const char *const formats[] = {"text", "tsv", NULL};
+
+static const ftjit_plugin descriptor = {
+#ifdef BAD_SMALL
+    .struct_size = offsetof(ftjit_plugin, init),
+#else
+    .struct_size = sizeof(ftjit_plugin),
+#endif
+#ifdef BAD_ABI
+    .abi_version = FTJIT_PLUGIN_ABI_VERSION + 98,
+#else
+    .abi_version = FTJIT_PLUGIN_ABI_VERSION,
+#endif
+#ifdef BAD_BAD_NAME
+    .name = "Bad Name",
+#else
+    .name = "bad",
+#endif
+    .description = "a plugin with one defect",
+    .options = options,
+    .n_options = sizeof options / sizeof options[0],
+    .formats = formats,
+    .event_size = 8,
+    .init = on_init,
+#ifndef BAD_NO_CALLBACKS
+    .entry = on_entry,
+#endif
+#ifndef BAD_EVENTS_NO_CONSUME
+    .consume = on_consume,
+#endif
+};
+
+#ifdef BAD_NO_SYMBOL
+/* A near miss: the right shape under the wrong name. */
+FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v0(const ftjit_host *h) {
+  host = h;
+  return &descriptor;
+}
+#else
+FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(const ftjit_host *h) {
+  host = h;
+#ifdef BAD_NULL
+  (void)descriptor;
+  return NULL;
+#else
+  return &descriptor;
+#endif
+}
+#endif

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* Functions the host's e2e tests trace (-fpatchable-function-entry=5).
+ * noipa: no inlining and no clones, so every call goes through the entry. */
+#include "traced_host.h"
+
+__attribute__((noipa)) int host_traced_a(int x) { return x + 1; }
+__attribute__((noipa)) int host_traced_b(int x) { return x * 2; }
+__attribute__((noipa)) int host_traced_c(int x) { return host_traced_a(x) - 1; }
