@@ -91,6 +91,16 @@ PluginInfo info_of(const LoadedPlugin& plugin);
 // The table every plugin gets.
 const ftjit_host* host_table();
 
+// The event-path services (event_services.cpp, no vector registers).
+uint64_t svc_now_ns();
+int32_t svc_thread_id();
+void* svc_thread_storage(ftjit_plugin_ctx* ctx);
+void* svc_event_reserve(ftjit_plugin_ctx* ctx);
+void svc_event_commit(ftjit_plugin_ctx* ctx);
+uint32_t svc_call_depth();
+size_t svc_call_stack(uint64_t* ips, size_t max);
+void* svc_instance_data(ftjit_plugin_ctx* ctx);
+
 // ---------------------------------------------------------------------------
 // Per-thread state
 // ---------------------------------------------------------------------------
@@ -181,6 +191,7 @@ struct ftjit_plugin_ctx {
   uint32_t needs_block;  // storage or events declared: worth a block
   uint64_t generation;
   ftjit::plugins::detail::Instance* instance;
+  void* plugin_data;  // set_instance_data
 };
 static_assert(std::is_standard_layout_v<ftjit_plugin_ctx>);
 static_assert(offsetof(ftjit_plugin_ctx, ops) == 0);

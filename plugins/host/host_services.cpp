@@ -2,10 +2,7 @@
 // The services table every plugin gets (ftjit_host), and the per-thread
 // blocks behind thread_storage and the event buffers.
 //
-// Event path ([event] in plugin.h): thread_id, now_ns, thread_storage,
-// event_reserve/commit, call_depth/call_stack. After a thread's first event
-// they touch only thread-local memory and the thread's own block: no lock,
-// no allocation, no syscall but clock_gettime (vDSO).
+// The event-path services ([event] in plugin.h) live in event_services.cpp.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -31,38 +28,10 @@ namespace {
 // Thread-local state
 // ---------------------------------------------------------------------------
 
-struct SlotEntry {
-  uint64_t generation;
-  ThreadBlock* block;
-};
-
-// Trivially destructible on purpose: no TLS destructor to run at thread
-// exit, and a thread's blocks stay with their instance.
-thread_local SlotEntry t_slots[kMaxInstances];
-thread_local int32_t t_tid;
-
-void forget_tid_in_child() { t_tid = 0; }
-
-int32_t current_tid() {
-  int32_t tid = t_tid;
-  if (tid == 0) {
-    static const bool registered = [] {
-      // A forked child's thread inherits the parent's cached id.
-      pthread_atfork(nullptr, nullptr, forget_tid_in_child);
-      return true;
-    }();
-    (void)registered;
-    tid = static_cast<int32_t>(::syscall(SYS_gettid));
-    t_tid = tid;
-  }
-  return tid;
-}
-
 std::mutex g_slots_mu;
 bool g_slot_used[kMaxInstances];
 std::atomic<uint64_t> g_generation{0};
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // ---------------------------------------------------------------------------
 // Services
@@ -110,14 +79,6 @@ void svc_set_error(ftjit_plugin_ctx* ctx, const char* fmt, ...) {
   va_end(ap);
 }
 
-uint64_t svc_now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-int32_t svc_thread_id() { return current_tid(); }
-
 const char* svc_thread_name() {
   // Read afresh each time: threads rename themselves, and this is no
   // event-path service.
@@ -162,18 +123,6 @@ FILE* svc_output(ftjit_plugin_ctx* ctx) { return instance_of(ctx)->out; }
 
 const char* svc_format(ftjit_plugin_ctx* ctx) { return instance_of(ctx)->format.c_str(); }
 
-// The calling thread's block for ctx: one compare on the hot path.
-inline ThreadBlock* block_of(ftjit_plugin_ctx* ctx) {
-  SlotEntry& e = t_slots[ctx->slot];
-  if (e.generation == ctx->generation) [[likely]] return e.block;
-  return ctx->needs_block != 0 ? ctx->instance->thread_block() : nullptr;
-}
-
-void* svc_thread_storage(ftjit_plugin_ctx* ctx) {
-  ThreadBlock* b = block_of(ctx);
-  return b != nullptr ? b->storage : nullptr;  // storage is NULL if size 0
-}
-
 void svc_for_each_thread(ftjit_plugin_ctx* ctx, ftjit_thread_visit_fn fn, void* arg) {
   if (ctx == nullptr || fn == nullptr) return;
   for (ThreadBlock* b = instance_of(ctx)->threads.load(std::memory_order_acquire); b != nullptr;
@@ -184,39 +133,6 @@ void svc_for_each_thread(ftjit_plugin_ctx* ctx, ftjit_thread_visit_fn fn, void* 
     fn(&info, b->storage, arg);
   }
 }
-
-void* svc_event_reserve(ftjit_plugin_ctx* ctx) {
-  ThreadBlock* b = block_of(ctx);
-  if (b == nullptr || b->events == nullptr) {
-    if (instance_of(ctx)->event_size != 0) {
-      instance_of(ctx)->orphan_drops.fetch_add(1, std::memory_order_relaxed);
-    }
-    return nullptr;
-  }
-  const uint64_t h = b->head.load(std::memory_order_relaxed);
-  if (h - b->tail.load(std::memory_order_acquire) > b->mask) {
-    b->reserved = false;
-    // Only this thread writes drops; the writer and report only read it.
-    b->drops.store(b->drops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  b->reserved = true;
-  b->reserved_at = h;
-  return b->events + (h & b->mask) * b->event_size;
-}
-
-void svc_event_commit(ftjit_plugin_ctx* ctx) {
-  SlotEntry& e = t_slots[ctx->slot];
-  if (e.generation != ctx->generation) return;  // nothing was reserved
-  ThreadBlock* b = e.block;
-  if (!b->reserved) return;  // the reserve failed, or commit came twice
-  b->reserved = false;
-  b->head.store(b->reserved_at + 1, std::memory_order_release);
-}
-
-uint32_t svc_call_depth() { return ftjit_shadow_depth(); }
-
-size_t svc_call_stack(uint64_t* ips, size_t max) { return ftjit_shadow_stack(ips, max); }
 
 void svc_drop_counts(ftjit_plugin_ctx* ctx, uint64_t* recursion, uint64_t* events) {
   Instance* inst = instance_of(ctx);
@@ -230,6 +146,28 @@ void svc_drop_counts(ftjit_plugin_ctx* ctx, uint64_t* recursion, uint64_t* event
     *recursion = now >= inst->recursion_base ? now - inst->recursion_base : 0;
   }
   if (events != nullptr) *events = inst->events_dropped();
+}
+
+void svc_set_instance_data(ftjit_plugin_ctx* ctx, void* data) {
+  if (ctx != nullptr) ctx->plugin_data = data;
+}
+
+int32_t svc_process_id() { return static_cast<int32_t>(getpid()); }
+
+const char* svc_process_name() {
+  // The main thread's comm, read once: what `ps` and Perfetto show.
+  static const std::string name = [] {
+    char buf[64] = {};
+    FILE* f = fopen("/proc/self/comm", "re");
+    if (f != nullptr) {
+      if (fgets(buf, sizeof buf, f) == nullptr) buf[0] = '\0';
+      fclose(f);
+    }
+    std::string n(buf);
+    while (!n.empty() && n.back() == '\n') n.pop_back();
+    return n;
+  }();
+  return name.c_str();
 }
 
 const ftjit_host kHost = {
@@ -254,6 +192,10 @@ const ftjit_host kHost = {
     svc_call_depth,
     svc_call_stack,
     svc_drop_counts,
+    svc_set_instance_data,
+    svc_instance_data,
+    svc_process_id,
+    svc_process_name,
 };
 
 }  // namespace
@@ -287,13 +229,6 @@ uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_
 // Thread blocks
 // ---------------------------------------------------------------------------
 
-void ThreadBlock::set_name(const char* name) {
-  uint64_t words[2] = {0, 0};
-  std::memcpy(words, name, strnlen(name, 15));
-  name_words[0].store(words[0], std::memory_order_relaxed);
-  name_words[1].store(words[1], std::memory_order_relaxed);
-}
-
 void ThreadBlock::copy_name(char out[16]) const {
   uint64_t words[2] = {name_words[0].load(std::memory_order_relaxed),
                        name_words[1].load(std::memory_order_relaxed)};
@@ -312,43 +247,6 @@ void refresh_thread_name(ThreadBlock* b) {
   if (n <= 0) return;
   if (name[n - 1] == '\n') name[n - 1] = '\0';
   b->set_name(name);
-}
-
-ThreadBlock* Instance::create_block() {
-  const size_t header = round_up(sizeof(ThreadBlock), 64);
-  const size_t storage = round_up(storage_size, 64);
-  const size_t ring = static_cast<size_t>(event_size) * (event_size != 0 ? ring_capacity : 0);
-  const size_t bytes = round_up(header + storage + ring, static_cast<size_t>(getpagesize()));
-  // mmap, not malloc: async-signal-safe, lock-free in userspace, and never
-  // a traced allocator. Its pages come zeroed, as thread storage promises.
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return nullptr;
-  auto* b = new (mem) ThreadBlock;
-  b->map_bytes = bytes;
-  b->tid = current_tid();
-  b->storage = storage_size != 0 ? static_cast<uint8_t*>(mem) + header : nullptr;
-  b->events = event_size != 0 ? static_cast<uint8_t*>(mem) + header + storage : nullptr;
-  b->event_size = event_size;
-  b->mask = event_size != 0 ? ring_capacity - 1 : 0;
-  char name[17] = {};
-  if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) b->set_name(name);
-
-  ThreadBlock* head = threads.load(std::memory_order_relaxed);
-  do {
-    b->next = head;
-  } while (!threads.compare_exchange_weak(head, b, std::memory_order_release,
-                                          std::memory_order_relaxed));
-  return b;
-}
-
-ThreadBlock* Instance::thread_block() {
-  SlotEntry& e = t_slots[ctx.slot];
-  if (e.generation == ctx.generation) return e.block;
-  ThreadBlock* b = create_block();
-  if (b == nullptr) return nullptr;
-  e.block = b;
-  e.generation = ctx.generation;
-  return b;
 }
 
 uint64_t Instance::events_dropped() const {

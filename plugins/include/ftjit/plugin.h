@@ -172,7 +172,24 @@ typedef struct ftjit_host {
    * dropped because a buffer was full, so far. */
   void (*drop_counts)(ftjit_plugin_ctx *ctx, uint64_t *recursion,
                       uint64_t *events);
+
+  /* The plugin's own per-instance pointer: set it in init, read it
+   * anywhere ([event]). NULL until set. */
+  void (*set_instance_data)(ftjit_plugin_ctx *ctx, void *data);
+  void *(*instance_data)(ftjit_plugin_ctx *ctx);
+  /* The traced process (what trace formats name their process track). */
+  int32_t (*process_id)(void);
+  const char *(*process_name)(void);
 } ftjit_host;
+
+/* Guarantees a plugin may rely on:
+ *  - consume() is called by one writer thread at a time, never concurrently
+ *    with itself, in commit order per thread;
+ *  - report()'s `out` is output(ctx);
+ *  - event_reserve() returns memory aligned to 8 bytes;
+ *  - option_string()'s result lives until shutdown;
+ *  - the [event] services never touch FP/vector registers, so callbacks of
+ *    a FTJIT_PLUGIN_F_NO_FP plugin may call them. */
 
 typedef struct ftjit_plugin {
   uint32_t struct_size;       /* sizeof(ftjit_plugin) */

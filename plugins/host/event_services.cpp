@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// The event-path services ([event] in plugin.h): thread_id, now_ns,
+// thread_storage, event_reserve/commit, call_depth/call_stack,
+// instance_data, and the creation of a thread's block on its first event.
+// After a thread's first event they touch only thread-local memory and the
+// thread's own block: no lock, no allocation, no system call.
+//
+// Built with -mgeneral-regs-only: a plugin that declares
+// FTJIT_PLUGIN_F_NO_FP runs under a trampoline that did not save the
+// vector registers, and everything it calls here must leave them alone
+// (which is also why nothing here calls libc's string functions).
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "plugins/host/host_internal.h"
+
+namespace ftjit::plugins::detail {
+
+namespace {
+
+struct SlotEntry {
+  uint64_t generation;
+  ThreadBlock* block;
+};
+
+// Trivially destructible on purpose: no TLS destructor to run at thread
+// exit, and a thread's blocks stay with their instance.
+thread_local SlotEntry t_slots[kMaxInstances];
+thread_local int32_t t_tid;
+
+void forget_tid_in_child() { t_tid = 0; }
+
+int32_t current_tid() {
+  int32_t tid = t_tid;
+  if (tid == 0) {
+    static const bool registered = [] {
+      // A forked child's thread inherits the parent's cached id.
+      pthread_atfork(nullptr, nullptr, forget_tid_in_child);
+      return true;
+    }();
+    (void)registered;
+    tid = static_cast<int32_t>(::syscall(SYS_gettid));
+    t_tid = tid;
+  }
+  return tid;
+}
+
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The calling thread's block for ctx: one compare on the hot path.
+inline ThreadBlock* block_of(ftjit_plugin_ctx* ctx) {
+  SlotEntry& e = t_slots[ctx->slot];
+  if (e.generation == ctx->generation) [[likely]] return e.block;
+  return ctx->needs_block != 0 ? ctx->instance->thread_block() : nullptr;
+}
+
+}  // namespace
+
+void* svc_thread_storage(ftjit_plugin_ctx* ctx) {
+  ThreadBlock* b = block_of(ctx);
+  return b != nullptr ? b->storage : nullptr;  // storage is NULL if size 0
+}
+
+
+uint64_t svc_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int32_t svc_thread_id() { return current_tid(); }
+
+void* svc_event_reserve(ftjit_plugin_ctx* ctx) {
+  ThreadBlock* b = block_of(ctx);
+  if (b == nullptr || b->events == nullptr) {
+    if (ctx->instance->event_size != 0) {
+      ctx->instance->orphan_drops.fetch_add(1, std::memory_order_relaxed);
+    }
+    return nullptr;
+  }
+  const uint64_t h = b->head.load(std::memory_order_relaxed);
+  if (h - b->tail.load(std::memory_order_acquire) > b->mask) {
+    b->reserved = false;
+    // Only this thread writes drops; the writer and report only read it.
+    b->drops.store(b->drops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  b->reserved = true;
+  b->reserved_at = h;
+  return b->events + (h & b->mask) * b->event_size;
+}
+
+void svc_event_commit(ftjit_plugin_ctx* ctx) {
+  SlotEntry& e = t_slots[ctx->slot];
+  if (e.generation != ctx->generation) return;  // nothing was reserved
+  ThreadBlock* b = e.block;
+  if (!b->reserved) return;  // the reserve failed, or commit came twice
+  b->reserved = false;
+  b->head.store(b->reserved_at + 1, std::memory_order_release);
+}
+
+uint32_t svc_call_depth() { return ftjit_shadow_depth(); }
+
+size_t svc_call_stack(uint64_t* ips, size_t max) { return ftjit_shadow_stack(ips, max); }
+
+void* svc_instance_data(ftjit_plugin_ctx* ctx) { return ctx != nullptr ? ctx->plugin_data : nullptr; }
+
+void ThreadBlock::set_name(const char* name) {
+  uint64_t words[2] = {0, 0};
+  // Byte by byte: libc's strnlen may use vector registers.
+  auto* bytes = reinterpret_cast<unsigned char*>(words);
+  for (size_t i = 0; i < 15 && name[i] != '\0'; ++i) bytes[i] = static_cast<unsigned char>(name[i]);
+  name_words[0].store(words[0], std::memory_order_relaxed);
+  name_words[1].store(words[1], std::memory_order_relaxed);
+}
+
+ThreadBlock* Instance::create_block() {
+  const size_t header = round_up(sizeof(ThreadBlock), 64);
+  const size_t storage = round_up(storage_size, 64);
+  const size_t ring = static_cast<size_t>(event_size) * (event_size != 0 ? ring_capacity : 0);
+  const size_t bytes = round_up(header + storage + ring, static_cast<size_t>(getpagesize()));
+  // mmap, not malloc: async-signal-safe, lock-free in userspace, and never
+  // a traced allocator. Its pages come zeroed, as thread storage promises.
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  auto* b = new (mem) ThreadBlock;
+  b->map_bytes = bytes;
+  b->tid = current_tid();
+  b->storage = storage_size != 0 ? static_cast<uint8_t*>(mem) + header : nullptr;
+  b->events = event_size != 0 ? static_cast<uint8_t*>(mem) + header + storage : nullptr;
+  b->event_size = event_size;
+  b->mask = event_size != 0 ? ring_capacity - 1 : 0;
+  char name[17] = {};
+  if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) b->set_name(name);
+
+  ThreadBlock* head = threads.load(std::memory_order_relaxed);
+  do {
+    b->next = head;
+  } while (!threads.compare_exchange_weak(head, b, std::memory_order_release,
+                                          std::memory_order_relaxed));
+  return b;
+}
+
+ThreadBlock* Instance::thread_block() {
+  SlotEntry& e = t_slots[ctx.slot];
+  if (e.generation == ctx.generation) return e.block;
+  ThreadBlock* b = create_block();
+  if (b == nullptr) return nullptr;
+  e.block = b;
+  e.generation = ctx.generation;
+  return b;
+}
+
+}  // namespace ftjit::plugins::detail
