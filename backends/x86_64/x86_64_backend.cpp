@@ -19,12 +19,17 @@
 //     al the vector-register count of a varargs call, r10 the static chain,
 //     xmm0-7 FP arguments: all live. r11 and the flags are free: the call
 //     into the function already clobbered them as far as the caller knows.
-//     rsp = 8 mod 16.
+//     rsp = 8 mod 16 by the ABI, but not always in practice: GCC calls
+//     its own static functions without realigning (-fipa-stack-alignment)
+//     when the callee needs no alignment, so trampolines realign.
 //
-// (c) The trampoline frame (rsp is 16-aligned after the site's call):
+// (c) The trampoline frame. r11 keeps the stack pointer the site's call
+//     left, then rsp goes down by F+8 and is rounded down to 16:
 //
-//     rsp+F+8   parent return address    -> parent_ip
-//     rsp+F     return into entry+5      -> ip = it - 5
+//     r11+8     parent return address    -> parent_ip
+//     r11       return into entry+5      -> ip = it - 5
+//     ...       (0 or 8 bytes of alignment)
+//     rsp+F     r11, to restore rsp from
 //     rsp+80    xmm0..xmm7 (16 B each)   -+
 //     rsp+72    sp at the traced entry    |  ftjit_regs, passed as `regs`
 //     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
@@ -52,14 +57,15 @@
 //     it because its return address was replaced, ftrace function_graph's
 //     return_to_handler):
 //
-//     rsp+48    (the slot that held the replaced return address is rsp+40)
+//     r11-8     the slot that held the replaced return address
+//     ...       (alignment)
+//     rsp+48    r11: the stack pointer on arrival
 //     rsp+32    xmm1                     -+
 //     rsp+16    xmm0                      |  ftjit_ret_regs
 //     rsp+0     rax rdx                  -+
 //
-//     rsp is 16-aligned on arrival (the caller's call site was). pop(slot,
-//     regs) returns the real return address; we jump to it through r11
-//     (free at a return: caller-saved and no return value lives there).
+//     pop(slot, regs) returns the real return address; we jump to it
+//     through r11 (free at a return: caller-saved, no return value).
 //
 // Live rewrite order (each step for every site of a batch, then one sync):
 //   1. write int3 (cc) over the first byte: a thread reaching the site now
@@ -92,7 +98,7 @@ static_assert(offsetof(ftjit_regs, fp) == 80);
 static_assert(sizeof(ftjit_regs) == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
-constexpr int32_t kExitFrame = 48;
+constexpr int32_t kExitFrame = 48;   // ftjit_ret_regs; the saved rsp follows
 
 bool fits_rel32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
@@ -218,18 +224,21 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   a.cmp(guard, 0);
   a.jne(nested);
   a.mov(guard, 1);
-  a.sub(rsp, frame);
+  a.mov(r11, rsp);
+  a.sub(rsp, frame + 8);
+  a.and_(rsp, -16);
+  a.mov(qword_ptr(rsp, frame), r11);
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
-  a.lea(r11, qword_ptr(rsp, frame + 8));
-  a.mov(qword_ptr(rsp, 72), r11);
   if (req.save_fp) {
     for (int i = 0; i < 8; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
   }
 
-  a.mov(rdi, qword_ptr(rsp, frame));       // return address = entry + 5
+  a.mov(rdi, qword_ptr(r11));              // return address = entry + 5
   a.sub(rdi, kSiteBytes);                  // ip
-  a.mov(rsi, qword_ptr(rsp, frame + 8));   // parent_ip
+  a.mov(rsi, qword_ptr(r11, 8));           // parent_ip
+  a.lea(r11, qword_ptr(r11, 8));
+  a.mov(qword_ptr(rsp, 72), r11);          // sp at the traced entry
   a.mov(rcx, rsp);                         // regs
   if (req.source == OpsSource::kImmediate) {
     a.mov(rdx, imm(req.ops));
@@ -255,7 +264,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   }
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
   if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
-  a.add(rsp, frame);
+  a.mov(rsp, qword_ptr(rsp, frame));
   a.mov(guard, 0);
   a.inc(exits);
   if (req.honour_direct) {
@@ -295,12 +304,15 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_exit_trampoline(
   Mem exits = tls_word(req.counts_tls_offset + 8);
 
   a.inc(entries);
-  a.sub(rsp, kExitFrame);
+  a.mov(r11, rsp);
+  a.sub(rsp, kExitFrame + 8);
+  a.and_(rsp, -16);
+  a.mov(qword_ptr(rsp, kExitFrame), r11);
   a.mov(qword_ptr(rsp, 0), rax);
   a.mov(qword_ptr(rsp, 8), rdx);
   a.movaps(xmmword_ptr(rsp, 16), xmm0);
   a.movaps(xmmword_ptr(rsp, 32), xmm1);
-  a.lea(rdi, qword_ptr(rsp, kExitFrame - 8));  // the replaced slot
+  a.lea(rdi, qword_ptr(r11, -8));          // the replaced slot
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
   a.call(rax);
@@ -309,7 +321,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_exit_trampoline(
   a.mov(rdx, qword_ptr(rsp, 8));
   a.movaps(xmm0, xmmword_ptr(rsp, 16));
   a.movaps(xmm1, xmmword_ptr(rsp, 32));
-  a.add(rsp, kExitFrame);
+  a.mov(rsp, qword_ptr(rsp, kExitFrame));
   a.inc(exits);
   a.jmp(r11);
   return finish(code, place);

@@ -19,6 +19,8 @@
 #include "ftjit/ftjit.h"
 #include "tests/e2e/traced.h"
 
+extern "C" int test_call_misaligned(int (*fn)(int, int), int a, int b);  // misaligned_call.S
+
 namespace {
 
 struct Event {
@@ -195,6 +197,16 @@ TEST_P(ExitHookTest, ThreadExitingInsideHookedFramesReportsThemUnwound) {
   ASSERT_EQ(log_.events.size(), 2u);
   EXPECT_TRUE(log_.events[1].exit);
   EXPECT_TRUE(log_.events[1].unwound);
+}
+
+TEST_P(ExitHookTest, EntryWithAMisalignedStack) {
+  // Entry and exit trampolines both save vector registers with aligned
+  // stores: they must realign rather than trust the ABI.
+  ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(test_call_misaligned(traced_add, i, 100), i + 100);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  ASSERT_EQ(log_.events.size(), 20u);
+  EXPECT_EQ(static_cast<int>(log_.events[19].ret0), 109);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ExitHookTest,

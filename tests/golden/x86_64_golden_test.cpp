@@ -124,18 +124,21 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   64 80 3c 25 d0 ff ff ff 00   cmpb   $0,%fs:-0x30       inside a callback?
 //   0f 85 <rel32>                jne    nested
 //   64 c6 04 25 d0 ff ff ff 01   movb   $1,%fs:-0x30       guard on
-//   48 83 ec 50                  sub    $0x50,%rsp
+//   49 89 e3                     mov    %rsp,%r11          the site's rsp
+//   48 83 ec 58                  sub    $0x58,%rsp
+//   48 83 e4 f0                  and    $-16,%rsp          realigned
+//   4c 89 5c 24 50               mov    %r11,0x50(%rsp)
 //   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
-//   4c 8d 5c 24 58               lea    0x58(%rsp),%r11    sp at entry
-//   4c 89 5c 24 48               mov    %r11,0x48(%rsp)
-//   48 8b 7c 24 50               mov    0x50(%rsp),%rdi    return address
+//   49 8b 3b                     mov    (%r11),%rdi        return address
 //   48 83 ef 05                  sub    $0x5,%rdi          ip
-//   48 8b 74 24 58               mov    0x58(%rsp),%rsi    parent_ip
+//   49 8b 73 08                  mov    0x8(%r11),%rsi     parent_ip
+//   4d 8d 5b 08                  lea    0x8(%r11),%r11
+//   4c 89 5c 24 48               mov    %r11,0x48(%rsp)    sp at entry
 //   48 89 e1                     mov    %rsp,%rcx          regs
 //   48 ba <ops>                  movabs $ops,%rdx
 //   e8 <rel32>                   call   func
 //   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
-//   48 83 c4 50                  add    $0x50,%rsp
+//   48 8b 64 24 50               mov    0x50(%rsp),%rsp
 //   64 c6 04 25 d0 ff ff ff 00   movb   $0,%fs:-0x30       guard off
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
@@ -155,25 +158,28 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff64803c25d0ffffff000f859c00000064c60425d0ffffff01"
-            "4883ec5048893c244889742408488954241048894c24184c894424204c894c2428"
-            "48894424304c895424384c8d5c24584c895c2448488b7c24504883ef05488b7424584889e148ba887766"
-            "5544332211e88a0ff0ff488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b44"
-            "24304c8b5424384883c45064c60425d0ffffff006448ff0425c8ffffffc3"
+            "6448ff0425c0ffffff64803c25d0ffffff000f85a500000064c60425d0ffffff01"
+            "4989e34883ec584883e4f04c895c2450"
+            "48893c244889742408488954241048894c24184c894424204c894c242848894424304c89542438"
+            "498b3b4883ef05498b73084d8d5b084c895c24484889e148ba8877665544332211e8820ff0ff"
+            "488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b4424304c8b542438"
+            "488b64245064c60425d0ffffff006448ff0425c8ffffffc3"
             "49bb00002000007f0000f049ff036448ff0425c8ffffffc3");
 }
 
-// The exit trampoline: save the return registers, ask pop() for the real
-// return address, restore, jump there.
+// The exit trampoline: realign, save the return registers, ask pop() for
+// the real return address, restore, jump there.
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
-//   48 83 ec 30                  sub    $0x30,%rsp
+//   49 89 e3                     mov    %rsp,%r11          rsp on arrival
+//   48 83 ec 38 / 48 83 e4 f0    sub $0x38,%rsp / and $-16,%rsp
+//   4c 89 5c 24 30               mov    %r11,0x30(%rsp)
 //   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
 //   0f 29 44 24 10 / 0f 29 4c 24 20  movaps %xmm0,0x10(%rsp) / %xmm1,0x20(%rsp)
-//   48 8d 7c 24 28               lea    0x28(%rsp),%rdi    the replaced slot
+//   49 8d 7b f8                  lea    -0x8(%r11),%rdi    the replaced slot
 //   48 89 e6                     mov    %rsp,%rsi
 //   48 b8 <pop> ff d0            movabs $pop,%rax ; call *%rax
 //   49 89 c3                     mov    %rax,%r11
-//   ... restore ...              add    $0x30,%rsp ; incq %fs:-0x38
+//   ... restore ...              mov 0x30(%rsp),%rsp ; incq %fs:-0x38
 //   41 ff e3                     jmp    *%r11
 TEST(X86Golden, ExitTrampoline) {
   ExitTrampolineRequest r;
@@ -182,10 +188,10 @@ TEST(X86Golden, ExitTrampoline) {
   auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff4883ec30488904244889542408"
-            "0f294424100f294c2420488d7c24284889e648b80030000000"
-            "7f0000ffd04989c3488b0424488b5424080f284424100f284c2420"
-            "4883c4306448ff0425c8ffffff41ffe3");
+            "6448ff0425c0ffffff4989e34883ec384883e4f04c895c2430"
+            "4889042448895424080f294424100f294c2420498d7bf84889e6"
+            "48b800300000007f0000ffd04989c3488b0424488b5424080f284424100f284c2420"
+            "488b6424306448ff0425c8ffffff41ffe3");
 }
 
 TEST(X86Golden, FarCallbackGoesThroughRegister) {
