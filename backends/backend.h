@@ -27,6 +27,7 @@ struct IsaTraits {
   // Relocation types of GOT slots (exit hooks redirect a few of them).
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
+  uint32_t reloc_abs64 = 0;   // a data word holding S + A (personality refs)
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight

@@ -3,6 +3,7 @@
 #include "runtime/shadow_stack.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,10 +21,11 @@ std::atomic<uint64_t> g_recursion_drops{0};
 
 namespace {
 
-// 16 Ki frames of hooked calls per thread (512 KiB of address space, of
-// which only the pages a thread's depth reaches are ever touched). Deeper
-// calls run with their entries traced but their exits not hooked, counted.
-constexpr uint32_t kCapacity = 16384;
+// 1 Mi frames of hooked calls per thread: 32 MiB of address space, of
+// which only the pages a thread's depth reaches are ever touched (an 8 MiB
+// thread stack holds at most half a million frames). Deeper calls run with
+// their entries traced but their exits not hooked, counted.
+constexpr uint32_t kCapacity = 1u << 20;
 // An entry whose return address was put back for an exception in flight.
 constexpr uintptr_t kUnhooked = 1;
 
@@ -45,6 +47,10 @@ struct Counter {
 
 struct ShadowStack {
   uint32_t depth;
+  // Exceptions raised and not caught yet. While one is in flight the
+  // replaced addresses stay put back, even when a nested one (thrown and
+  // caught in a destructor during the unwind) is caught.
+  uint32_t in_flight;
   Counter hooks, hook_drops, unwound;
   ShadowEntry e[kCapacity];
 };
@@ -90,6 +96,7 @@ ShadowStack* create_stack() {
         g_stacks[i].stack.store(s, std::memory_order_release);
       }
       s->depth = 0;
+      s->in_flight = 0;
       t_stack = s;
       t_stack_slot = static_cast<uint32_t>(i);
       pthread_setspecific(g_exit_key, &g_stacks[i]);
@@ -130,6 +137,17 @@ void on_thread_exit(void* p) {
 }
 
 uint64_t read_slot(uint64_t slot) { return *reinterpret_cast<const volatile uint64_t*>(slot); }
+
+// Whether `a` and `b` lie on different stacks of this thread. Only a signal
+// handler running on an alternate stack (sigaltstack) has frames of two
+// stacks on one shadow stack; asked only when the addresses alone cannot
+// tell (a system call).
+bool on_different_stacks(uint64_t a, uint64_t b) {
+  stack_t ss;
+  if (sigaltstack(nullptr, &ss) != 0 || (ss.ss_flags & SS_ONSTACK) == 0) return false;
+  const uint64_t lo = reinterpret_cast<uint64_t>(ss.ss_sp), hi = lo + ss.ss_size;
+  return (a >= lo && a < hi) != (b >= lo && b < hi);
+}
 
 [[noreturn]] void lost_return_address(uint64_t slot) {
   // Nothing sane is left to return to. Say so plainly rather than jump
@@ -210,6 +228,32 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
 
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
 
+void shadow_prune(const uint64_t* slot) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr) return;
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  const uint64_t at = reinterpret_cast<uint64_t>(slot);
+  // Entries at or below this frame's slot belong to frames that are gone
+  // (longjmp'd over, or unwound by an exception), with two exceptions:
+  //  - at this very slot and still holding the trampoline: the same frame,
+  //    hooked by another ops or entered again by a tail call;
+  //  - below it, still holding the trampoline, on another stack: a live
+  //    frame interrupted by a signal whose handler runs on an alternate
+  //    stack above it. (Dead stack memory keeps the trampoline's address
+  //    too, so the address alone does not prove a frame alive.)
+  while (s->depth != 0) {
+    const ShadowEntry& top = s->e[s->depth - 1];
+    if (top.slot > at) break;
+    if (read_slot(top.slot) == tramp &&
+        (top.slot == at || on_different_stacks(top.slot, at))) {
+      break;
+    }
+    ShadowEntry gone = top;
+    --s->depth;
+    report_unwound(s, gone);
+  }
+}
+
 void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
   ShadowStack* s = t_stack;
   if (s == nullptr && (s = create_stack()) == nullptr) {
@@ -217,30 +261,20 @@ void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
     return;
   }
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
-  const uint64_t at = reinterpret_cast<uint64_t>(slot);
-  // Entries at or below this frame's slot whose slot no longer holds the
-  // trampoline are frames that are gone (longjmp'd over, or put back for
-  // an exception that was then caught further up). One still holding it at
-  // this very slot is the same frame, hooked by another ops or entered
-  // again by a tail call: both stay, and unwind in order.
-  while (s->depth != 0) {
-    const ShadowEntry& top = s->e[s->depth - 1];
-    if (top.slot > at || read_slot(top.slot) == tramp) break;
-    ShadowEntry gone = top;
-    --s->depth;
-    report_unwound(s, gone);
-  }
+  shadow_prune(slot);
   if (s->depth == kCapacity) {
     s->hook_drops.bump();
     return;
   }
-  s->e[s->depth] = ShadowEntry{at, *slot, ip, reinterpret_cast<uintptr_t>(rec)};
-  // A signal handler's hooked calls must see the entry complete before the
-  // depth that publishes it, and the depth before the replaced address.
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  ++s->depth;
+  s->e[s->depth] = ShadowEntry{reinterpret_cast<uint64_t>(slot), *slot, ip,
+                               reinterpret_cast<uintptr_t>(rec)};
+  // The address is replaced before the depth publishes the entry: a signal
+  // handler's hooked call in between must not find a published entry whose
+  // slot does not hold the trampoline yet (it would take it for dead).
   std::atomic_signal_fence(std::memory_order_seq_cst);
   *slot = tramp;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ++s->depth;
   s->hooks.bump();
 }
 
@@ -277,6 +311,7 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
 void shadow_unhook_all() {
   ShadowStack* s = t_stack;
   if (s == nullptr) return;
+  ++s->in_flight;
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   // Newest first: in a chain (one frame hooked twice) the oldest entry
   // holds the real address and is written last.
@@ -290,9 +325,29 @@ void shadow_unhook_all() {
   }
 }
 
-void shadow_rehook_after_catch(uint64_t cfa) {
+void shadow_unwinding_to(uint64_t cfa) {
   ShadowStack* s = t_stack;
   if (s == nullptr || s->depth == 0) return;
+  // The frame whose CFA this is replaced its return address at cfa-8;
+  // every hooked frame below that is gone.
+  const bool run = guard_enter();
+  while (s->depth != 0 && s->e[s->depth - 1].slot < cfa - 8) {
+    ShadowEntry gone = s->e[s->depth - 1];
+    --s->depth;
+    if (run) {
+      report_unwound(s, gone);
+    } else {
+      s->unwound.bump();
+    }
+  }
+  if (run) guard_leave();
+}
+
+void shadow_rehook_after_catch(uint64_t cfa) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr) return;
+  if (s->in_flight != 0) --s->in_flight;
+  if (s->depth == 0) return;
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   const bool run = guard_enter();
   // Frames below the catching one were unwound.
@@ -306,8 +361,9 @@ void shadow_rehook_after_catch(uint64_t cfa) {
     }
   }
   // The others are alive: hook their returns again, oldest first so that a
-  // chain ends with the trampoline in the slot.
-  for (uint32_t i = 0; i < s->depth; ++i) {
+  // chain ends with the trampoline in the slot. Not while an outer
+  // exception is still unwinding through them.
+  for (uint32_t i = 0; s->in_flight == 0 && i < s->depth; ++i) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) == 0) continue;
     auto* p = reinterpret_cast<volatile uint64_t*>(e.slot);

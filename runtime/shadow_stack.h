@@ -11,9 +11,10 @@
 //     entry's slot finds it and reports it unwound;
 //   - C++ exceptions: the unwinder must see the real return addresses, so
 //     unwind_hooks puts every replaced address back when an exception starts
-//     (_Unwind_RaiseException & co.) and, when a handler catches it
-//     (__cxa_begin_catch), reports the frames left behind as unwound and
-//     replaces the live ones' addresses again.
+//     (_Unwind_RaiseException & co.), reports frames unwound as the cleanup
+//     phase passes them (the personality routine is wrapped), and, when a
+//     handler catches it (__cxa_begin_catch), replaces the live frames'
+//     addresses again.
 // Every entry gets exactly one exit callback: ret != NULL when it returned,
 // NULL when it was unwound.
 #pragma once
@@ -44,6 +45,10 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
 Status prepare_exit_trampoline(int64_t counts_tls_offset);
 uint64_t exit_trampoline_address();
 
+// Reports the hooked frames that a function entered with its return
+// address at `slot` proves gone (longjmp'd over, unwound): called before
+// the entry callbacks, so that exits and entries stay in order.
+void shadow_prune(const uint64_t* slot);
 // Hooks the return of the function entered with its return address at
 // `slot` (its stack pointer at the entry). Called from the entry path,
 // inside the reentrancy guard.
@@ -60,6 +65,9 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs);
 // again.
 void shadow_unhook_all();
 void shadow_rehook_after_catch(uint64_t cfa);
+// During an exception's cleanup phase, before the landing pads of the frame
+// whose CFA is `cfa` run: the hooked frames below it are gone.
+void shadow_unwinding_to(uint64_t cfa);
 
 // The calling thread's hooked frames.
 uint32_t shadow_depth();

@@ -25,12 +25,17 @@ using RaiseFn = int (*)(_Unwind_Exception*);
 using ForcedFn = int (*)(_Unwind_Exception*, void*, void*);
 using ExitFn = void (*)(void*);
 using BeginCatchFn = void* (*)(void*);
+using PersonalityFn = int (*)(int, int, uint64_t, _Unwind_Exception*, void*);
+using GetCfaFn = uintptr_t (*)(void*);
+constexpr int kUnwindCleanupPhase = 2;  // _UA_CLEANUP_PHASE
 
 RaiseFn g_raise;
 RaiseFn g_resume_or_rethrow;
 ForcedFn g_forced_unwind;
 ExitFn g_pthread_exit;
 BeginCatchFn g_begin_catch;
+PersonalityFn g_personality;
+GetCfaFn g_get_cfa;
 
 // The wrappers. Each puts the real return addresses back before the
 // unwinder walks the stack; none allocates (an exception may be thrown
@@ -60,6 +65,19 @@ void* hook_begin_catch(void* e) {
   return r;
 }
 
+// The C++ personality routine, called by the unwinder for each frame with
+// a C++ unwind table entry; in the cleanup phase, before that frame's
+// landing pads (destructors, which may call traced code) run. The hooked
+// frames below it are gone by then: report them now, so that exits keep
+// their order with the entries the landing pads make.
+int hook_personality(int version, int actions, uint64_t exception_class, _Unwind_Exception* e,
+                     void* context) {
+  if ((actions & kUnwindCleanupPhase) != 0 && g_get_cfa != nullptr) {
+    shadow_unwinding_to(g_get_cfa(context));
+  }
+  return g_personality(version, actions, exception_class, e, context);
+}
+
 struct Redirect {
   const char* name;
   void* wrapper;
@@ -76,6 +94,8 @@ Redirect g_redirects[] = {
      reinterpret_cast<void**>(&g_pthread_exit)},
     {"__cxa_begin_catch", reinterpret_cast<void*>(&hook_begin_catch),
      reinterpret_cast<void**>(&g_begin_catch)},
+    {"__gxx_personality_v0", reinterpret_cast<void*>(&hook_personality),
+     reinterpret_cast<void**>(&g_personality)},
 };
 
 std::mutex g_mu;
@@ -83,7 +103,7 @@ std::atomic<size_t> g_slots{0};
 std::atomic<bool> g_active{false};
 
 struct ScanState {
-  uint32_t jump_slot = 0, glob_dat = 0;  // the ISA's GOT relocation types
+  uint32_t jump_slot = 0, glob_dat = 0, abs64 = 0;  // the ISA's relocation types
   std::string error;
   size_t patched = 0;
 };
@@ -108,7 +128,9 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
                       uint64_t relro_hi, ScanState* st) {
   for (size_t i = 0; i < bytes / sizeof(ElfW(Rela)); ++i) {
     uint32_t type = ELF64_R_TYPE(rela[i].r_info);
-    if (type != st->jump_slot && type != st->glob_dat) continue;
+    // A data word with an addend is not a plain pointer to the function.
+    const bool abs = type == st->abs64 && rela[i].r_addend == 0;
+    if (type != st->jump_slot && type != st->glob_dat && !abs) continue;
     uint32_t sym = ELF64_R_SYM(rela[i].r_info);
     if (sym == 0) continue;
     const char* name = strtab + symtab[sym].st_name;
@@ -179,6 +201,8 @@ Status install_unwind_hooks() {
   ScanState st;
   st.jump_slot = native_backend()->traits().reloc_jump_slot;
   st.glob_dat = native_backend()->traits().reloc_glob_dat;
+  st.abs64 = native_backend()->traits().reloc_abs64;
+  if (g_get_cfa == nullptr) g_get_cfa = reinterpret_cast<GetCfaFn>(dlsym(RTLD_DEFAULT, "_Unwind_GetCFA"));
   dl_iterate_phdr(scan_module, &st);
   g_slots.fetch_add(st.patched, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_release);

@@ -9,9 +9,13 @@
 //
 // Redirected: _Unwind_RaiseException, _Unwind_Resume_or_Rethrow,
 // _Unwind_ForcedUnwind, pthread_exit (which reaches libgcc through
-// pointers glibc looked up itself), and __cxa_begin_catch. Only calls that
-// go through a GOT are seen; pthread_cancel's unwind is not (its frames'
-// exits are reported unwound when the thread's shadow stack is reset).
+// pointers glibc looked up itself), __cxa_begin_catch, and the words that
+// point at __gxx_personality_v0 (so the cleanup phase can report frames as
+// it leaves them). Only calls through a GOT or such a word are seen:
+// pthread_cancel's unwind is not. Its unwinder stops at the first hooked
+// frame (the exit trampoline has no unwind table), so destructors of the
+// frames above it do not run; the thread still exits, and its hooked
+// frames are reported unwound.
 #pragma once
 
 #include "core/error.h"

@@ -168,7 +168,8 @@ class X86_64Backend final : public Backend {
 
  private:
   IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16,
-                    /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6};
+                    /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6,
+                    /*R_X86_64_64*/ 1};
   // int3 over the first byte; the new tail; the new first byte.
   LiveProtocol protocol_{{WriteStep{0, 1, false, {kInt3}}, WriteStep{1, 0, true, {}},
                           WriteStep{0, 1, true, {}}},

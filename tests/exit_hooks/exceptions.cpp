@@ -367,8 +367,10 @@ TRACED void* forced_thread(void* how) {
   forced_top(static_cast<unsigned>(reinterpret_cast<uintptr_t>(how)));
   return nullptr;
 }
-UNTRACED void scenario_forced_unwind() {
-  for (uintptr_t how = 0; how < 2; ++how) {
+// how 0: pthread_exit; 1: cancellation (see the cancel test in
+// CMakeLists.txt for what ftjit does and does not promise there).
+UNTRACED void scenario_forced_unwind(uintptr_t how) {
+  {
     pthread_t t;
     pthread_create(&t, nullptr, forced_thread, reinterpret_cast<void*>(how));
     if (how == 1) pthread_cancel(t);  // acted on at the testcancel loop
@@ -387,6 +389,9 @@ UNTRACED int main(int argc, char** argv) {
   selftrace_begin();
   const char* only = argc > 1 ? argv[1] : nullptr;
   auto want = [only](const char* name) { return only == nullptr || std::strcmp(only, name) == 0; };
+  // Only on request: cancellation is the one case where tracing changes
+  // what the program sees (destructors above a hooked frame do not run).
+  auto asked = [only](const char* name) { return only != nullptr && std::strcmp(only, name) == 0; };
   const unsigned n = EH_SCALE(3000u, 600u);
   if (want("plain")) std::printf("plain: %u\n", scenario_plain(n));
   if (want("destructors")) std::printf("destructors: %u\n", scenario_destructors(n));
@@ -406,7 +411,8 @@ UNTRACED int main(int argc, char** argv) {
     b.join();
     std::printf("threads: %u %u\n", results[0], results[1]);
   }
-  if (want("forced_unwind")) scenario_forced_unwind();
+  if (want("forced_unwind")) scenario_forced_unwind(0);
+  if (asked("cancel")) scenario_forced_unwind(1);
   std::printf("log: %u\n", t_log);
   return 0;
 }
