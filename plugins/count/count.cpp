@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -28,6 +29,8 @@ const ftjit_plugin_option kOptions[] = {
                                     "functions only (0: all)"},
 };
 const char *const kFormats[] = {"text", "json", "tsv", nullptr};
+constexpr size_t kHostSizeNeeded =
+    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
 
 bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -54,6 +57,15 @@ void free_instance(Instance *instance) {
 }
 
 int count_init(ftjit_plugin_ctx *ctx) {
+  // Older hosts lack instance_data, and the event path has no other way to
+  // find its instance.
+  if (g_host->struct_size < kHostSizeNeeded) {
+    g_host->set_error(ctx,
+                      "count: the host is too old (ftjit_host of %u bytes, "
+                      "need %zu: no instance data)",
+                      g_host->struct_size, kHostSizeNeeded);
+    return 1;
+  }
   const int64_t table_size = g_host->option_int(ctx, "table_size");
   const int64_t max_threads = g_host->option_int(ctx, "max_threads");
   const int64_t top = g_host->option_int(ctx, "top");
@@ -80,7 +92,6 @@ int count_init(ftjit_plugin_ctx *ctx) {
     g_host->set_error(ctx, "count: out of memory");
     return 1;
   }
-  instance->ctx = ctx;
   instance->table_size = uint32_t(table_size);
   instance->hash_shift = 64 - uint32_t(__builtin_ctzll(uint64_t(table_size)));
   if (instance->hash_shift == 64) instance->hash_shift = 63;
@@ -98,18 +109,14 @@ int count_init(ftjit_plugin_ctx *ctx) {
     free_instance(instance);
     return 1;
   }
-  if (!register_instance(instance)) {
-    g_host->set_error(ctx, "count: too many instances loaded at once");
-    free_instance(instance);
-    return 1;
-  }
+  g_host->set_instance_data(ctx, instance);
   return 0;
 }
 
 void count_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = find_instance(ctx);
+  Instance *instance = instance_of(ctx);
   if (instance == nullptr) return;
-  unregister_instance(ctx);
+  g_host->set_instance_data(ctx, nullptr);
   free_instance(instance);
 }
 
@@ -232,7 +239,7 @@ void write_json(FILE *out, const Totals &totals, uint64_t recursion_drops,
 }
 
 int count_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
-  const Instance *instance = find_instance(ctx);
+  const Instance *instance = instance_of(ctx);
   if (instance == nullptr) {
     g_host->set_error(ctx, "count: report without a successful init");
     return 1;

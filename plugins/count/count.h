@@ -26,7 +26,6 @@ struct TableHeader {
 //! One loaded instance: its options and a pool of per-thread tables,
 //! allocated in init so that no thread allocates on its first event.
 struct Instance {
-  ftjit_plugin_ctx *ctx = nullptr;
   uint32_t table_size = 0;   // slots per thread, a power of two
   uint32_t hash_shift = 0;   // 64 - log2(table_size)
   uint32_t load_limit = 0;   // at most this many slots used per thread
@@ -50,12 +49,9 @@ struct ThreadSlot {
 //! Set once, by ftjit_plugin_v1.
 extern const ftjit_host *g_host;
 
-//! Publishes `instance` for the event path; false if too many instances.
-bool register_instance(Instance *instance);
-//! Forgets `ctx`; its events must have stopped.
-void unregister_instance(ftjit_plugin_ctx *ctx);
-//! The instance of `ctx`, nullptr if none. Lock-free: usable on the event path.
-Instance *find_instance(ftjit_plugin_ctx *ctx);
+//! The instance init gave the host, nullptr if init failed. [event]-safe.
+//! Defined with the event path, so its one copy is built FP-free.
+Instance *instance_of(ftjit_plugin_ctx *ctx);
 
 void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
               ftjit_plugin_regs *regs);

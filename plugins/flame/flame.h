@@ -37,7 +37,6 @@ struct TableHeader {
 };
 
 struct Instance {
-  ftjit_plugin_ctx *ctx = nullptr;
   uint32_t table_size = 0;  // a power of two
   uint32_t hash_shift = 0;
   uint32_t load_limit = 0;
@@ -69,10 +68,9 @@ struct ThreadSlot {
 
 extern const ftjit_host *g_host;
 
-bool register_instance(Instance *instance);
-void unregister_instance(ftjit_plugin_ctx *ctx);
-//! Lock-free, for the event path; nullptr if `ctx` has no instance.
-Instance *find_instance(ftjit_plugin_ctx *ctx);
+//! The instance init gave the host, nullptr if init failed. [event]-safe.
+//! Defined with the event path, so its one copy is built FP-free.
+Instance *instance_of(ftjit_plugin_ctx *ctx);
 
 void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
               ftjit_plugin_regs *regs);

@@ -194,7 +194,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     }
 
     inst->storage_size = d->thread_storage_size;
-    inst->event_size = d->event_size;
+    // The ring's slot stride: rounded up so every slot is 8-byte aligned,
+    // as plugin.h promises.
+    inst->event_size = (d->event_size + 7u) & ~7u;
     uint32_t want = c.buffer_events != 0 ? c.buffer_events
                     : d->buffer_events != 0 ? d->buffer_events
                                             : kDefaultBufferEvents;

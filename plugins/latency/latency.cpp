@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -25,6 +26,8 @@ const ftjit_plugin_option kOptions[] = {
      "threads with their own table; later threads are not timed"},
 };
 const char *const kFormats[] = {"text", "json", nullptr};
+constexpr size_t kHostSizeNeeded =
+    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
 
 bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -39,6 +42,15 @@ void free_instance(Instance *instance) {
 }
 
 int latency_init(ftjit_plugin_ctx *ctx) {
+  // Older hosts lack instance_data, and the event path has no other way to
+  // find its instance.
+  if (g_host->struct_size < kHostSizeNeeded) {
+    g_host->set_error(ctx,
+                      "latency: the host is too old (ftjit_host of %u bytes, "
+                      "need %zu: no instance data)",
+                      g_host->struct_size, kHostSizeNeeded);
+    return 1;
+  }
   const int64_t table_size = g_host->option_int(ctx, "table_size");
   const int64_t max_threads = g_host->option_int(ctx, "max_threads");
   if (!is_power_of_two(table_size) || table_size > kMaxTableSize) {
@@ -60,7 +72,6 @@ int latency_init(ftjit_plugin_ctx *ctx) {
     g_host->set_error(ctx, "latency: out of memory");
     return 1;
   }
-  instance->ctx = ctx;
   instance->table_size = uint32_t(table_size);
   instance->hash_shift =
       std::min(63u, 64 - uint32_t(__builtin_ctzll(uint64_t(table_size))));
@@ -79,18 +90,14 @@ int latency_init(ftjit_plugin_ctx *ctx) {
     free_instance(instance);
     return 1;
   }
-  if (!register_instance(instance)) {
-    g_host->set_error(ctx, "latency: too many instances loaded at once");
-    free_instance(instance);
-    return 1;
-  }
+  g_host->set_instance_data(ctx, instance);
   return 0;
 }
 
 void latency_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = find_instance(ctx);
+  Instance *instance = instance_of(ctx);
   if (instance == nullptr) return;
-  unregister_instance(ctx);
+  g_host->set_instance_data(ctx, nullptr);
   free_instance(instance);
 }
 
@@ -312,7 +319,7 @@ void write_json(FILE *out, const std::vector<Function> &functions,
 }
 
 int latency_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
-  const Instance *instance = find_instance(ctx);
+  const Instance *instance = instance_of(ctx);
   if (instance == nullptr) {
     g_host->set_error(ctx, "latency: report without a successful init");
     return 1;

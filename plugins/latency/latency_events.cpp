@@ -8,37 +8,8 @@ namespace ftjit_latency {
 
 const ftjit_host *g_host = nullptr;
 
-// The SDK hands callbacks a ctx but no slot for plugin data, and the event
-// path may not lock: instances are found in this fixed, lock-free table.
-namespace {
-constexpr int kMaxInstances = 32;
-std::atomic<ftjit_plugin_ctx *> g_instance_keys[kMaxInstances];
-std::atomic<Instance *> g_instances[kMaxInstances];
-}  // namespace
-
-bool register_instance(Instance *instance) {
-  for (int i = 0; i < kMaxInstances; ++i) {
-    ftjit_plugin_ctx *expected = nullptr;
-    if (g_instance_keys[i].load(std::memory_order_relaxed) != nullptr) continue;
-    g_instances[i].store(instance, std::memory_order_relaxed);
-    if (g_instance_keys[i].compare_exchange_strong(expected, instance->ctx,
-                                                   std::memory_order_release))
-      return true;
-  }
-  return false;
-}
-
-void unregister_instance(ftjit_plugin_ctx *ctx) {
-  for (int i = 0; i < kMaxInstances; ++i)
-    if (g_instance_keys[i].load(std::memory_order_acquire) == ctx)
-      g_instance_keys[i].store(nullptr, std::memory_order_release);
-}
-
-Instance *find_instance(ftjit_plugin_ctx *ctx) {
-  for (int i = 0; i < kMaxInstances; ++i)
-    if (g_instance_keys[i].load(std::memory_order_acquire) == ctx)
-      return g_instances[i].load(std::memory_order_relaxed);
-  return nullptr;
+Instance *instance_of(ftjit_plugin_ctx *ctx) {
+  return static_cast<Instance *>(g_host->instance_data(ctx));
 }
 
 namespace {
@@ -46,7 +17,7 @@ namespace {
 // Once per thread: its first event claims a pooled table.
 __attribute__((noinline)) bool claim_table(ftjit_plugin_ctx *ctx,
                                            ThreadSlot *slot) {
-  Instance *instance = find_instance(ctx);
+  Instance *instance = instance_of(ctx);
   slot->state = SlotState::kRefused;
   if (instance == nullptr) return false;
   slot->instance = instance;

@@ -3,15 +3,10 @@
 // streamed by the host's writer thread to text, Chrome JSON or Perfetto.
 #include "trace_writers.h"
 
-#include <algorithm>
 #include <cinttypes>
-#include <cstring>
-#include <mutex>
+#include <cstddef>
 #include <new>
 #include <string_view>
-#include <vector>
-
-#include <unistd.h>
 
 namespace ftjit_trace {
 
@@ -36,10 +31,13 @@ const char *const kFormats[] = {"text", "chrome", "perfetto", nullptr};
 // burst to catch up before a thread drops.
 constexpr uint32_t kBufferEvents = 65536;
 
+constexpr size_t kHostSizeNeeded =
+    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
+
+// No lock: consume never runs concurrently with itself, and report only
+// after detach drained every buffer; the event path never touches it.
 struct Instance {
-  explicit Instance(ftjit_plugin_ctx *c) : ctx(c), names(c) {}
-  ftjit_plugin_ctx *ctx;
-  std::mutex mutex;  // consume and report; never taken on the event path
+  explicit Instance(ftjit_plugin_ctx *c) : names(c) {}
   NameCache names;
   ProcessInfo process;
   std::unique_ptr<Writer> writer;
@@ -47,37 +45,25 @@ struct Instance {
   bool finished = false;
 };
 
-// The SDK gives no slot for plugin data in ctx; only the writer thread and
-// the lifecycle calls look instances up, so a lock is fine here.
-std::mutex g_instances_mutex;
-std::vector<Instance *> g_instances;
-
-Instance *find_instance(ftjit_plugin_ctx *ctx) {
-  std::lock_guard<std::mutex> lock(g_instances_mutex);
-  for (Instance *instance : g_instances)
-    if (instance->ctx == ctx) return instance;
-  return nullptr;
-}
-
-ProcessInfo this_process() {
-  ProcessInfo process;
-  process.pid = int32_t(getpid());
-  if (FILE *comm = std::fopen("/proc/self/comm", "r")) {
-    char name[64] = {};
-    if (std::fgets(name, sizeof name, comm) != nullptr) {
-      name[std::strcspn(name, "\n")] = '\0';
-      process.name = name;
-    }
-    std::fclose(comm);
-  }
-  return process;
+Instance *instance_of(ftjit_plugin_ctx *ctx) {
+  return static_cast<Instance *>(g_host->instance_data(ctx));
 }
 
 int trace_init(ftjit_plugin_ctx *ctx) {
+  // Older hosts lack instance_data and process_id/process_name.
+  if (g_host->struct_size < kHostSizeNeeded) {
+    g_host->set_error(ctx,
+                      "trace: the host is too old (ftjit_host of %u bytes, "
+                      "need %zu: no instance data)",
+                      g_host->struct_size, kHostSizeNeeded);
+    return 1;
+  }
   try {
     auto instance = std::make_unique<Instance>(ctx);
     instance->out = g_host->output(ctx);
-    instance->process = this_process();
+    instance->process.pid = g_host->process_id();
+    if (const char *name = g_host->process_name(); name != nullptr)
+      instance->process.name = name;
     const char *format = g_host->format(ctx);
     const std::string_view fmt = format != nullptr && *format ? format : "text";
     if (fmt == "text")
@@ -95,8 +81,7 @@ int trace_init(ftjit_plugin_ctx *ctx) {
       return 1;
     }
     instance->writer->start(instance->out);
-    std::lock_guard<std::mutex> lock(g_instances_mutex);
-    g_instances.push_back(instance.release());
+    g_host->set_instance_data(ctx, instance.release());
     return 0;
   } catch (const std::bad_alloc &) {
     g_host->set_error(ctx, "trace: out of memory");
@@ -105,39 +90,35 @@ int trace_init(ftjit_plugin_ctx *ctx) {
 }
 
 void trace_shutdown(ftjit_plugin_ctx *ctx) {
-  std::lock_guard<std::mutex> lock(g_instances_mutex);
-  auto it = std::find_if(g_instances.begin(), g_instances.end(),
-                         [ctx](Instance *i) { return i->ctx == ctx; });
-  if (it == g_instances.end()) return;
-  delete *it;
-  g_instances.erase(it);
+  Instance *instance = instance_of(ctx);
+  if (instance == nullptr) return;
+  g_host->set_instance_data(ctx, nullptr);
+  delete instance;
 }
 
 void trace_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
                    const void *event) {
-  Instance *instance = find_instance(ctx);
+  Instance *instance = instance_of(ctx);
   if (instance == nullptr || thread == nullptr || event == nullptr) return;
-  TraceEvent copy;  // the ring slot need not be aligned for TraceEvent
-  std::memcpy(&copy, event, sizeof copy);
-  std::lock_guard<std::mutex> lock(instance->mutex);
+  // A late event would land after the closing bytes of chrome's JSON.
   if (instance->finished) return;
   try {
-    instance->writer->write(instance->out, *thread, copy);
+    // The host's ring slots are 8-byte aligned, all TraceEvent needs.
+    instance->writer->write(instance->out, *thread,
+                            *static_cast<const TraceEvent *>(event));
   } catch (const std::bad_alloc &) {
     g_host->log(ctx, FTJIT_LOG_ERROR, "trace: out of memory, event lost");
   }
 }
 
 int trace_report(ftjit_plugin_ctx *ctx, FILE *out, const char *) {
-  Instance *instance = find_instance(ctx);
+  Instance *instance = instance_of(ctx);
   if (instance == nullptr) {
     g_host->set_error(ctx, "trace: report without a successful init");
     return 1;
   }
   uint64_t recursion_drops = 0, event_drops = 0;
   g_host->drop_counts(ctx, &recursion_drops, &event_drops);
-  std::lock_guard<std::mutex> lock(instance->mutex);
-  if (out == nullptr) out = instance->out;
   try {
     if (!instance->finished) instance->writer->finish(out, event_drops);
   } catch (const std::bad_alloc &) {

@@ -23,6 +23,8 @@ struct TraceEvent {
   uint8_t reserved[3];
 };
 static_assert(sizeof(TraceEvent) == 32, "events are packed in the ring");
+static_assert(alignof(TraceEvent) <= 8,
+              "event_reserve promises 8-byte alignment, no more");
 
 //! The host's per-thread storage block.
 struct ThreadSlot {

@@ -6,8 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
+#include <cstddef>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include <dlfcn.h>
@@ -160,17 +161,46 @@ TEST_F(CountTest, InitRefusesBadOptions) {
   }
 }
 
-TEST_F(CountTest, InstancesAreIndependent) {
-  Session first(FTJIT_PLUGIN_COUNT_SO, {}, "tsv");
-  Session second(FTJIT_PLUGIN_COUNT_SO, {}, "tsv");
-  ASSERT_EQ(first.init(), 0);
-  ASSERT_EQ(second.init(), 0);
-  call(first, kAlpha, 2);
-  call(second, kBeta, 3);
-  ASSERT_EQ(first.report(), 0);
-  ASSERT_EQ(second.report(), 0);
-  EXPECT_EQ(first.output(), "alpha\t2\n");
-  EXPECT_EQ(second.output(), "beta\t3\n");
+TEST_F(CountTest, InstancesWithDifferentOptionsStayIndependent) {
+  Session small(FTJIT_PLUGIN_COUNT_SO, {{"table_size", "4"}}, "json");
+  Session top(FTJIT_PLUGIN_COUNT_SO, {{"top", "1"}}, "text");
+  ASSERT_EQ(small.init(), 0) << small.error();
+  ASSERT_EQ(top.init(), 0) << top.error();
+  // Interleaved on one thread: each instance has its own table and limits.
+  call(small, kAlpha, 2);
+  call(top, kBeta, 3);
+  call(small, kBeta, 1);
+  call(small, kGamma, 1);
+  call(small, kDelta, 2);  // the fourth function: 'other' in small only
+  call(top, kAlpha, 1);
+  ASSERT_EQ(small.report(), 0) << small.error();
+  ASSERT_EQ(top.report(), 0) << top.error();
+  std::string error;
+  auto json = wire::parse_json(small.output(), &error);
+  ASSERT_TRUE(json) << error << "\n" << small.output();
+  ASSERT_EQ(json->get("functions")->items.size(), 3u);
+  EXPECT_EQ(json->get("functions")->items[0].get("name")->text, "alpha");
+  EXPECT_EQ(json->get("functions")->items[0].get("calls")->number, 2);
+  EXPECT_EQ(json->get("total_calls")->number, 4);
+  EXPECT_EQ(json->get("other_calls")->number, 2);
+  EXPECT_EQ(top.output(),
+            "         CALLS  FUNCTION\n"
+            "             3  beta\n"
+            "           ...  (1 more functions)\n"
+            "\n"
+            "4 calls of 2 functions\n"
+            "dropped: 0 calls made inside tracer callbacks (untraced)\n");
+}
+
+TEST_F(CountTest, InitRefusesAHostWithoutInstanceData) {
+  for (const size_t size : {offsetof(ftjit_host, set_instance_data),
+                            offsetof(ftjit_host, process_name)}) {
+    Session session(FTJIT_PLUGIN_COUNT_SO, {}, "",
+                    0, fake_host::host_of_size(uint32_t(size)));
+    EXPECT_NE(session.init(), 0) << size;
+    EXPECT_NE(session.error().find("host is too old"), std::string::npos)
+        << session.error();
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdlib>
@@ -153,6 +154,47 @@ size_t host_call_stack(uint64_t *ips, size_t max) {
 void host_drop_counts(ftjit_plugin_ctx *ctx, uint64_t *recursion,
                       uint64_t *events);
 
+void host_set_instance_data(ftjit_plugin_ctx *ctx, void *data) {
+  session_of(ctx)->set_instance_data(data);
+}
+
+void *host_instance_data(ftjit_plugin_ctx *ctx) {
+  return session_of(ctx)->instance_data();
+}
+
+// The real process, unless a ProcessOverride says otherwise. Names are kept
+// for the life of the test binary: a plugin may hold the pointer.
+std::atomic<bool> g_process_overridden{false};
+std::atomic<int32_t> g_process_pid{0};
+std::atomic<const char *> g_process_name{nullptr};
+std::mutex g_process_names_mutex;
+std::vector<std::unique_ptr<std::string>> g_process_names;
+
+const char *keep_process_name(std::string name) {
+  std::lock_guard<std::mutex> lock(g_process_names_mutex);
+  g_process_names.push_back(std::make_unique<std::string>(std::move(name)));
+  return g_process_names.back()->c_str();
+}
+
+const char *real_process_name() {
+  static const char *const name = [] {
+    std::string comm;
+    std::ifstream file("/proc/self/comm");
+    std::getline(file, comm);
+    return keep_process_name(comm);
+  }();
+  return name;
+}
+
+int32_t host_process_id() {
+  return g_process_overridden.load() ? g_process_pid.load() : int32_t(getpid());
+}
+
+const char *host_process_name() {
+  return g_process_overridden.load() ? g_process_name.load()
+                                     : real_process_name();
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
     host_log,              host_set_error,
@@ -164,12 +206,37 @@ const ftjit_host kHost = {
     host_thread_storage,   host_for_each_thread,
     host_event_reserve,    host_event_commit,
     host_call_depth,       host_call_stack,
-    host_drop_counts,
+    host_drop_counts,      host_set_instance_data,
+    host_instance_data,    host_process_id,
+    host_process_name,
 };
 
 }  // namespace
 
 const ftjit_host *host() { return &kHost; }
+
+const ftjit_host *host_of_size(uint32_t struct_size) {
+  static std::mutex mutex;
+  static std::map<uint32_t, std::unique_ptr<ftjit_host>> hosts;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<ftjit_host> &old = hosts[struct_size];
+  if (old == nullptr) {
+    old = std::make_unique<ftjit_host>(kHost);
+    const size_t kept = std::min<size_t>(struct_size, sizeof(ftjit_host));
+    std::memset(reinterpret_cast<char *>(old.get()) + kept, 0,
+                sizeof(ftjit_host) - kept);
+    old->struct_size = struct_size;
+  }
+  return old.get();
+}
+
+ProcessOverride::ProcessOverride(int32_t pid, std::string name) {
+  g_process_pid.store(pid);
+  g_process_name.store(keep_process_name(std::move(name)));
+  g_process_overridden.store(true);
+}
+
+ProcessOverride::~ProcessOverride() { g_process_overridden.store(false); }
 
 void set_symbols(std::map<uint64_t, std::string> symbols) {
   std::lock_guard<std::mutex> lock(g_symbols_mutex);
@@ -192,7 +259,8 @@ void set_now(uint64_t ns) {
 // ---------------------------------------------------------------------------
 
 Session::Session(const char *so_path, std::map<std::string, std::string> options,
-                 std::string format, uint32_t buffer_events)
+                 std::string format, uint32_t buffer_events,
+                 const ftjit_host *host)
     : options_(std::move(options)), format_(std::move(format)),
       id_(g_next_session_id.fetch_add(1)) {
   library_ = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
@@ -206,7 +274,7 @@ Session::Session(const char *so_path, std::map<std::string, std::string> options
     ADD_FAILURE() << so_path << " exports no " << FTJIT_PLUGIN_ENTRY_SYMBOL;
     return;
   }
-  plugin_ = entry(&kHost);
+  plugin_ = entry(host != nullptr ? host : &kHost);
   if (plugin_ == nullptr || plugin_->abi_version != FTJIT_PLUGIN_ABI_VERSION ||
       plugin_->struct_size < sizeof(ftjit_plugin)) {
     ADD_FAILURE() << so_path << ": no usable descriptor";
@@ -232,6 +300,7 @@ Session::Session(const char *so_path, std::map<std::string, std::string> options
   buffer_events_ = buffer_events != 0 ? buffer_events
                    : plugin_->buffer_events != 0 ? plugin_->buffer_events
                                                  : 4096;
+  event_stride_ = (size_t(plugin_->event_size) + 7) & ~size_t(7);
   char path[] = "/tmp/ftjit-plugin-test-XXXXXX";
   const int fd = mkstemp(path);
   out_path_ = path;
@@ -282,7 +351,7 @@ ThreadRecord *Session::thread_record() {
     fresh->storage = plugin_->thread_storage_size != 0
                          ? std::calloc(1, plugin_->thread_storage_size)
                          : nullptr;
-    fresh->ring.resize(size_t(buffer_events_) * plugin_->event_size);
+    fresh->ring.resize(size_t(buffer_events_) * event_stride_);
     record = fresh.get();
     threads_.push_back(std::move(fresh));
   }
@@ -309,8 +378,7 @@ void *Session::event_reserve() {
     return nullptr;
   }
   record->reserved = true;
-  return record->ring.data() +
-         (record->tail % buffer_events_) * plugin_->event_size;
+  return record->ring.data() + (record->tail % buffer_events_) * event_stride_;
 }
 
 void Session::event_commit() {
@@ -326,8 +394,8 @@ void Session::drain() {
     thread->info = {thread->tid, thread->name.c_str(), thread->dropped};
     for (; thread->head != thread->tail; ++thread->head)
       plugin_->consume(ctx(), &thread->info,
-                       thread->ring.data() + (thread->head % buffer_events_) *
-                                                 plugin_->event_size);
+                       thread->ring.data() +
+                           (thread->head % buffer_events_) * event_stride_);
   }
 }
 

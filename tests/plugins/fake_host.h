@@ -7,6 +7,8 @@
 
 #include <ftjit/plugin.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +26,16 @@ void bind_thread(int32_t tid, std::string name);
 //! The calling thread's clock from now on; without it, CLOCK_MONOTONIC.
 void set_now(uint64_t ns);
 
+//! While it lives, process_id() and process_name() report `pid` and `name`
+//! instead of this process's; names handed out before stay valid.
+class ProcessOverride {
+ public:
+  ProcessOverride(int32_t pid, std::string name);
+  ~ProcessOverride();
+  ProcessOverride(const ProcessOverride &) = delete;
+  ProcessOverride &operator=(const ProcessOverride &) = delete;
+};
+
 //! One buffered thread, as the host tracks it.
 struct ThreadRecord {
   uint64_t owner = 0;  // the fake host's serial of the owning thread
@@ -31,7 +43,7 @@ struct ThreadRecord {
   std::string name;
   ftjit_thread_info info{};
   void *storage = nullptr;
-  std::vector<unsigned char> ring;  // capacity * event_size bytes
+  std::vector<unsigned char> ring;  // capacity slots, event_size rounded to 8
   uint64_t head = 0, tail = 0;      // consumed, committed events
   bool reserved = false;
   uint64_t dropped = 0;
@@ -41,8 +53,12 @@ struct ThreadRecord {
 class Session {
  public:
   //! dlopens `so_path` and checks its descriptor; fails the test on error.
+  //! `host`: what the plugin is given, by default host(). A plugin keeps the
+  //! host of its latest ftjit_plugin_v1 call for all its instances, so
+  //! Sessions of one plugin with different hosts must not overlap.
   Session(const char *so_path, std::map<std::string, std::string> options = {},
-          std::string format = "", uint32_t buffer_events = 0);
+          std::string format = "", uint32_t buffer_events = 0,
+          const ftjit_host *host = nullptr);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -78,6 +94,12 @@ class Session {
   void *event_reserve();
   void event_commit();
   void for_each_thread(ftjit_thread_visit_fn fn, void *arg);
+  void set_instance_data(void *data) {
+    instance_data_.store(data, std::memory_order_release);
+  }
+  void *instance_data() const {
+    return instance_data_.load(std::memory_order_acquire);
+  }
 
  private:
   void *library_ = nullptr;
@@ -85,11 +107,14 @@ class Session {
   std::map<std::string, std::string> options_;
   std::string format_;
   uint32_t buffer_events_ = 0;
+  size_t event_stride_ = 0;  // event_size rounded up to 8: slots stay aligned
   std::string out_path_;
   FILE *out_ = nullptr;
   std::string error_;
   uint64_t recursion_drops_ = 0;
   bool initialized_ = false;
+  // Atomic: set in init on one thread, read by traced threads without a lock.
+  std::atomic<void *> instance_data_{nullptr};
   uint64_t id_;  // tells instances apart in the per-thread cache
   std::mutex mutex_;
   std::vector<std::unique_ptr<ThreadRecord>> threads_;  // creation order
@@ -97,6 +122,9 @@ class Session {
 
 //! The host given to every plugin.
 const ftjit_host *host();
+//! host() as a host built against an older SDK sees it: struct_size cut to
+//! `struct_size` and the members past it NULL, so calling one crashes.
+const ftjit_host *host_of_size(uint32_t struct_size);
 
 }  // namespace fake_host
 

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <map>
+#include <string>
 #include <thread>
 
 namespace {
@@ -136,6 +139,52 @@ TEST(FlameTest, InitRefusesBadOptions) {
     Session session(FTJIT_PLUGIN_FLAME_SO, options);
     EXPECT_NE(session.init(), 0);
     EXPECT_NE(session.error().find(options.begin()->first), std::string::npos)
+        << session.error();
+  }
+}
+
+TEST(FlameTest, InstancesWithDifferentOptionsStayIndependent) {
+  use_symbols();
+  Session shallow(FTJIT_PLUGIN_FLAME_SO,
+                  {{"max_depth", "1"}, {"per_thread", "true"}});
+  Session full(FTJIT_PLUGIN_FLAME_SO);
+  ASSERT_EQ(shallow.init(), 0) << shallow.error();
+  ASSERT_EQ(full.init(), 0) << full.error();
+  fake_host::bind_thread(55, "fl");
+  // Interleaved on one thread: each instance keeps its own stack.
+  shallow.enter(kMain);
+  full.enter(kMain);
+  shallow.enter(kA);
+  full.enter(kA);
+  shallow.enter(kB);
+  full.enter(kB);
+  full.leave(kB);
+  shallow.leave(kB);
+  full.leave(kA);
+  shallow.leave(kA);
+  full.enter(kD);
+  full.leave(kD);
+  shallow.leave(kMain);
+  full.leave(kMain);
+  ASSERT_EQ(shallow.report(), 0) << shallow.error();
+  ASSERT_EQ(full.report(), 0) << full.error();
+  EXPECT_EQ(shallow.output(),
+            "fl-55;main 1\n"
+            "fl-55;main;[truncated] 2\n");
+  EXPECT_EQ(full.output(),
+            "main 1\n"
+            "main;a 1\n"
+            "main;a;std::vector<int>::b() const 1\n"
+            "main;d 1\n");
+}
+
+TEST(FlameTest, InitRefusesAHostWithoutInstanceData) {
+  for (const size_t size : {offsetof(ftjit_host, set_instance_data),
+                            offsetof(ftjit_host, process_name)}) {
+    Session session(FTJIT_PLUGIN_FLAME_SO, {}, "", 0,
+                    fake_host::host_of_size(uint32_t(size)));
+    EXPECT_NE(session.init(), 0) << size;
+    EXPECT_NE(session.error().find("host is too old"), std::string::npos)
         << session.error();
   }
 }

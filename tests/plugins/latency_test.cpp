@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <map>
+#include <string>
 #include <thread>
 
 namespace {
@@ -138,6 +141,67 @@ TEST(LatencyTest, InitRefusesBadOptions) {
     Session session(FTJIT_PLUGIN_LATENCY_SO, options);
     EXPECT_NE(session.init(), 0);
     EXPECT_NE(session.error().find(options.begin()->first), std::string::npos)
+        << session.error();
+  }
+}
+
+TEST(LatencyTest, InstancesWithDifferentOptionsStayIndependent) {
+  use_symbols();
+  // small: one function per table; one_thread: only the first thread timed.
+  Session small(FTJIT_PLUGIN_LATENCY_SO, {{"table_size", "2"}}, "json");
+  Session one_thread(FTJIT_PLUGIN_LATENCY_SO, {{"max_threads", "1"}}, "json");
+  ASSERT_EQ(small.init(), 0) << small.error();
+  ASSERT_EQ(one_thread.init(), 0) << one_thread.error();
+  // Interleaved on one thread: each instance keeps its own stack of starts.
+  fake_host::set_now(0);
+  small.enter(kRead);
+  one_thread.enter(kOuter);
+  fake_host::set_now(100);
+  one_thread.enter(kRead);
+  fake_host::set_now(300);
+  one_thread.leave(kRead);
+  fake_host::set_now(1000);
+  small.leave(kRead);
+  small.enter(kWrite);
+  fake_host::set_now(1100);
+  small.leave(kWrite);  // small's table is full
+  fake_host::set_now(5000);
+  one_thread.leave(kOuter);
+  std::thread([&] {
+    one_thread.enter(kWrite);
+    one_thread.leave(kWrite);
+  }).join();
+  ASSERT_EQ(small.report(), 0) << small.error();
+  ASSERT_EQ(one_thread.report(), 0) << one_thread.error();
+
+  std::string error;
+  auto first = wire::parse_json(small.output(), &error);
+  ASSERT_TRUE(first) << error << "\n" << small.output();
+  ASSERT_EQ(first->get("functions")->items.size(), 1u);
+  EXPECT_EQ(first->get("functions")->items[0].get("name")->text, "read_block");
+  EXPECT_EQ(first->get("functions")->items[0].get("max_ns")->number, 1000);
+  EXPECT_EQ(first->get("not_timed")->get("table_full")->number, 1);
+  EXPECT_EQ(first->get("not_timed")->get("threads_over_limit")->number, 0);
+
+  auto second = wire::parse_json(one_thread.output(), &error);
+  ASSERT_TRUE(second) << error << "\n" << one_thread.output();
+  const wire::Json &functions = *second->get("functions");
+  ASSERT_EQ(functions.items.size(), 2u);
+  EXPECT_EQ(functions.items[0].get("name")->text, "outer");
+  EXPECT_EQ(functions.items[0].get("max_ns")->number, 5000);
+  EXPECT_EQ(functions.items[1].get("name")->text, "read_block");
+  EXPECT_EQ(functions.items[1].get("max_ns")->number, 200);
+  EXPECT_EQ(second->get("not_timed")->get("table_full")->number, 0);
+  EXPECT_EQ(second->get("not_timed")->get("threads_over_limit")->number, 1);
+}
+
+TEST(LatencyTest, InitRefusesAHostWithoutInstanceData) {
+  for (const size_t size : {offsetof(ftjit_host, set_instance_data),
+                            offsetof(ftjit_host, process_name)}) {
+    Session session(FTJIT_PLUGIN_LATENCY_SO, {}, "", 0,
+                    fake_host::host_of_size(uint32_t(size)));
+    EXPECT_NE(session.init(), 0) << size;
+    EXPECT_NE(session.error().find("host is too old"), std::string::npos)
         << session.error();
   }
 }

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -333,6 +336,119 @@ TEST(TraceTest, InitRefusesAnUnknownFormat) {
   Session session(FTJIT_PLUGIN_TRACE_SO, {}, "xml");
   EXPECT_NE(session.init(), 0);
   EXPECT_NE(session.error().find("xml"), std::string::npos) << session.error();
+}
+
+TEST(TraceTest, InstancesInEveryFormatStayApartAndNameTheHostsProcess) {
+  use_symbols();
+  // Not this process: the writers must ask the host, not getpid() or /proc.
+  const fake_host::ProcessOverride process(4321, "svc \"main\"");
+  Session text(FTJIT_PLUGIN_TRACE_SO, {}, "text");
+  Session chrome(FTJIT_PLUGIN_TRACE_SO, {}, "chrome", /*buffer_events=*/2);
+  Session perfetto(FTJIT_PLUGIN_TRACE_SO, {}, "perfetto");
+  ASSERT_EQ(text.init(), 0) << text.error();
+  ASSERT_EQ(chrome.init(), 0) << chrome.error();
+  ASSERT_EQ(perfetto.init(), 0) << perfetto.error();
+  // Interleaved on one thread: each instance has its own depth and ring.
+  fake_host::bind_thread(301, "both");
+  fake_host::set_now(1000);
+  text.enter(kMain);
+  chrome.enter(kWork);
+  perfetto.enter(kParse);
+  fake_host::set_now(1500);
+  text.enter(kLex);
+  fake_host::set_now(1750);
+  text.leave(kLex);
+  fake_host::set_now(2000);
+  chrome.leave(kWork);
+  chrome.enter(kLex);  // chrome's ring of 2 is full: both dropped
+  chrome.leave(kLex);
+  fake_host::set_now(3000);
+  perfetto.leave(kParse);
+  fake_host::set_now(4000);
+  text.leave(kMain);
+  EXPECT_EQ(text.events_dropped(), 0u);
+  EXPECT_EQ(chrome.events_dropped(), 2u);
+  EXPECT_EQ(perfetto.events_dropped(), 0u);
+  ASSERT_EQ(text.report(), 0) << text.error();
+  ASSERT_EQ(chrome.report(), 0) << chrome.error();
+  ASSERT_EQ(perfetto.report(), 0) << perfetto.error();
+
+  EXPECT_EQ(text.output(),
+            "# ftjit trace: CLOCK_MONOTONIC seconds; duration on exits\n"
+            "#          TIMESTAMP       TID       DURATION   FUNCTION\n"
+            "# thread 301: both\n"
+            "         0.000001000 [    301] |              | main() {\n"
+            "         0.000001500 [    301] |     0.250 us |   lex();\n"
+            "         0.000004000 [    301] |     3.000 us | } /* main */\n"
+            "# 0 events dropped (thread buffer full)\n");
+
+  std::string error;
+  auto json = wire::parse_json(chrome.output(), &error);
+  ASSERT_TRUE(json) << error << "\n" << chrome.output();
+  std::vector<std::string> slices;
+  std::string process_name;
+  for (const wire::Json &event : json->get("traceEvents")->items) {
+    EXPECT_EQ(event.get("pid")->number, 4321);
+    if (event.get("ph")->text == "M") {
+      if (event.get("name")->text == "process_name")
+        process_name = event.get("args")->get("name")->text;
+      continue;
+    }
+    slices.push_back(event.get("ph")->text + " " + event.get("name")->text);
+  }
+  EXPECT_EQ(process_name, "svc \"main\"");
+  EXPECT_EQ(slices,
+            (std::vector<std::string>{"B worker::run", "E worker::run"}));
+  EXPECT_EQ(json->get("otherData")->get("dropped_events")->text, "2");
+
+  const std::string bytes = perfetto.output();  // the fields point into it
+  auto trace = wire::parse_proto(bytes);
+  ASSERT_TRUE(trace) << "not a protobuf message";
+  std::vector<std::string> interned;
+  int slice_events = 0;
+  for (size_t i = 0; i < trace->size(); ++i) {
+    auto packet = wire::parse_proto((*trace)[i].bytes);
+    ASSERT_TRUE(packet) << "packet " << i;
+    if (!wire::fields_numbered(*packet, pf::kTrackDescriptor).empty()) {
+      auto track = only_message(*packet, pf::kTrackDescriptor);
+      if (i == 0) {
+        auto described = only_message(track, pf::kProcess);
+        EXPECT_EQ(only_varint(described, 1), 4321u);  // ProcessDescriptor.pid
+        auto name = wire::fields_numbered(described, 6);  // .process_name
+        ASSERT_EQ(name.size(), 1u);
+        EXPECT_EQ(std::string(name[0].bytes), "svc \"main\"");
+      } else {
+        auto thread = only_message(track, pf::kThread);
+        EXPECT_EQ(only_varint(thread, pf::kThreadPid), 4321u);
+        EXPECT_EQ(only_varint(thread, pf::kThreadTid), 301u);
+      }
+      continue;
+    }
+    ++slice_events;
+    for (const auto &data : wire::fields_numbered(*packet, pf::kInternedData)) {
+      auto interned_data = wire::parse_proto(data.bytes);
+      ASSERT_TRUE(interned_data);
+      for (const auto &entry :
+           wire::fields_numbered(*interned_data, pf::kEventNames)) {
+        auto name = wire::parse_proto(entry.bytes);
+        ASSERT_TRUE(name);
+        interned.emplace_back(wire::fields_numbered(*name, pf::kName)[0].bytes);
+      }
+    }
+  }
+  EXPECT_EQ(slice_events, 2);
+  EXPECT_EQ(interned, (std::vector<std::string>{"parse(char const*)"}));
+}
+
+TEST(TraceTest, InitRefusesAHostWithoutInstanceData) {
+  for (const size_t size : {offsetof(ftjit_host, set_instance_data),
+                            offsetof(ftjit_host, process_name)}) {
+    Session session(FTJIT_PLUGIN_TRACE_SO, {}, "chrome", 0,
+                    fake_host::host_of_size(uint32_t(size)));
+    EXPECT_NE(session.init(), 0) << size;
+    EXPECT_NE(session.error().find("host is too old"), std::string::npos)
+        << session.error();
+  }
 }
 
 }  // namespace

@@ -186,8 +186,12 @@ typedef struct ftjit_host {
  *  - consume() is called by one writer thread at a time, never concurrently
  *    with itself, in commit order per thread;
  *  - report()'s `out` is output(ctx);
- *  - event_reserve() returns memory aligned to 8 bytes;
- *  - option_string()'s result lives until shutdown;
+ *  - report() never runs concurrently with consume() or the event path
+ *    (tracing stopped and every buffer was drained before);
+ *  - event_reserve() returns memory aligned to 8 bytes, and consume()'s
+ *    event pointer is aligned alike;
+ *  - option_string()'s result lives until shutdown, process_name()'s as
+ *    long as the host;
  *  - the [event] services never touch FP/vector registers, so callbacks of
  *    a FTJIT_PLUGIN_F_NO_FP plugin may call them. */
 
