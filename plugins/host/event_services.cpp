@@ -19,6 +19,7 @@
 #include <new>
 
 #include "plugins/host/host_internal.h"
+#include "plugins/host/tsc_clock.h"
 
 namespace ftjit::plugins::detail {
 
@@ -69,11 +70,7 @@ void* svc_thread_storage(ftjit_plugin_ctx* ctx) {
 }
 
 
-uint64_t svc_now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t svc_now_ns() { return monotonic_ns(); }
 
 int32_t svc_thread_id() { return current_tid(); }
 

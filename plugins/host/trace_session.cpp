@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "plugins/host/host_internal.h"
+#include "plugins/host/tsc_clock.h"
 
 namespace ftjit::plugins {
 
@@ -144,6 +145,8 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     return session_error("buffer of " + std::to_string(config.buffer_events) +
                          " events is over the limit " + std::to_string(kMaxBufferEvents));
   }
+
+  detail::calibrate_tsc_clock();  // before any plugin can ask for the time
 
   // Any early return below destroys `s`, whose destructor undoes whatever
   // was done: detach, shutdown, close, unload.
