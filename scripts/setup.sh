@@ -6,8 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# protobuf-compiler: the tests decode the trace plugin's Perfetto output
+# with protoc, an oracle independent of our encoder.
 PACKAGES=(build-essential cmake clang libasmjit-dev libspdlog-dev libcli11-dev
-          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev)
+          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev
+          protobuf-compiler)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
