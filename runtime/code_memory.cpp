@@ -210,7 +210,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
 CodeArena::~CodeArena() {
   if (rw_ != nullptr) {
     munmap(rw_, size_);
-    code_munmap(reinterpret_cast<void*>(rx_), size_);
+    if (!keep_code_) code_munmap(reinterpret_cast<void*>(rx_), size_);
   }
 }
 

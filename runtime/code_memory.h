@@ -79,9 +79,13 @@ class CodeArena {
   uint64_t allocate(size_t n, size_t align);
   void free(uint64_t addr);
   uint8_t* rw(uint64_t addr) const { return rw_ + (addr - rx_); }
+  // Keeps the code mapped when this object goes (a forked child's copy:
+  // its patched sites still call into it).
+  void keep_code_mapped() { keep_code_ = true; }
 
  private:
   CodeArena() = default;
+  bool keep_code_ = false;
   struct Block { uint64_t addr; size_t size; };
   uint64_t rx_ = 0;
   uint8_t* rw_ = nullptr;

@@ -203,9 +203,20 @@ Engine::~Engine() {
   g_engine.store(nullptr);
   if (inert()) {
     // A forked child's copy: its code is private now and nothing here may
-    // touch the parent's. Free memory only; keep trampolines mapped.
-    for (auto& a : arenas_) a.release();
-    for (auto& a : aliases_) a.release();
+    // touch the parent's. Free memory only (dropping the child's writable
+    // views changes nothing for the parent); keep trampolines mapped.
+    for (auto& a : arenas_) a->keep_code_mapped();
+    // The child's patched sites still reach wrappers, multiplexers and list
+    // tables after this: keep them, reachable (for leak checkers) from a
+    // global that outlives the engine.
+    static auto* kept = new std::vector<std::shared_ptr<void>>();
+    for (auto& r : ops_) kept->emplace_back(std::move(r));
+    for (auto& r : retired_.records) kept->emplace_back(std::move(r));
+    for (auto& [site, mux] : muxes_) kept->emplace_back(std::move(mux));
+    for (auto& m : retired_.muxes) kept->emplace_back(std::move(m));
+    if (list_table_) kept->emplace_back(std::move(list_table_));
+    for (auto& t : retired_.list_tables) kept->emplace_back(std::move(t));
+    for (auto& s : retired_.ipsets) kept->emplace_back(std::move(s));
     g_engine_exists.store(false);
     return;
   }

@@ -136,7 +136,14 @@ void on_thread_exit(void* p) {
   slot->state.store(kIdle, std::memory_order_release);
 }
 
-uint64_t read_slot(uint64_t slot) { return *reinterpret_cast<const volatile uint64_t*>(slot); }
+// Slots of frames that may be gone are dead stack memory, which is exactly
+// what AddressSanitizer poisons: these reads and writes are meant.
+__attribute__((no_sanitize("address"))) uint64_t read_slot(uint64_t slot) {
+  return *reinterpret_cast<const volatile uint64_t*>(slot);
+}
+__attribute__((no_sanitize("address"))) void write_slot(uint64_t slot, uint64_t value) {
+  *reinterpret_cast<volatile uint64_t*>(slot) = value;
+}
 
 // Whether `a` and `b` lie on different stacks of this thread. Only a signal
 // handler running on an alternate stack (sigaltstack) has frames of two
@@ -178,10 +185,12 @@ void guard_leave() {
 }
 
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
-  static std::mutex mu;
-  static std::deque<ExitRecord> records;  // stable addresses, never freed
-  std::lock_guard<std::mutex> lock(mu);
-  ExitRecord& r = records.emplace_back();
+  // Stable addresses, never freed, not even by static destructors: a
+  // hooked frame may return during exit().
+  static auto* mu = new std::mutex();
+  static auto* records = new std::deque<ExitRecord>();
+  std::lock_guard<std::mutex> lock(*mu);
+  ExitRecord& r = records->emplace_back();
   r.func = func;
   r.ops = ops;
   return &r;
@@ -318,9 +327,8 @@ void shadow_unhook_all() {
   for (uint32_t i = s->depth; i-- > 0;) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) != 0) continue;
-    auto* p = reinterpret_cast<volatile uint64_t*>(e.slot);
-    if (*p != tramp) continue;  // stale: its frame is gone already
-    *p = e.ret;
+    if (read_slot(e.slot) != tramp) continue;  // stale: its frame is gone already
+    write_slot(e.slot, e.ret);
     e.rec |= kUnhooked;
   }
 }
@@ -366,9 +374,8 @@ void shadow_rehook_after_catch(uint64_t cfa) {
   for (uint32_t i = 0; s->in_flight == 0 && i < s->depth; ++i) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) == 0) continue;
-    auto* p = reinterpret_cast<volatile uint64_t*>(e.slot);
-    if (*p != e.ret) continue;  // not ours any more: leave it to pruning
-    *p = tramp;
+    if (read_slot(e.slot) != e.ret) continue;  // not ours any more: leave it to pruning
+    write_slot(e.slot, tramp);
     e.rec &= ~kUnhooked;
   }
   if (run) guard_leave();
