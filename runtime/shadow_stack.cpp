@@ -106,11 +106,18 @@ ShadowStack* create_stack() {
   return nullptr;
 }
 
-// An entry whose frame left without returning through the trampoline.
-void report_unwound(ShadowStack* s, const ShadowEntry& e) {
-  s->unwound.bump();
-  ExitRecord* r = e.record();
-  if (r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, nullptr);
+// Pops the newest entries while gone(entry) says their frames left without
+// returning through the trampoline, and reports each unwound: counted
+// always, its exit callback called only if `run` (not inside a callback).
+template <typename Gone>
+void pop_unwound(ShadowStack* s, bool run, Gone gone) {
+  while (s->depth != 0 && gone(s->e[s->depth - 1])) {
+    const ShadowEntry e = s->e[s->depth - 1];
+    --s->depth;
+    s->unwound.bump();
+    ExitRecord* r = e.record();
+    if (run && r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, nullptr);
+  }
 }
 
 // A thread leaving with hooked frames (pthread_exit from inside them, or a
@@ -121,15 +128,7 @@ void on_thread_exit(void* p) {
   ShadowStack* s = slot->stack.load(std::memory_order_relaxed);
   if (s->depth != 0) {
     const bool run = guard_enter();
-    while (s->depth != 0) {
-      ShadowEntry gone = s->e[s->depth - 1];
-      --s->depth;
-      if (run) {
-        report_unwound(s, gone);
-      } else {
-        s->unwound.bump();
-      }
-    }
+    pop_unwound(s, run, [](const ShadowEntry&) { return true; });
     if (run) guard_leave();
   }
   t_stack = nullptr;
@@ -250,17 +249,11 @@ void shadow_prune(const uint64_t* slot) {
   //    frame interrupted by a signal whose handler runs on an alternate
   //    stack above it. (Dead stack memory keeps the trampoline's address
   //    too, so the address alone does not prove a frame alive.)
-  while (s->depth != 0) {
-    const ShadowEntry& top = s->e[s->depth - 1];
-    if (top.slot > at) break;
-    if (read_slot(top.slot) == tramp &&
-        (top.slot == at || on_different_stacks(top.slot, at))) {
-      break;
-    }
-    ShadowEntry gone = top;
-    --s->depth;
-    report_unwound(s, gone);
-  }
+  // (Called inside the entry's callback context: callbacks may run.)
+  pop_unwound(s, true, [&](const ShadowEntry& top) {
+    return top.slot <= at && !(read_slot(top.slot) == tramp &&
+                               (top.slot == at || on_different_stacks(top.slot, at)));
+  });
 }
 
 void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
@@ -296,15 +289,7 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
   // thread was in one, say) the bookkeeping still happens; only the
   // callbacks are skipped and counted.
   const bool run = guard_enter();
-  while (s->depth > d) {
-    ShadowEntry gone = s->e[s->depth - 1];
-    --s->depth;
-    if (run) {
-      report_unwound(s, gone);
-    } else {
-      s->unwound.bump();
-    }
-  }
+  pop_unwound(s, run, [&](const ShadowEntry&) { return s->depth > d; });
   const ShadowEntry e = s->e[d - 1];
   std::atomic_signal_fence(std::memory_order_seq_cst);
   s->depth = d - 1;
@@ -339,15 +324,7 @@ void shadow_unwinding_to(uint64_t cfa) {
   // The frame whose CFA this is replaced its return address at cfa-8;
   // every hooked frame below that is gone.
   const bool run = guard_enter();
-  while (s->depth != 0 && s->e[s->depth - 1].slot < cfa - 8) {
-    ShadowEntry gone = s->e[s->depth - 1];
-    --s->depth;
-    if (run) {
-      report_unwound(s, gone);
-    } else {
-      s->unwound.bump();
-    }
-  }
+  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < cfa - 8; });
   if (run) guard_leave();
 }
 
@@ -359,15 +336,7 @@ void shadow_rehook_after_catch(uint64_t cfa) {
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   const bool run = guard_enter();
   // Frames below the catching one were unwound.
-  while (s->depth != 0 && s->e[s->depth - 1].slot < cfa) {
-    ShadowEntry gone = s->e[s->depth - 1];
-    --s->depth;
-    if (run) {
-      report_unwound(s, gone);
-    } else {
-      s->unwound.bump();
-    }
-  }
+  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < cfa; });
   // The others are alive: hook their returns again, oldest first so that a
   // chain ends with the trampoline in the slot. Not while an outer
   // exception is still unwinding through them.
