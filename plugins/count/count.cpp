@@ -4,20 +4,21 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstddef>
-#include <cstdlib>
-#include <cstring>
+#include <cstdio>
+#include <iterator>
 #include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "plugin_support.h"
+
 namespace ftjit_count {
 namespace {
 
-constexpr int64_t kDefaultTableSize = 16384;
+namespace support = ftjit_plugin_support;
+
 constexpr int64_t kMaxTableSize = int64_t(1) << 24;
-constexpr int64_t kMaxThreads = 65536;
 
 const ftjit_plugin_option kOptions[] = {
     {"table_size", FTJIT_OPTION_INT, "16384",
@@ -29,10 +30,6 @@ const ftjit_plugin_option kOptions[] = {
                                     "functions only (0: all)"},
 };
 const char *const kFormats[] = {"text", "json", "tsv", nullptr};
-constexpr size_t kHostSizeNeeded =
-    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
-
-bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 struct FunctionCount {
   uint64_t ip;
@@ -50,74 +47,25 @@ struct Totals {
 // Lifecycle
 // ---------------------------------------------------------------------------
 
-void free_instance(Instance *instance) {
-  std::free(instance->counters);
-  std::free(instance->headers);
-  delete instance;
-}
-
 int count_init(ftjit_plugin_ctx *ctx) {
-  // Older hosts lack instance_data, and the event path has no other way to
-  // find its instance.
-  if (g_host->struct_size < kHostSizeNeeded) {
-    g_host->set_error(ctx,
-                      "count: the host is too old (ftjit_host of %u bytes, "
-                      "need %zu: no instance data)",
-                      g_host->struct_size, kHostSizeNeeded);
+  if (support::host_too_old(g_host, ctx, "count")) return 1;
+  support::PoolOptions pool;
+  if (!support::read_pool_options(g_host, ctx, "count", kMaxTableSize, &pool))
     return 1;
-  }
-  const int64_t table_size = g_host->option_int(ctx, "table_size");
-  const int64_t max_threads = g_host->option_int(ctx, "max_threads");
   const int64_t top = g_host->option_int(ctx, "top");
-  if (!is_power_of_two(table_size) || table_size > kMaxTableSize) {
-    g_host->set_error(ctx,
-                      "count: table_size must be a power of two in [1, %" PRId64
-                      "], got %" PRId64,
-                      kMaxTableSize, table_size);
-    return 1;
-  }
-  if (max_threads < 1 || max_threads > kMaxThreads) {
-    g_host->set_error(ctx,
-                      "count: max_threads must be in [1, %" PRId64
-                      "], got %" PRId64,
-                      kMaxThreads, max_threads);
-    return 1;
-  }
   if (top < 0) {
     g_host->set_error(ctx, "count: top must be >= 0, got %" PRId64, top);
     return 1;
   }
-  auto *instance = new (std::nothrow) Instance;
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "count: out of memory");
-    return 1;
-  }
-  instance->table_size = uint32_t(table_size);
-  instance->hash_shift = 64 - uint32_t(__builtin_ctzll(uint64_t(table_size)));
-  if (instance->hash_shift == 64) instance->hash_shift = 63;
-  instance->load_limit =
-      uint32_t(table_size - std::max<int64_t>(1, table_size / 4));
-  instance->max_threads = uint32_t(max_threads);
-  // calloc: untouched tables stay unbacked zero pages.
-  instance->counters = static_cast<Counter *>(
-      std::calloc(size_t(max_threads) * size_t(table_size), sizeof(Counter)));
-  instance->headers = static_cast<TableHeader *>(
-      std::calloc(size_t(max_threads), sizeof(TableHeader)));
-  if (instance->counters == nullptr || instance->headers == nullptr) {
-    g_host->set_error(ctx, "count: cannot allocate %" PRId64 " tables of %" PRId64
-                      " slots", max_threads, table_size);
-    free_instance(instance);
-    return 1;
-  }
+  Instance *instance =
+      support::new_pool_instance<Instance>(g_host, ctx, "count", pool, "slots");
+  if (instance == nullptr) return 1;
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
 
 void count_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = instance_of(ctx);
-  if (instance == nullptr) return;
-  g_host->set_instance_data(ctx, nullptr);
-  free_instance(instance);
+  support::delete_pool_instance(support::take_instance<Instance>(g_host, ctx));
 }
 
 // ---------------------------------------------------------------------------
@@ -135,17 +83,9 @@ void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
   auto *slot = static_cast<const ThreadSlot *>(storage);
   if (slot == nullptr || slot->state != SlotState::kClaimed) return;
   for (uint32_t i = 0; i < merge->instance->table_size; ++i)
-    if (slot->counters[i].ip != 0)
-      merge->counts.emplace_back(slot->counters[i].ip, slot->counters[i].calls);
+    if (slot->entries[i].ip != 0)
+      merge->counts.emplace_back(slot->entries[i].ip, slot->entries[i].calls);
   merge->overflow_calls += slot->header->overflow_calls;
-}
-
-std::string function_name(ftjit_plugin_ctx *ctx, uint64_t ip) {
-  if (const char *name = g_host->symbol(ctx, ip); name != nullptr && *name)
-    return name;
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "0x%" PRIx64, ip);
-  return hex;
 }
 
 Totals collect(ftjit_plugin_ctx *ctx, const Instance *instance) {
@@ -162,7 +102,7 @@ Totals collect(ftjit_plugin_ctx *ctx, const Instance *instance) {
     totals.total_calls += calls;
   }
   for (FunctionCount &function : totals.functions)
-    function.name = function_name(ctx, function.ip);
+    function.name = support::symbol_or_hex(g_host, ctx, function.ip);
   std::sort(totals.functions.begin(), totals.functions.end(),
             [](const FunctionCount &a, const FunctionCount &b) {
               if (a.calls != b.calls) return a.calls > b.calls;
@@ -180,19 +120,6 @@ std::string tsv_field(std::string_view text) {
   for (char &c : out)
     if (c == '\t' || c == '\n' || c == '\r') c = ' ';
   return out;
-}
-
-void write_json_string(FILE *out, std::string_view text) {
-  std::fputc('"', out);
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\')
-      std::fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      std::fprintf(out, "\\u%04x", c);
-    else
-      std::fputc(c, out);
-  }
-  std::fputc('"', out);
 }
 
 void write_text(FILE *out, const Totals &totals, uint64_t top,
@@ -226,7 +153,7 @@ void write_json(FILE *out, const Totals &totals, uint64_t recursion_drops,
   for (size_t i = 0; i < totals.functions.size(); ++i) {
     const FunctionCount &function = totals.functions[i];
     std::fprintf(out, "%s\n{\"name\":", i == 0 ? "" : ",");
-    write_json_string(out, function.name);
+    support::write_json_string(out, function.name);
     std::fprintf(out, ",\"ip\":\"0x%" PRIx64 "\",\"calls\":%" PRIu64 "}",
                  function.ip, function.calls);
   }
@@ -240,11 +167,8 @@ void write_json(FILE *out, const Totals &totals, uint64_t recursion_drops,
 
 int count_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
   const Instance *instance = instance_of(ctx);
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "count: report without a successful init");
-    return 1;
-  }
-  try {
+  if (!support::has_instance(g_host, ctx, "count", instance)) return 1;
+  return support::guarded_report(g_host, ctx, "count", out, [&] {
     const Totals totals = collect(ctx, instance);
     uint64_t recursion_drops = 0, event_drops = 0;
     g_host->drop_counts(ctx, &recursion_drops, &event_drops);
@@ -262,42 +186,28 @@ int count_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
       g_host->set_error(ctx, "count: unknown format '%s'", format);
       return 1;
     }
-  } catch (const std::bad_alloc &) {
-    g_host->set_error(ctx, "count: out of memory while reporting");
-    return 1;
-  }
-  return std::ferror(out) ? (g_host->set_error(ctx, "count: write failed"), 1)
-                          : 0;
+    return 0;
+  });
 }
 
-const ftjit_plugin kDescriptor = {
-    sizeof(ftjit_plugin),
-    FTJIT_PLUGIN_ABI_VERSION,
-    "count",
-    "calls per traced function, all threads merged",
-    kOptions,
-    sizeof kOptions / sizeof kOptions[0],
-    FTJIT_PLUGIN_F_NO_FP,
-    kFormats,
-    sizeof(ThreadSlot),
-    0,
-    0,
-    0,
-    count_init,
-    count_shutdown,
-    on_entry,
-    nullptr,
-    nullptr,
-    count_report,
-};
+constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
+    .name = "count",
+    .description = "calls per traced function, all threads merged",
+    .options = kOptions,
+    .n_options = std::size(kOptions),
+    .formats = kFormats,
+    .thread_storage_size = sizeof(ThreadSlot),
+    .init = count_init,
+    .shutdown = count_shutdown,
+    .entry = on_entry,
+    .report = count_report,
+});
 
 }  // namespace
 }  // namespace ftjit_count
 
 extern "C" FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(
     const ftjit_host *host) {
-  if (host == nullptr || host->abi_version != FTJIT_PLUGIN_ABI_VERSION)
-    return nullptr;
-  ftjit_count::g_host = host;
-  return &ftjit_count::kDescriptor;
+  return ftjit_plugin_support::accept_host(host, ftjit_count::g_host,
+                                           ftjit_count::kDescriptor);
 }

@@ -5,8 +5,9 @@
 
 #include <ftjit/plugin.h>
 
-#include <atomic>
 #include <cstdint>
+
+#include "table_pool.h"
 
 namespace ftjit_count {
 
@@ -23,28 +24,15 @@ struct TableHeader {
   uint32_t reserved;
 };
 
-//! One loaded instance: its options and a pool of per-thread tables,
-//! allocated in init so that no thread allocates on its first event.
-struct Instance {
-  uint32_t table_size = 0;   // slots per thread, a power of two
-  uint32_t hash_shift = 0;   // 64 - log2(table_size)
-  uint32_t load_limit = 0;   // at most this many slots used per thread
-  uint32_t max_threads = 0;  // tables in the pool
-  std::atomic<uint32_t> tables_claimed{0};
-  std::atomic<uint64_t> unpooled_calls{0};  // threads beyond max_threads
-  Counter *counters = nullptr;               // max_threads * table_size
-  TableHeader *headers = nullptr;            // max_threads
-};
+//! One loaded instance: a pool of per-thread tables of Counters, allocated in
+//! init so that no thread allocates on its first event.
+struct Instance : ftjit_plugin_support::TablePool<Counter, TableHeader> {};
 
-enum class SlotState : uint32_t { kUnclaimed = 0, kClaimed = 1, kRefused = 2 };
+//! The host's per-thread storage block (zeroed by the host): the thread's
+//! table of Counters once claimed.
+struct ThreadSlot : ftjit_plugin_support::PooledSlot<Instance> {};
 
-//! The host's per-thread storage block (zeroed by the host).
-struct ThreadSlot {
-  Counter *counters;
-  TableHeader *header;
-  Instance *instance;
-  SlotState state;
-};
+using ftjit_plugin_support::SlotState;
 
 //! Set once, by ftjit_plugin_v1.
 extern const ftjit_host *g_host;

@@ -4,23 +4,23 @@
 // A count is a number of function entries, not of time samples.
 #include "flame.h"
 
-#include <algorithm>
 #include <cinttypes>
-#include <cstddef>
 #include <cstdio>
-#include <cstdlib>
+#include <iterator>
 #include <map>
-#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "plugin_support.h"
+
 namespace ftjit_flame {
 namespace {
 
+namespace support = ftjit_plugin_support;
+
 constexpr int64_t kMaxTableSize = int64_t(1) << 24;
-constexpr int64_t kMaxThreads = 65536;
 
 const ftjit_plugin_option kOptions[] = {
     {"table_size", FTJIT_OPTION_INT, "16384",
@@ -33,85 +33,32 @@ const ftjit_plugin_option kOptions[] = {
      "start each stack with a `name-tid` frame for its thread"},
 };
 const char *const kFormats[] = {"folded", "json", nullptr};
-constexpr size_t kHostSizeNeeded =
-    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
-
-bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 // ---------------------------------------------------------------------------
 // Lifecycle
 // ---------------------------------------------------------------------------
 
-void free_instance(Instance *instance) {
-  std::free(instance->nodes);
-  std::free(instance->headers);
-  delete instance;
-}
-
 int flame_init(ftjit_plugin_ctx *ctx) {
-  // Older hosts lack instance_data, and the event path has no other way to
-  // find its instance.
-  if (g_host->struct_size < kHostSizeNeeded) {
-    g_host->set_error(ctx,
-                      "flame: the host is too old (ftjit_host of %u bytes, "
-                      "need %zu: no instance data)",
-                      g_host->struct_size, kHostSizeNeeded);
+  if (support::host_too_old(g_host, ctx, "flame")) return 1;
+  support::PoolOptions pool;
+  if (!support::read_pool_options(g_host, ctx, "flame", kMaxTableSize, &pool))
     return 1;
-  }
-  const int64_t table_size = g_host->option_int(ctx, "table_size");
-  const int64_t max_threads = g_host->option_int(ctx, "max_threads");
   const int64_t max_depth = g_host->option_int(ctx, "max_depth");
-  if (!is_power_of_two(table_size) || table_size > kMaxTableSize) {
-    g_host->set_error(ctx,
-                      "flame: table_size must be a power of two in [1, %" PRId64
-                      "], got %" PRId64,
-                      kMaxTableSize, table_size);
-    return 1;
-  }
-  if (max_threads < 1 || max_threads > kMaxThreads) {
-    g_host->set_error(ctx,
-                      "flame: max_threads must be in [1, %" PRId64 "], got %" PRId64,
-                      kMaxThreads, max_threads);
-    return 1;
-  }
   if (max_depth < 1 || max_depth > int64_t(kMaxDepthLimit)) {
     g_host->set_error(ctx, "flame: max_depth must be in [1, %u], got %" PRId64,
                       kMaxDepthLimit, max_depth);
     return 1;
   }
-  auto *instance = new (std::nothrow) Instance;
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "flame: out of memory");
-    return 1;
-  }
-  instance->table_size = uint32_t(table_size);
-  instance->hash_shift =
-      std::min(63u, 64 - uint32_t(__builtin_ctzll(uint64_t(table_size))));
-  instance->load_limit =
-      uint32_t(table_size - std::max<int64_t>(1, table_size / 4));
-  instance->max_threads = uint32_t(max_threads);
+  Instance *instance =
+      support::new_pool_instance<Instance>(g_host, ctx, "flame", pool, "stacks");
+  if (instance == nullptr) return 1;
   instance->max_depth = uint32_t(max_depth);
-  // calloc: tables no thread claims stay unbacked zero pages.
-  instance->nodes = static_cast<Node *>(
-      std::calloc(size_t(max_threads) * size_t(table_size), sizeof(Node)));
-  instance->headers = static_cast<TableHeader *>(
-      std::calloc(size_t(max_threads), sizeof(TableHeader)));
-  if (instance->nodes == nullptr || instance->headers == nullptr) {
-    g_host->set_error(ctx, "flame: cannot allocate %" PRId64
-                      " tables of %" PRId64 " stacks",
-                      max_threads, table_size);
-    free_instance(instance);
-    return 1;
-  }
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
 
 void flame_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = instance_of(ctx);
-  if (instance == nullptr) return;
-  g_host->set_instance_data(ctx, nullptr);
-  free_instance(instance);
+  support::delete_pool_instance(support::take_instance<Instance>(g_host, ctx));
 }
 
 // ---------------------------------------------------------------------------
@@ -139,16 +86,10 @@ std::string frame_text(std::string_view name) {
 const std::string &frame_name(Folding &folding, uint64_t ip) {
   auto [it, fresh] = folding.names.try_emplace(ip);
   if (!fresh) return it->second;
-  if (ip == kTruncatedIp) {
-    it->second = "[truncated]";
-  } else if (const char *name = g_host->symbol(folding.ctx, ip);
-             name != nullptr && *name) {
-    it->second = frame_text(name);
-  } else {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%" PRIx64, ip);
-    it->second = hex;
-  }
+  // A hex address holds no separator: frame_text keeps it as it is.
+  it->second = ip == kTruncatedIp
+                   ? "[truncated]"
+                   : frame_text(support::symbol_or_hex(g_host, folding.ctx, ip));
   return it->second;
 }
 
@@ -164,11 +105,11 @@ void fold_thread(const ftjit_thread_info *thread, void *storage, void *arg) {
   }
   std::vector<uint64_t> path;
   for (uint32_t i = 0; i < folding->instance->table_size; ++i) {
-    const Node &node = slot->nodes[i];
+    const Node &node = slot->entries[i];
     if (node.ip == 0 || node.calls == 0) continue;
     path.clear();
-    for (uint32_t id = i + 1; id != 0; id = slot->nodes[id - 1].parent)
-      path.push_back(slot->nodes[id - 1].ip);
+    for (uint32_t id = i + 1; id != 0; id = slot->entries[id - 1].parent)
+      path.push_back(slot->entries[id - 1].ip);
     std::string stack = prefix;
     for (auto ip = path.rbegin(); ip != path.rend(); ++ip) {
       if (ip != path.rbegin()) stack += ';';
@@ -181,19 +122,6 @@ void fold_thread(const ftjit_thread_info *thread, void *storage, void *arg) {
   folding->unmatched_exits += slot->header->unmatched_exits;
 }
 
-void write_json_string(FILE *out, std::string_view text) {
-  std::fputc('"', out);
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\')
-      std::fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      std::fprintf(out, "\\u%04x", c);
-    else
-      std::fputc(c, out);
-  }
-  std::fputc('"', out);
-}
-
 void write_json(FILE *out, const Folding &folding, uint64_t recursion_drops,
                 uint64_t event_drops) {
   std::fputs("{\"unit\":\"calls\",\"stacks\":[", out);
@@ -204,7 +132,7 @@ void write_json(FILE *out, const Folding &folding, uint64_t recursion_drops,
     size_t begin = 0;
     for (;;) {
       const size_t end = stack.find(';', begin);
-      write_json_string(out, std::string_view(stack).substr(
+      support::write_json_string(out, std::string_view(stack).substr(
                                  begin, end == std::string::npos ? end : end - begin));
       if (end == std::string::npos) break;
       std::fputc(',', out);
@@ -221,11 +149,8 @@ void write_json(FILE *out, const Folding &folding, uint64_t recursion_drops,
 
 int flame_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
   const Instance *instance = instance_of(ctx);
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "flame: report without a successful init");
-    return 1;
-  }
-  try {
+  if (!support::has_instance(g_host, ctx, "flame", instance)) return 1;
+  return support::guarded_report(g_host, ctx, "flame", out, [&] {
     Folding folding;
     folding.ctx = ctx;
     folding.instance = instance;
@@ -247,42 +172,29 @@ int flame_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
       g_host->set_error(ctx, "flame: unknown format '%s'", format);
       return 1;
     }
-  } catch (const std::bad_alloc &) {
-    g_host->set_error(ctx, "flame: out of memory while reporting");
-    return 1;
-  }
-  return std::ferror(out) ? (g_host->set_error(ctx, "flame: write failed"), 1)
-                          : 0;
+    return 0;
+  });
 }
 
-const ftjit_plugin kDescriptor = {
-    sizeof(ftjit_plugin),
-    FTJIT_PLUGIN_ABI_VERSION,
-    "flame",
-    "calls per call stack, as folded stacks for flame graphs",
-    kOptions,
-    sizeof kOptions / sizeof kOptions[0],
-    FTJIT_PLUGIN_F_NO_FP,
-    kFormats,
-    sizeof(ThreadSlot),
-    0,
-    0,
-    0,
-    flame_init,
-    flame_shutdown,
-    on_entry,
-    on_exit,
-    nullptr,
-    flame_report,
-};
+constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
+    .name = "flame",
+    .description = "calls per call stack, as folded stacks for flame graphs",
+    .options = kOptions,
+    .n_options = std::size(kOptions),
+    .formats = kFormats,
+    .thread_storage_size = sizeof(ThreadSlot),
+    .init = flame_init,
+    .shutdown = flame_shutdown,
+    .entry = on_entry,
+    .exit = on_exit,
+    .report = flame_report,
+});
 
 }  // namespace
 }  // namespace ftjit_flame
 
 extern "C" FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(
     const ftjit_host *host) {
-  if (host == nullptr || host->abi_version != FTJIT_PLUGIN_ABI_VERSION)
-    return nullptr;
-  ftjit_flame::g_host = host;
-  return &ftjit_flame::kDescriptor;
+  return ftjit_plugin_support::accept_host(host, ftjit_flame::g_host,
+                                           ftjit_flame::kDescriptor);
 }

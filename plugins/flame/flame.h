@@ -6,8 +6,9 @@
 
 #include <ftjit/plugin.h>
 
-#include <atomic>
 #include <cstdint>
+
+#include "table_pool.h"
 
 namespace ftjit_flame {
 
@@ -36,19 +37,10 @@ struct TableHeader {
   uint32_t reserved;
 };
 
-struct Instance {
-  uint32_t table_size = 0;  // a power of two
-  uint32_t hash_shift = 0;
-  uint32_t load_limit = 0;
-  uint32_t max_threads = 0;
-  uint32_t max_depth = 0;   // frames per stack, <= kMaxDepthLimit
-  std::atomic<uint32_t> tables_claimed{0};
-  std::atomic<uint64_t> unpooled_calls{0};  // threads beyond max_threads
-  Node *nodes = nullptr;                    // max_threads * table_size
-  TableHeader *headers = nullptr;           // max_threads
+//! One loaded instance: a pool of per-thread tables of Nodes.
+struct Instance : ftjit_plugin_support::TablePool<Node, TableHeader> {
+  uint32_t max_depth = 0;  // frames per stack, <= kMaxDepthLimit
 };
-
-enum class SlotState : uint32_t { kUnclaimed = 0, kClaimed = 1, kRefused = 2 };
 
 struct Frame {
   uint64_t ip;
@@ -56,15 +48,14 @@ struct Frame {
   uint32_t reserved;
 };
 
-//! The host's per-thread storage block (zeroed by the host).
-struct ThreadSlot {
-  Node *nodes;
-  TableHeader *header;
-  Instance *instance;
-  SlotState state;
+//! The host's per-thread storage block (zeroed by the host): the thread's
+//! table of Nodes once claimed, and its open calls.
+struct ThreadSlot : ftjit_plugin_support::PooledSlot<Instance> {
   uint32_t depth;  // may exceed max_depth; only max_depth frames are kept
   Frame stack[kMaxDepthLimit];
 };
+
+using ftjit_plugin_support::SlotState;
 
 extern const ftjit_host *g_host;
 

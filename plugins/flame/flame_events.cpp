@@ -4,7 +4,11 @@
 // pops. Built with -mgeneral-regs-only for FTJIT_PLUGIN_F_NO_FP.
 #include "flame.h"
 
+#include "event_support.h"
+
 namespace ftjit_flame {
+
+namespace support = ftjit_plugin_support;
 
 const ftjit_host *g_host = nullptr;
 
@@ -13,33 +17,6 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
 }
 
 namespace {
-
-// Once per thread: its first event claims a pooled table.
-__attribute__((noinline)) bool claim_table(ftjit_plugin_ctx *ctx,
-                                           ThreadSlot *slot) {
-  Instance *instance = instance_of(ctx);
-  slot->state = SlotState::kRefused;
-  if (instance == nullptr) return false;
-  slot->instance = instance;
-  uint32_t index =
-      instance->tables_claimed.fetch_add(1, std::memory_order_relaxed);
-  if (index >= instance->max_threads) return false;
-  slot->nodes = instance->nodes + uint64_t(index) * instance->table_size;
-  slot->header = instance->headers + index;
-  slot->state = SlotState::kClaimed;
-  return true;
-}
-
-ThreadSlot *claimed_slot(ftjit_plugin_ctx *ctx) {
-  auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
-  if (slot == nullptr) return nullptr;  // the host ran out of memory
-  if (slot->state == SlotState::kClaimed) return slot;
-  if (slot->state == SlotState::kUnclaimed && claim_table(ctx, slot))
-    return slot;
-  if (slot->instance != nullptr)
-    slot->instance->unpooled_calls.fetch_add(1, std::memory_order_relaxed);
-  return nullptr;
-}
 
 // The node for stack `parent` + `ip`, counted once more; kLostNode when the
 // table is at its load limit.
@@ -51,10 +28,9 @@ uint32_t count_child(ThreadSlot *slot, uint32_t parent, uint64_t ip) {
   const Instance *instance = slot->instance;
   const uint64_t mask = instance->table_size - 1;
   const uint64_t key = ip ^ (uint64_t(parent) * 0xFF51AFD7ED558CCDull);
-  uint64_t index =
-      ((key * 0x9E3779B97F4A7C15ull) >> instance->hash_shift) & mask;
+  uint64_t index = support::home_index(*instance, key);
   for (;;) {
-    Node &node = slot->nodes[index];
+    Node &node = slot->entries[index];
     if (node.ip == ip && node.parent == parent) {
       ++node.calls;
       return uint32_t(index + 1);
@@ -68,7 +44,7 @@ uint32_t count_child(ThreadSlot *slot, uint32_t parent, uint64_t ip) {
     return kLostNode;
   }
   ++slot->header->used;
-  Node &node = slot->nodes[index];
+  Node &node = slot->entries[index];
   node.ip = ip;
   node.parent = parent;
   node.calls = 1;
@@ -79,7 +55,10 @@ uint32_t count_child(ThreadSlot *slot, uint32_t parent, uint64_t ip) {
 
 void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
               ftjit_plugin_regs *) {
-  ThreadSlot *slot = claimed_slot(ctx);
+  // A thread's first event claims a pooled table; a thread without one
+  // counts its calls as unpooled.
+  ThreadSlot *slot =
+      support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kCount);
   if (slot == nullptr || ip == 0) return;
   const uint32_t max_depth = slot->instance->max_depth;
   const uint32_t depth = slot->depth++;

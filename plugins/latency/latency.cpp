@@ -5,19 +5,20 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstddef>
 #include <cstdio>
-#include <cstdlib>
-#include <new>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "plugin_support.h"
+
 namespace ftjit_latency {
 namespace {
 
+namespace support = ftjit_plugin_support;
+
 constexpr int64_t kMaxTableSize = int64_t(1) << 20;
-constexpr int64_t kMaxThreads = 65536;
 
 const ftjit_plugin_option kOptions[] = {
     {"table_size", FTJIT_OPTION_INT, "1024",
@@ -26,79 +27,25 @@ const ftjit_plugin_option kOptions[] = {
      "threads with their own table; later threads are not timed"},
 };
 const char *const kFormats[] = {"text", "json", nullptr};
-constexpr size_t kHostSizeNeeded =
-    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
-
-bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 // ---------------------------------------------------------------------------
 // Lifecycle
 // ---------------------------------------------------------------------------
 
-void free_instance(Instance *instance) {
-  std::free(instance->histograms);
-  std::free(instance->headers);
-  delete instance;
-}
-
 int latency_init(ftjit_plugin_ctx *ctx) {
-  // Older hosts lack instance_data, and the event path has no other way to
-  // find its instance.
-  if (g_host->struct_size < kHostSizeNeeded) {
-    g_host->set_error(ctx,
-                      "latency: the host is too old (ftjit_host of %u bytes, "
-                      "need %zu: no instance data)",
-                      g_host->struct_size, kHostSizeNeeded);
+  if (support::host_too_old(g_host, ctx, "latency")) return 1;
+  support::PoolOptions pool;
+  if (!support::read_pool_options(g_host, ctx, "latency", kMaxTableSize, &pool))
     return 1;
-  }
-  const int64_t table_size = g_host->option_int(ctx, "table_size");
-  const int64_t max_threads = g_host->option_int(ctx, "max_threads");
-  if (!is_power_of_two(table_size) || table_size > kMaxTableSize) {
-    g_host->set_error(ctx,
-                      "latency: table_size must be a power of two in [1, %" PRId64
-                      "], got %" PRId64,
-                      kMaxTableSize, table_size);
-    return 1;
-  }
-  if (max_threads < 1 || max_threads > kMaxThreads) {
-    g_host->set_error(ctx,
-                      "latency: max_threads must be in [1, %" PRId64
-                      "], got %" PRId64,
-                      kMaxThreads, max_threads);
-    return 1;
-  }
-  auto *instance = new (std::nothrow) Instance;
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "latency: out of memory");
-    return 1;
-  }
-  instance->table_size = uint32_t(table_size);
-  instance->hash_shift =
-      std::min(63u, 64 - uint32_t(__builtin_ctzll(uint64_t(table_size))));
-  instance->load_limit =
-      uint32_t(table_size - std::max<int64_t>(1, table_size / 4));
-  instance->max_threads = uint32_t(max_threads);
-  // calloc: tables no thread claims stay unbacked zero pages.
-  instance->histograms = static_cast<FunctionHistogram *>(std::calloc(
-      size_t(max_threads) * size_t(table_size), sizeof(FunctionHistogram)));
-  instance->headers = static_cast<TableHeader *>(
-      std::calloc(size_t(max_threads), sizeof(TableHeader)));
-  if (instance->histograms == nullptr || instance->headers == nullptr) {
-    g_host->set_error(ctx, "latency: cannot allocate %" PRId64
-                      " tables of %" PRId64 " functions",
-                      max_threads, table_size);
-    free_instance(instance);
-    return 1;
-  }
+  Instance *instance = support::new_pool_instance<Instance>(
+      g_host, ctx, "latency", pool, "functions");
+  if (instance == nullptr) return 1;
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
 
 void latency_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = instance_of(ctx);
-  if (instance == nullptr) return;
-  g_host->set_instance_data(ctx, nullptr);
-  free_instance(instance);
+  support::delete_pool_instance(support::take_instance<Instance>(g_host, ctx));
 }
 
 // ---------------------------------------------------------------------------
@@ -123,7 +70,7 @@ void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
   auto *slot = static_cast<const ThreadSlot *>(storage);
   if (slot == nullptr || slot->state != SlotState::kClaimed) return;
   for (uint32_t i = 0; i < merged->instance->table_size; ++i)
-    if (slot->histograms[i].ip != 0) merged->by_ip.push_back(slot->histograms[i]);
+    if (slot->entries[i].ip != 0) merged->by_ip.push_back(slot->entries[i]);
   merged->totals.overflow_calls += slot->header->overflow_calls;
   merged->totals.unwound += slot->header->unwound;
   merged->totals.unmatched_exits += slot->header->unmatched_exits;
@@ -174,14 +121,7 @@ std::vector<Function> collect(ftjit_plugin_ctx *ctx, Merged &merged) {
     }
   }
   for (Function &f : functions) {
-    const char *name = g_host->symbol(ctx, f.histogram.ip);
-    if (name != nullptr && *name) {
-      f.name = name;
-    } else {
-      char hex[32];
-      std::snprintf(hex, sizeof hex, "0x%" PRIx64, f.histogram.ip);
-      f.name = hex;
-    }
+    f.name = support::symbol_or_hex(g_host, ctx, f.histogram.ip);
     f.p50_ns = estimate_percentile(f.histogram, 50);
     f.p99_ns = estimate_percentile(f.histogram, 99);
   }
@@ -264,19 +204,6 @@ void write_text(FILE *out, const std::vector<Function> &functions,
                recursion_drops);
 }
 
-void write_json_string(FILE *out, std::string_view text) {
-  std::fputc('"', out);
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\')
-      std::fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      std::fprintf(out, "\\u%04x", c);
-    else
-      std::fputc(c, out);
-  }
-  std::fputc('"', out);
-}
-
 void write_json(FILE *out, const std::vector<Function> &functions,
                 const TableHeader &totals, uint64_t unpooled,
                 uint64_t recursion_drops, uint64_t event_drops) {
@@ -285,7 +212,7 @@ void write_json(FILE *out, const std::vector<Function> &functions,
   for (size_t i = 0; i < functions.size(); ++i) {
     const Function &f = functions[i];
     std::fprintf(out, "%s\n{\"name\":", i == 0 ? "" : ",");
-    write_json_string(out, f.name);
+    support::write_json_string(out, f.name);
     std::fprintf(out,
                  ",\"ip\":\"0x%" PRIx64 "\",\"count\":%" PRIu64
                  ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
@@ -320,11 +247,8 @@ void write_json(FILE *out, const std::vector<Function> &functions,
 
 int latency_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
   const Instance *instance = instance_of(ctx);
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "latency: report without a successful init");
-    return 1;
-  }
-  try {
+  if (!support::has_instance(g_host, ctx, "latency", instance)) return 1;
+  return support::guarded_report(g_host, ctx, "latency", out, [&] {
     Merged merged;
     merged.instance = instance;
     const std::vector<Function> functions = collect(ctx, merged);
@@ -342,42 +266,31 @@ int latency_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
       g_host->set_error(ctx, "latency: unknown format '%s'", format);
       return 1;
     }
-  } catch (const std::bad_alloc &) {
-    g_host->set_error(ctx, "latency: out of memory while reporting");
-    return 1;
-  }
-  return std::ferror(out) ? (g_host->set_error(ctx, "latency: write failed"), 1)
-                          : 0;
+    return 0;
+  });
 }
 
-const ftjit_plugin kDescriptor = {
-    sizeof(ftjit_plugin),
-    FTJIT_PLUGIN_ABI_VERSION,
-    "latency",
-    "entry-to-return time per traced function: log2 histograms, p50/p99/max",
-    kOptions,
-    sizeof kOptions / sizeof kOptions[0],
-    FTJIT_PLUGIN_F_NO_FP,
-    kFormats,
-    sizeof(ThreadSlot),
-    0,
-    0,
-    0,
-    latency_init,
-    latency_shutdown,
-    on_entry,
-    on_exit,
-    nullptr,
-    latency_report,
-};
+constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
+    .name = "latency",
+    .description =
+        "entry-to-return time per traced function: log2 histograms, "
+        "p50/p99/max",
+    .options = kOptions,
+    .n_options = std::size(kOptions),
+    .formats = kFormats,
+    .thread_storage_size = sizeof(ThreadSlot),
+    .init = latency_init,
+    .shutdown = latency_shutdown,
+    .entry = on_entry,
+    .exit = on_exit,
+    .report = latency_report,
+});
 
 }  // namespace
 }  // namespace ftjit_latency
 
 extern "C" FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(
     const ftjit_host *host) {
-  if (host == nullptr || host->abi_version != FTJIT_PLUGIN_ABI_VERSION)
-    return nullptr;
-  ftjit_latency::g_host = host;
-  return &ftjit_latency::kDescriptor;
+  return ftjit_plugin_support::accept_host(host, ftjit_latency::g_host,
+                                           ftjit_latency::kDescriptor);
 }

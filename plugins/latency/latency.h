@@ -6,8 +6,9 @@
 
 #include <ftjit/plugin.h>
 
-#include <atomic>
 #include <cstdint>
+
+#include "table_pool.h"
 
 namespace ftjit_latency {
 
@@ -42,28 +43,17 @@ struct Frame {
   uint64_t start_ns;
 };
 
-struct Instance {
-  uint32_t table_size = 0;  // a power of two
-  uint32_t hash_shift = 0;
-  uint32_t load_limit = 0;
-  uint32_t max_threads = 0;
-  std::atomic<uint32_t> tables_claimed{0};
-  std::atomic<uint64_t> unpooled_calls{0};  // threads beyond max_threads
-  FunctionHistogram *histograms = nullptr;  // max_threads * table_size
-  TableHeader *headers = nullptr;           // max_threads
-};
+//! One loaded instance: a pool of per-thread tables of FunctionHistograms.
+struct Instance : ftjit_plugin_support::TablePool<FunctionHistogram, TableHeader> {};
 
-enum class SlotState : uint32_t { kUnclaimed = 0, kClaimed = 1, kRefused = 2 };
-
-//! The host's per-thread storage block (zeroed by the host).
-struct ThreadSlot {
-  FunctionHistogram *histograms;
-  TableHeader *header;
-  Instance *instance;
-  SlotState state;
+//! The host's per-thread storage block (zeroed by the host): the thread's
+//! table once claimed, and its open calls.
+struct ThreadSlot : ftjit_plugin_support::PooledSlot<Instance> {
   uint32_t depth;  // may exceed kMaxDepth; only the first kMaxDepth are kept
   Frame stack[kMaxDepth];
 };
+
+using ftjit_plugin_support::SlotState;
 
 extern const ftjit_host *g_host;
 

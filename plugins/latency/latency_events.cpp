@@ -4,7 +4,11 @@
 // -mgeneral-regs-only for FTJIT_PLUGIN_F_NO_FP.
 #include "latency.h"
 
+#include "event_support.h"
+
 namespace ftjit_latency {
+
+namespace support = ftjit_plugin_support;
 
 const ftjit_host *g_host = nullptr;
 
@@ -14,40 +18,13 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
 
 namespace {
 
-// Once per thread: its first event claims a pooled table.
-__attribute__((noinline)) bool claim_table(ftjit_plugin_ctx *ctx,
-                                           ThreadSlot *slot) {
-  Instance *instance = instance_of(ctx);
-  slot->state = SlotState::kRefused;
-  if (instance == nullptr) return false;
-  slot->instance = instance;
-  uint32_t index =
-      instance->tables_claimed.fetch_add(1, std::memory_order_relaxed);
-  if (index >= instance->max_threads) return false;
-  slot->histograms =
-      instance->histograms + uint64_t(index) * instance->table_size;
-  slot->header = instance->headers + index;
-  slot->state = SlotState::kClaimed;
-  return true;
-}
-
-ThreadSlot *claimed_slot(ftjit_plugin_ctx *ctx) {
-  auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
-  if (slot == nullptr) return nullptr;  // the host ran out of memory
-  if (slot->state == SlotState::kClaimed) return slot;
-  if (slot->state == SlotState::kUnclaimed && claim_table(ctx, slot))
-    return slot;
-  return nullptr;
-}
-
 void record(ThreadSlot *slot, uint64_t ip, uint64_t duration_ns) {
   const Instance *instance = slot->instance;
   const uint64_t mask = instance->table_size - 1;
-  uint64_t index =
-      ((ip * 0x9E3779B97F4A7C15ull) >> instance->hash_shift) & mask;
+  uint64_t index = support::home_index(*instance, ip);
   FunctionHistogram *histogram;
   for (;;) {
-    histogram = &slot->histograms[index];
+    histogram = &slot->entries[index];
     if (histogram->ip == ip) break;
     if (histogram->ip == 0) {
       // The load limit keeps an empty slot in every probe sequence.
@@ -71,7 +48,9 @@ void record(ThreadSlot *slot, uint64_t ip, uint64_t duration_ns) {
 
 void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
               ftjit_plugin_regs *) {
-  ThreadSlot *slot = claimed_slot(ctx);
+  // A thread's first event claims a pooled table.
+  ThreadSlot *slot =
+      support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kIgnore);
   if (slot == nullptr || ip == 0) return;
   const uint32_t depth = slot->depth++;
   if (depth >= kMaxDepth) return;
@@ -83,13 +62,10 @@ void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
 void on_exit(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
              const ftjit_plugin_ret *ret) {
   const uint64_t now = g_host->now_ns();
-  ThreadSlot *slot = claimed_slot(ctx);
-  if (slot == nullptr) {
-    auto *refused = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
-    if (refused != nullptr && refused->instance != nullptr)
-      refused->instance->unpooled_calls.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
+  // Calls of a thread without a table are counted here, once each.
+  ThreadSlot *slot =
+      support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kCount);
+  if (slot == nullptr) return;
   TableHeader *header = slot->header;
   if (slot->depth > kMaxDepth) {
     --slot->depth;

@@ -3,8 +3,6 @@
 // streamed by the host's writer thread to text, Chrome JSON or Perfetto.
 #include "trace_writers.h"
 
-#include <cinttypes>
-#include <cstddef>
 #include <new>
 #include <string_view>
 
@@ -12,27 +10,18 @@ namespace ftjit_trace {
 
 const std::string &NameCache::name(uint64_t ip) {
   auto [it, fresh] = names_.try_emplace(ip);
-  if (fresh) {
-    if (const char *symbol = g_host->symbol(ctx_, ip); symbol != nullptr && *symbol) {
-      it->second = symbol;
-    } else {
-      char hex[32];
-      std::snprintf(hex, sizeof hex, "0x%" PRIx64, ip);
-      it->second = hex;
-    }
-  }
+  if (fresh) it->second = ftjit_plugin_support::symbol_or_hex(g_host, ctx_, ip);
   return it->second;
 }
 
 namespace {
 
+namespace support = ftjit_plugin_support;
+
 const char *const kFormats[] = {"text", "chrome", "perfetto", nullptr};
 // 2 MiB per thread at 32 bytes an event: the writer has milliseconds of
 // burst to catch up before a thread drops.
 constexpr uint32_t kBufferEvents = 65536;
-
-constexpr size_t kHostSizeNeeded =
-    offsetof(ftjit_host, process_name) + sizeof(ftjit_host::process_name);
 
 // No lock: consume never runs concurrently with itself, and report only
 // after detach drained every buffer; the event path never touches it.
@@ -51,13 +40,7 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
 
 int trace_init(ftjit_plugin_ctx *ctx) {
   // Older hosts lack instance_data and process_id/process_name.
-  if (g_host->struct_size < kHostSizeNeeded) {
-    g_host->set_error(ctx,
-                      "trace: the host is too old (ftjit_host of %u bytes, "
-                      "need %zu: no instance data)",
-                      g_host->struct_size, kHostSizeNeeded);
-    return 1;
-  }
+  if (support::host_too_old(g_host, ctx, "trace")) return 1;
   try {
     auto instance = std::make_unique<Instance>(ctx);
     instance->out = g_host->output(ctx);
@@ -90,10 +73,7 @@ int trace_init(ftjit_plugin_ctx *ctx) {
 }
 
 void trace_shutdown(ftjit_plugin_ctx *ctx) {
-  Instance *instance = instance_of(ctx);
-  if (instance == nullptr) return;
-  g_host->set_instance_data(ctx, nullptr);
-  delete instance;
+  delete support::take_instance<Instance>(g_host, ctx);
 }
 
 void trace_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
@@ -113,10 +93,7 @@ void trace_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
 
 int trace_report(ftjit_plugin_ctx *ctx, FILE *out, const char *) {
   Instance *instance = instance_of(ctx);
-  if (instance == nullptr) {
-    g_host->set_error(ctx, "trace: report without a successful init");
-    return 1;
-  }
+  if (!support::has_instance(g_host, ctx, "trace", instance)) return 1;
   uint64_t recursion_drops = 0, event_drops = 0;
   g_host->drop_counts(ctx, &recursion_drops, &event_drops);
   try {
@@ -133,35 +110,28 @@ int trace_report(ftjit_plugin_ctx *ctx, FILE *out, const char *) {
   return 0;
 }
 
-const ftjit_plugin kDescriptor = {
-    sizeof(ftjit_plugin),
-    FTJIT_PLUGIN_ABI_VERSION,
-    "trace",
-    "entry/exit events of every traced call: function graph, Chrome JSON, "
-    "Perfetto",
-    nullptr,
-    0,
-    FTJIT_PLUGIN_F_NO_FP,
-    kFormats,
-    sizeof(ThreadSlot),
-    sizeof(TraceEvent),
-    kBufferEvents,
-    0,
-    trace_init,
-    trace_shutdown,
-    on_entry,
-    on_exit,
-    trace_consume,
-    trace_report,
-};
+constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
+    .name = "trace",
+    .description =
+        "entry/exit events of every traced call: function graph, Chrome "
+        "JSON, Perfetto",
+    .formats = kFormats,
+    .thread_storage_size = sizeof(ThreadSlot),
+    .event_size = sizeof(TraceEvent),
+    .buffer_events = kBufferEvents,
+    .init = trace_init,
+    .shutdown = trace_shutdown,
+    .entry = on_entry,
+    .exit = on_exit,
+    .consume = trace_consume,
+    .report = trace_report,
+});
 
 }  // namespace
 }  // namespace ftjit_trace
 
 extern "C" FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(
     const ftjit_host *host) {
-  if (host == nullptr || host->abi_version != FTJIT_PLUGIN_ABI_VERSION)
-    return nullptr;
-  ftjit_trace::g_host = host;
-  return &ftjit_trace::kDescriptor;
+  return ftjit_plugin_support::accept_host(host, ftjit_trace::g_host,
+                                           ftjit_trace::kDescriptor);
 }

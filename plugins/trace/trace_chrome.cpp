@@ -9,24 +9,6 @@
 
 namespace ftjit_trace {
 
-std::string json_quote(std::string_view text) {
-  std::string quoted = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += char(c);
-    } else if (c < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", c);
-      quoted += escape;
-    } else {
-      quoted += char(c);
-    }
-  }
-  quoted += '"';
-  return quoted;
-}
-
 namespace {
 
 class ChromeWriter final : public Writer {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "plugin_support.h"
+
 namespace ftjit_trace {
 
 //! Function names, resolved once per ip on the writer thread.
@@ -54,7 +56,7 @@ std::unique_ptr<Writer> make_perfetto_writer(NameCache &names,
                                              const ProcessInfo &process);
 
 //! `text` as a JSON string literal, quotes included.
-std::string json_quote(std::string_view text);
+using ftjit_plugin_support::json_quote;
 
 }  // namespace ftjit_trace
 
