@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 // trace plugin, perfetto format: Perfetto's native trace, a protobuf `Trace`
-// written one `packet` at a time. One packet sequence carries everything:
-// a process TrackDescriptor first (which also clears incremental state),
-// a thread TrackDescriptor when a thread is first seen, then one TrackEvent
+// written one `packet` at a time. A packet sequence stands for one writer
+// whose packets are in time order, so each traced thread gets its own: the
+// writer thread drains the threads' buffers in turn, and only within one
+// thread are events in time order. Sequence 1 carries the process
+// TrackDescriptor; a thread's sequence starts with its TrackDescriptor
+// (which clears that sequence's incremental state), then one TrackEvent
 // slice begin or end per event, with function names interned per sequence.
+// Timestamps are CLOCK_MONOTONIC, said on every event (Perfetto assumes
+// BOOTTIME otherwise).
 #include "proto_writer.h"
 #include "trace_writers.h"
 
-#include <unordered_set>
+#include <unordered_map>
 
 namespace ftjit_trace {
 namespace {
@@ -17,6 +22,8 @@ namespace {
 constexpr uint32_t kTracePacket = 1;
 
 constexpr uint32_t kPacketTimestamp = 8;
+constexpr uint32_t kPacketTimestampClockId = 58;
+constexpr uint64_t kBuiltinClockMonotonic = 3;
 constexpr uint32_t kPacketTrustedSequenceId = 10;
 constexpr uint32_t kPacketTrackEvent = 11;
 constexpr uint32_t kPacketInternedData = 12;
@@ -51,8 +58,9 @@ constexpr uint32_t kEventNameName = 2;  // EventName.name
 constexpr uint32_t kAnnotationBoolValue = 2;
 constexpr uint32_t kAnnotationName = 10;
 
-// Any value but 0 does; all packets of this writer share it.
-constexpr uint64_t kSequenceId = 1;
+// The process descriptor's sequence; threads get 2, 3, ... (any value but
+// 0 does).
+constexpr uint64_t kProcessSequenceId = 1;
 
 class PerfettoWriter final : public Writer {
  public:
@@ -67,7 +75,7 @@ class PerfettoWriter final : public Writer {
     track.varint_field(kTrackUuid, process_uuid());
     track.message_field(kTrackProcess, process);
     packet_.clear();
-    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.varint_field(kPacketTrustedSequenceId, kProcessSequenceId);
     packet_.varint_field(kPacketSequenceFlags, kSeqIncrementalStateCleared);
     packet_.message_field(kPacketTrackDescriptor, track);
     emit(out);
@@ -75,7 +83,12 @@ class PerfettoWriter final : public Writer {
 
   void write(FILE *out, const ftjit_thread_info &thread,
              const TraceEvent &event) override {
-    if (described_.insert(thread.tid).second) describe_thread(out, thread);
+    auto [seq, first] = sequences_.try_emplace(thread.tid);
+    if (first) {
+      seq->second.id = kProcessSequenceId + sequences_.size();
+      describe_thread(out, thread, seq->second.id);
+    }
+    Sequence &sequence = seq->second;
 
     event_.clear();
     event_.varint_field(kEventType, event.kind == EventKind::kEntry
@@ -84,10 +97,11 @@ class PerfettoWriter final : public Writer {
     event_.varint_field(kEventTrackUuid, thread_uuid(thread.tid));
     packet_.clear();
     packet_.varint_field(kPacketTimestamp, event.timestamp_ns);
-    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.varint_field(kPacketTimestampClockId, kBuiltinClockMonotonic);
+    packet_.varint_field(kPacketTrustedSequenceId, sequence.id);
     packet_.varint_field(kPacketSequenceFlags, kSeqNeedsIncrementalState);
     if (event.kind == EventKind::kEntry) {
-      auto [it, fresh] = iids_.try_emplace(event.ip, iids_.size() + 1);
+      auto [it, fresh] = sequence.iids.try_emplace(event.ip, sequence.iids.size() + 1);
       if (fresh) {
         ProtoWriter name;
         name.varint_field(kEventNameEntryIid, it->second);
@@ -120,7 +134,7 @@ class PerfettoWriter final : public Writer {
            uint32_t(tid);
   }
 
-  void describe_thread(FILE *out, const ftjit_thread_info &thread) {
+  void describe_thread(FILE *out, const ftjit_thread_info &thread, uint64_t sequence_id) {
     ProtoWriter descriptor;
     descriptor.int32_field(kThreadPid, process_.pid);
     descriptor.int32_field(kThreadTid, thread.tid);
@@ -131,7 +145,8 @@ class PerfettoWriter final : public Writer {
     track.varint_field(kTrackParentUuid, process_uuid());
     track.message_field(kTrackThread, descriptor);
     packet_.clear();
-    packet_.varint_field(kPacketTrustedSequenceId, kSequenceId);
+    packet_.varint_field(kPacketTrustedSequenceId, sequence_id);
+    packet_.varint_field(kPacketSequenceFlags, kSeqIncrementalStateCleared);
     packet_.message_field(kPacketTrackDescriptor, track);
     emit(out);
   }
@@ -144,8 +159,12 @@ class PerfettoWriter final : public Writer {
 
   NameCache &names_;
   ProcessInfo process_;
-  std::unordered_set<int32_t> described_;
-  std::unordered_map<uint64_t, uint64_t> iids_;  // ip -> interned name id
+  // One packet sequence per traced thread, with its own interned names.
+  struct Sequence {
+    uint64_t id = 0;
+    std::unordered_map<uint64_t, uint64_t> iids;  // ip -> interned name id
+  };
+  std::unordered_map<int32_t, Sequence> sequences_;  // by tid
   ProtoWriter event_, packet_, frame_;           // reused: no per-event growth
 };
 

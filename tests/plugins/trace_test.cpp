@@ -212,27 +212,32 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
   ASSERT_TRUE(trace) << "not a protobuf message";
   ASSERT_FALSE(trace->empty());
 
+  // One packet sequence per thread: a sequence is one in-order writer, and
+  // only a thread's own events are in time order. Each starts with its
+  // thread's descriptor, which clears that sequence's interned names.
   uint64_t process_uuid = 0;
   std::map<uint64_t, int64_t> track_tid;          // described thread tracks
-  std::map<uint64_t, std::string> interned;       // iid -> name
+  std::map<uint64_t, uint64_t> track_sequence;    // track -> its sequence
+  std::map<uint64_t, std::map<uint64_t, std::string>> interned;  // seq -> iid -> name
   std::map<uint64_t, std::vector<std::string>> open;
-  std::map<uint64_t, uint64_t> last_timestamp;
+  std::map<uint64_t, uint64_t> last_timestamp;    // per sequence
   std::map<int64_t, int> begins_by_tid;
   int unwound_ends = 0;
-  bool cleared = false;
+  uint64_t process_sequence = 0;
   for (size_t i = 0; i < trace->size(); ++i) {
     const wire::ProtoField &outer = (*trace)[i];
     ASSERT_EQ(outer.number, pf::kTracePacket);
     ASSERT_EQ(outer.wire_type, 2u);
     auto packet = wire::parse_proto(outer.bytes);
     ASSERT_TRUE(packet) << "packet " << i;
-    EXPECT_EQ(only_varint(*packet, pf::kSequenceId), 1u);
+    const uint64_t sequence = only_varint(*packet, pf::kSequenceId);
+    EXPECT_NE(sequence, 0u);
     auto flags = wire::fields_numbered(*packet, pf::kSequenceFlags);
     if (i == 0) {
       // The first packet clears incremental state and describes the process.
       ASSERT_EQ(flags.size(), 1u);
       EXPECT_EQ(flags[0].value, 1u);
-      cleared = true;
+      process_sequence = sequence;
       auto track = only_message(*packet, pf::kTrackDescriptor);
       process_uuid = only_varint(track, pf::kUuid);
       auto process = only_message(track, pf::kProcess);
@@ -250,12 +255,19 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
       EXPECT_EQ(std::string(name[0].bytes), tid == 201 ? "main" : "worker");
       EXPECT_TRUE(track_tid.emplace(only_varint(track, pf::kUuid), tid).second)
           << "thread described twice";
+      // A sequence of its own, started here with cleared state.
+      EXPECT_NE(sequence, process_sequence);
+      for (const auto &[t, seq] : track_sequence) EXPECT_NE(seq, sequence);
+      track_sequence[only_varint(track, pf::kUuid)] = sequence;
+      ASSERT_EQ(flags.size(), 1u);
+      EXPECT_EQ(flags[0].value, 1u);
       continue;
     }
-    // An event: needs incremental state, which the first packet cleared.
-    ASSERT_TRUE(cleared);
+    // An event: on its thread's sequence, needing the state its descriptor
+    // cleared, stamped with CLOCK_MONOTONIC (builtin clock 3).
     ASSERT_EQ(flags.size(), 1u);
     EXPECT_EQ(flags[0].value, 2u);
+    EXPECT_EQ(only_varint(*packet, 58), 3u);
     for (const auto &data : wire::fields_numbered(*packet, pf::kInternedData)) {
       auto interned_data = wire::parse_proto(data.bytes);
       ASSERT_TRUE(interned_data);
@@ -264,25 +276,26 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
         auto name = wire::parse_proto(entry.bytes);
         ASSERT_TRUE(name);
         const uint64_t iid = only_varint(*name, pf::kIid);
-        EXPECT_TRUE(interned
+        EXPECT_TRUE(interned[sequence]
                         .emplace(iid, std::string(wire::fields_numbered(
                                                       *name, pf::kName)[0]
                                                       .bytes))
                         .second)
-            << "iid " << iid << " interned twice";
+            << "iid " << iid << " interned twice on sequence " << sequence;
       }
     }
     const uint64_t timestamp = only_varint(*packet, pf::kTimestamp);
     auto event = only_message(*packet, pf::kTrackEvent);
     const uint64_t track = only_varint(event, pf::kTrackUuid);
     ASSERT_TRUE(track_tid.count(track)) << "event before its track descriptor";
-    EXPECT_GE(timestamp, last_timestamp[track]);
-    last_timestamp[track] = timestamp;
+    EXPECT_EQ(track_sequence[track], sequence) << "event on another thread's sequence";
+    EXPECT_GE(timestamp, last_timestamp[sequence]);
+    last_timestamp[sequence] = timestamp;
     const uint64_t type = only_varint(event, pf::kType);
     if (type == 1) {
       const uint64_t iid = only_varint(event, pf::kNameIid);
-      ASSERT_TRUE(interned.count(iid)) << "iid used before it is interned";
-      open[track].push_back(interned[iid]);
+      ASSERT_TRUE(interned[sequence].count(iid)) << "iid used before it is interned";
+      open[track].push_back(interned[sequence][iid]);
       ++begins_by_tid[track_tid[track]];
     } else {
       ASSERT_EQ(type, 2u);
@@ -297,10 +310,15 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
   EXPECT_EQ(begins_by_tid[201], 4);
   EXPECT_EQ(begins_by_tid[202], 2);
   EXPECT_EQ(unwound_ends, 1);
-  // Each function's name is interned once, with the host's symbol.
+  // Each function's name is interned once per sequence that uses it, with
+  // the host's symbol (main's thread calls 4 functions, worker's 2).
   std::set<std::string> names;
-  for (const auto &[iid, name] : interned) names.insert(name);
-  EXPECT_EQ(interned.size(), 5u);
+  size_t n_interned = 0;
+  for (const auto &[seq, by_iid] : interned) {
+    n_interned += by_iid.size();
+    for (const auto &[iid, name] : by_iid) names.insert(name);
+  }
+  EXPECT_EQ(n_interned, 6u);
   EXPECT_EQ(names, (std::set<std::string>{"main", "parse(char const*)", "lex",
                                           "may_throw", "worker::run"}));
 }
