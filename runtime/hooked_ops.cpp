@@ -94,6 +94,9 @@ Result<std::unique_ptr<HookedOps>> make_hooked_ops(ftjit_ops* ops) {
   h->ops.func = hooked_entry;
   h->ops.private_data = h.get();
   h->ops.flags = ops->flags;
+  // A thread's first call decides its filter through prctl and the glob
+  // matcher, which may use vector registers: the trampoline must save them.
+  if (ops->threads != nullptr) h->ops.flags &= ~FTJIT_OPS_F_NO_FP;
   h->ops.strategy = ops->strategy;
   h->user = ops;
   h->func = ops->func;

@@ -263,7 +263,6 @@ void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
     return;
   }
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
-  shadow_prune(slot);
   if (s->depth == kCapacity) {
     s->hook_drops.bump();
     return;

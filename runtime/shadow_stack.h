@@ -51,7 +51,7 @@ uint64_t exit_trampoline_address();
 void shadow_prune(const uint64_t* slot);
 // Hooks the return of the function entered with its return address at
 // `slot` (its stack pointer at the entry). Called from the entry path,
-// inside the reentrancy guard.
+// inside the reentrancy guard, after shadow_prune(slot).
 void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec);
 
 // The exit trampoline's callee: runs the exit callbacks of the frame whose
