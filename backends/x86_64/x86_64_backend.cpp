@@ -193,6 +193,13 @@ Result<std::vector<uint8_t>> finish(asmjit::CodeHolder& code, uint64_t place) {
   return out;
 }
 
+Status start_code(asmjit::CodeHolder& code, uint64_t place) {
+  if (code.init(asmjit::Environment(asmjit::Arch::kX64), place) != asmjit::kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
+  }
+  return {};
+}
+
 asmjit::x86::Mem tls_word(int64_t offset) {
   asmjit::x86::Mem m = asmjit::x86::ptr_abs(static_cast<uint64_t>(offset), 8);
   m.setSegment(asmjit::x86::fs);
@@ -205,9 +212,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   using namespace asmjit::x86;
 
   CodeHolder code;
-  if (code.init(Environment(Arch::kX64), place) != kErrorOk) {
-    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
-  }
+  FTJIT_TRY(start_code(code, place));
   Assembler a(&code);
   if (req.recursion_drops == 0) {
     return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
@@ -297,9 +302,7 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_exit_trampoline(
   using namespace asmjit::x86;
 
   CodeHolder code;
-  if (code.init(Environment(Arch::kX64), place) != kErrorOk) {
-    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
-  }
+  FTJIT_TRY(start_code(code, place));
   Assembler a(&code);
   Mem entries = tls_word(req.counts_tls_offset);
   Mem exits = tls_word(req.counts_tls_offset + 8);
