@@ -97,6 +97,13 @@ struct TrampolineRequest {
                                    // (see runtime/thread_control.h)
   uint64_t recursion_drops = 0;    // a uint64_t incremented (atomically)
                                    // when the guard skips the callback
+  // The exit trampoline (0: none). A parent_ip equal to it means this
+  // frame's return address was replaced already (another ops hooked this
+  // call, or a hooked function tail-called this one): the trampoline then
+  // asks `real_return` (uint64_t real_return(uint64_t slot)) for the real
+  // one, so callbacks never see the trampoline as their caller.
+  uint64_t exit_trampoline = 0;
+  uint64_t real_return = 0;
 };
 
 // The one exit trampoline a process needs: a traced function whose return

@@ -107,6 +107,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   if (auto st = install_thread_control(); !st) return fail(st.take_error());
   if (auto st = Patcher::install_trap_handler(); !st) return fail(st.take_error());
   engine->tls_offset_ = trampoline_counts_tls_offset();
+  // Every trampoline needs its address (to report real callers), so it is
+  // made now rather than with the first exit hook.
+  if (auto st = prepare_exit_trampoline(engine->tls_offset_); !st) return fail(st.take_error());
   std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, engine_atfork_child); });
   g_engine.store(engine.get());
   auto added = engine->refresh_modules();
@@ -372,7 +375,6 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
     auto hooked = make_hooked_ops(ops);
     if (!hooked) return hooked.take_error();
     if (hooked.value()->exit != nullptr) {
-      FTJIT_TRY(prepare_exit_trampoline(tls_offset_));
       FTJIT_TRY(install_unwind_hooks());
     }
     rec->hooked = std::move(hooked.value());

@@ -92,6 +92,8 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
                        : reinterpret_cast<uint64_t>(rec->target->func);
   req.save_fp = !(rec->target->flags & FTJIT_OPS_F_NO_FP);
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
+  req.exit_trampoline = exit_trampoline_address();
+  req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = false;
   req.counts_tls_offset = tls_offset_;
   size_t bytes = 0;
@@ -110,6 +112,8 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   TrampolineRequest req;
   req.counts_tls_offset = tls_offset_;
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
+  req.exit_trampoline = exit_trampoline_address();
+  req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = true;
   if (which == kListTrampoline) {
     req.source = OpsSource::kImmediate;

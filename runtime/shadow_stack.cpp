@@ -106,6 +106,18 @@ ShadowStack* create_stack() {
   return nullptr;
 }
 
+// The return address to report for `e`, popped already: its own, or, in a
+// chain (its frame was hooked again: another ops, a tail call), that of the
+// oldest entry of the same slot, still below it.
+uint64_t caller_of(const ShadowStack* s, const ShadowEntry& e) {
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  uint64_t ret = e.ret;
+  for (uint32_t d = s->depth; d != 0 && ret == tramp; --d) {
+    if (s->e[d - 1].slot == e.slot) ret = s->e[d - 1].ret;
+  }
+  return ret;
+}
+
 // Pops the newest entries while gone(entry) says their frames left without
 // returning through the trampoline, and reports each unwound: counted
 // always, its exit callback called only if `run` (not inside a callback).
@@ -116,7 +128,9 @@ void pop_unwound(ShadowStack* s, bool run, Gone gone) {
     --s->depth;
     s->unwound.bump();
     ExitRecord* r = e.record();
-    if (run && r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, nullptr);
+    if (run && r->live.load(std::memory_order_acquire)) {
+      r->func(e.ip, caller_of(s, e), r->ops, nullptr);
+    }
   }
 }
 
@@ -295,10 +309,16 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (run) {
     ExitRecord* r = e.record();
-    if (r->live.load(std::memory_order_acquire)) r->func(e.ip, e.ret, r->ops, regs);
+    if (r->live.load(std::memory_order_acquire)) r->func(e.ip, caller_of(s, e), r->ops, regs);
     guard_leave();
   }
   return e.ret;
+}
+
+extern "C" uint64_t ftjit_shadow_real_return(uint64_t slot) {
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  ShadowStack* s = t_stack;
+  return s != nullptr ? caller_of(s, ShadowEntry{slot, tramp, 0, 0}) : tramp;
 }
 
 void shadow_unhook_all() {

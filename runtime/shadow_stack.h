@@ -54,6 +54,11 @@ void shadow_prune(const uint64_t* slot);
 // inside the reentrancy guard, after shadow_prune(slot).
 void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec);
 
+// The real return address of the frame whose return address slot is
+// `slot` (it holds the exit trampoline's address): its oldest entry's. The
+// slot itself if none (cannot happen while the slot holds the trampoline).
+extern "C" uint64_t ftjit_shadow_real_return(uint64_t slot);
+
 // The exit trampoline's callee: runs the exit callbacks of the frame whose
 // replaced slot is `slot` (and reports stale entries above it unwound);
 // returns the real return address.

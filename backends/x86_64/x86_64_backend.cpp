@@ -245,6 +245,23 @@ Result<std::vector<uint8_t>> X86_64Backend::emit_trampoline(
   a.mov(rsi, qword_ptr(r11, 8));           // parent_ip
   a.lea(r11, qword_ptr(r11, 8));
   a.mov(qword_ptr(rsp, 72), r11);          // sp at the traced entry
+  if (req.exit_trampoline != 0) {
+    // parent_ip is the exit trampoline: the real one is on the shadow
+    // stack. rax and the argument registers are saved already; rsp is
+    // aligned for the call.
+    Label parent_ok = a.newLabel();
+    a.mov(rax, imm(req.exit_trampoline));
+    a.cmp(rsi, rax);
+    a.jne(parent_ok);
+    a.mov(rdi, r11);                       // the slot
+    a.mov(rax, imm(req.real_return));
+    a.call(rax);
+    a.mov(rsi, rax);
+    a.mov(rdi, qword_ptr(rsp, 72));
+    a.mov(rdi, qword_ptr(rdi, -8));
+    a.sub(rdi, kSiteBytes);                // ip again
+    a.bind(parent_ok);
+  }
   a.mov(rcx, rsp);                         // regs
   if (req.source == OpsSource::kImmediate) {
     a.mov(rdx, imm(req.ops));

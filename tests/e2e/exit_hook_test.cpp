@@ -209,6 +209,35 @@ TEST_P(ExitHookTest, EntryWithAMisalignedStack) {
   EXPECT_EQ(static_cast<int>(log_.events[19].ret0), 109);
 }
 
+__attribute__((noinline)) int call_tail(int a, int b) {
+  int (*volatile fn)(int, int) = traced_tail;
+  int r = fn(a, b);
+  asm volatile("" ::: "memory");
+  return r;
+}
+
+TEST_P(ExitHookTest, TailCalledFunctionSeesTheRealCaller) {
+  // traced_tail's return address is replaced when traced_add starts (a jmp,
+  // not a call): traced_add's parent_ip must still be call_tail's return
+  // address, not the exit trampoline, and both exits must come, LIFO.
+  ASSERT_EQ(attach({"traced_tail", "traced_add"}), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(call_tail(40, 2), 42);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  ASSERT_EQ(log_.events.size(), 4u);
+  const uint64_t tail = reinterpret_cast<uint64_t>(&traced_tail);
+  const uint64_t add = reinterpret_cast<uint64_t>(&traced_add);
+  EXPECT_EQ(log_.events[0].ip, tail);
+  EXPECT_EQ(log_.events[1].ip, add);
+  EXPECT_EQ(log_.events[1].parent_ip, log_.events[0].parent_ip);
+  EXPECT_TRUE(log_.events[2].exit);
+  EXPECT_EQ(log_.events[2].ip, add);
+  EXPECT_EQ(log_.events[2].parent_ip, log_.events[0].parent_ip);
+  EXPECT_EQ(static_cast<int>(log_.events[2].ret0), 42);
+  EXPECT_TRUE(log_.events[3].exit);
+  EXPECT_EQ(log_.events[3].ip, tail);
+  EXPECT_FALSE(log_.events[3].unwound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, ExitHookTest,
                          ::testing::Values(FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS,
                                            FTJIT_STRATEGY_LIST),

@@ -18,6 +18,7 @@ long traced_six(long a, long b, long c, long d, long e, long f);
 double traced_fp(double x, double y);
 int traced_recurse(int n);
 void traced_throw_through(int v, void (*thrower)(int));
+int traced_tail(int a, int b);  // tail-calls traced_add
 extern int (*const traced_many[TRACED_MANY])(int);
 
 // =5

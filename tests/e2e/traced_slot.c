@@ -36,3 +36,9 @@ HUNDRED(6) HUNDRED(7) HUNDRED(8) HUNDRED(9) HUNDRED(10)
 int (*const traced_many[TRACED_MANY])(int) = {
     HUNDRED_REF(1) HUNDRED_REF(2) HUNDRED_REF(3) HUNDRED_REF(4) HUNDRED_REF(5)
     HUNDRED_REF(6) HUNDRED_REF(7) HUNDRED_REF(8) HUNDRED_REF(9) HUNDRED_REF(10)};
+
+// Ends in a tail call (jmp) to traced_add through a volatile pointer: the
+// callee runs with this function's return address, which an exit hook of
+// this function has already replaced.
+int (*volatile traced_tail_target)(int, int) = traced_add;
+__attribute__((noinline)) int traced_tail(int a, int b) { return traced_tail_target(a, b); }

@@ -194,6 +194,30 @@ TEST(X86Golden, ExitTrampoline) {
             "488b6424306448ff0425c8ffffff41ffe3");
 }
 
+// With an exit trampoline known, a parent_ip equal to it (this frame's
+// return address was replaced already: a hooked function tail-called this
+// one) is swapped for the real one from the shadow stack:
+//   48 b8 <tramp> 48 39 c6 0f 85 <rel32>  movabs $tramp,%rax ; cmp %rax,%rsi ; jne ok
+//   4c 89 df 48 b8 <real_return> ff d0 48 89 c6
+//                                  mov %r11,%rdi ; call real_return ; mov %rax,%rsi
+TEST(X86Golden, ParentIpThatIsTheExitTrampolineIsLookedUp) {
+  TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
+  r.func = 0x7f0000001000ull;
+  r.save_fp = false;
+  r.exit_trampoline = 0x7f0000300000ull;
+  r.real_return = 0x7f0000400000ull;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  const std::string h = hex(code->data(), code->size());
+  EXPECT_NE(h.find("48b800003000007f00004839c60f85"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c89df48b800004000007f0000ffd04889c6"), std::string::npos) << h;
+  r.exit_trampoline = 0;  // none yet: no check
+  auto plain = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(hex(plain->data(), plain->size()).find("4839c6"), std::string::npos);
+}
+
 TEST(X86Golden, FarCallbackGoesThroughRegister) {
   TrampolineRequest r;
   r.recursion_drops = 0x7f0000200000ull;
