@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the ELF parser fuzzer with clang++ and runs it for a bounded time; fails on any crash.
+# Builds the fuzzers with clang++ and runs each for a bounded time; fails on
+# any crash: the ELF parser (FUZZ_SECONDS) and the plugin spec and option
+# parsers (FUZZ_SPEC_SECONDS).
 #
 # usage: scripts/run_fuzz.sh [build-dir (default build/fuzz)] [seed dir, e.g. build/tests/fixtures]
-# env:   FUZZ_SECONDS (default 60), FUZZ_JOBS (parallel workers, default 1),
+# env:   FUZZ_SECONDS (default 60), FUZZ_SPEC_SECONDS (default 20),
+#        FUZZ_JOBS (parallel workers, default 1),
 #        CLANGXX (default: clang++, else clang++-14)
 set -euo pipefail
 
@@ -11,6 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-build/fuzz}
 seeds=${2:-}
 seconds=${FUZZ_SECONDS:-60}
+spec_seconds=${FUZZ_SPEC_SECONDS:-20}
 jobs=${FUZZ_JOBS:-1}
 
 cxx=${CLANGXX:-}
@@ -54,3 +58,16 @@ fi
 # libFuzzer exits non-zero on a crash, leak, timeout or OOM; set -e turns
 # that into this script's failure.
 "$binary" "${args[@]}" "$build/corpus"
+
+# What users type after --plugin: small inputs, no seeds needed.
+spec_binary=$build/plugin_spec_fuzz
+mkdir -p "$build/spec_corpus"
+echo "building $spec_binary with $cxx"
+"$cxx" -std=c++20 -g -O1 -Wall -Wextra \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+  -I"$root" -I"$root/include" -I"$root/plugins/include" \
+  "$root/tests/fuzz/plugin_spec_fuzz.cpp" "$root/plugins/host/options.cpp" "$root/core/error.cpp" \
+  -o "$spec_binary"
+echo "fuzzing the plugin spec parser for ${spec_seconds}s"
+"$spec_binary" -max_total_time="$spec_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$build/spec_corpus"
