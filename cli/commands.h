@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// The `ftjit` subcommands: each file adds one to the CLI11 app and runs it.
+// A command returns the process exit status; errors are one line on
+// stderr ("ftjit list: ..."), stdout carries only the result.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace ftjit::cli {
+
+// Adds the subcommand to `app`; `run` is set to what executes it once
+// parsed.
+void add_plugins_command(CLI::App& app, std::function<int()>* run);
+void add_list_command(CLI::App& app, std::function<int()>* run);
+void add_bench_command(CLI::App& app, std::function<int()>* run);
+
+}  // namespace ftjit::cli
