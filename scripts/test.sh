@@ -37,6 +37,16 @@ run_ctest() {  # name build-dir [ctest args...]
 
 run_ctest normal build
 
+echo "== installing into build/prefix; building the examples against it only"
+rm -rf build/prefix build/examples
+if cmake --install build --prefix build/prefix >/dev/null &&
+   sh examples/check.sh build/prefix build/examples; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("examples")
+fi
+
 echo "== building with ASan+UBSan"
 cmake -S . -B build-asan -DFTJIT_SANITIZE=address,undefined -DFTJIT_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-asan -j"$JOBS" >/dev/null

@@ -290,6 +290,17 @@ std::vector<std::string> plugin_search_path() {
       rest.remove_prefix(colon + 1);
     }
   }
+  // Beside an installed program (PREFIX/bin/ftjit finds PREFIX/lib/...),
+  // wherever the prefix was moved to.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string exe(self, static_cast<size_t>(n));
+    const size_t slash = exe.rfind('/');
+    if (slash != std::string::npos) {
+      dirs.push_back(exe.substr(0, slash) + "/../" FTJIT_PLUGIN_RELATIVE_DIR);
+    }
+  }
   dirs.emplace_back(FTJIT_PLUGIN_BUILD_DIR);
   dirs.emplace_back(FTJIT_PLUGIN_INSTALL_DIR);
   return dirs;

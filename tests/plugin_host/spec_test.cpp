@@ -202,14 +202,16 @@ TEST(OptionValue, StringsTakeAnything) {
 // Search path, listing, describing
 // ---------------------------------------------------------------------------
 
-TEST(SearchPath, EnvironmentFirstThenBuildThenInstall) {
+TEST(SearchPath, EnvironmentFirstThenBesideTheProgramThenBuildThenInstall) {
   ScopedPluginPath env("/first::/second:");
   auto dirs = plugin_search_path();
-  ASSERT_EQ(dirs.size(), 4u);
+  ASSERT_EQ(dirs.size(), 5u);
   EXPECT_EQ(dirs[0], "/first");
   EXPECT_EQ(dirs[1], "/second");
-  EXPECT_THAT(dirs[2], HasSubstr("plugins/lib"));
-  EXPECT_THAT(dirs[3], HasSubstr("ftjit/plugins"));
+  EXPECT_THAT(dirs[2], HasSubstr("/../lib"));
+  EXPECT_THAT(dirs[2], HasSubstr("ftjit/plugins"));
+  EXPECT_THAT(dirs[3], HasSubstr("plugins/lib"));
+  EXPECT_THAT(dirs[4], HasSubstr("ftjit/plugins"));
 }
 
 TEST(Describe, GoodPluginByPath) {

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+# `cmake --install`: ftjit as an SDK under a prefix.
+#
+#   bin/ftjit                              the command line
+#   include/ftjit/{ftjit.h,ftjit.hpp}      the embedding API (C, C++)
+#   include/ftjit/plugin.h                 the plugin SDK (needs nothing else)
+#   lib/libftjit*.a                        the engine (static)
+#   lib/ftjit/plugins/ftjit-plugin-*.so    the built-in plugins
+#   lib/cmake/ftjit/                       find_package(ftjit CONFIG):
+#                                          ftjit::ftjit, ftjit::plugin_sdk
+#   lib/pkgconfig/{ftjit,ftjit-plugin}.pc  the same for pkg-config
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set_target_properties(ftjit_plugin_sdk PROPERTIES EXPORT_NAME plugin_sdk)
+install(TARGETS ftjit ftjit_core ftjit_backends ftjit_backend_x86_64 ftjit_plugin_sdk
+  EXPORT ftjitTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES include/ftjit/ftjit.h include/ftjit/ftjit.hpp plugins/include/ftjit/plugin.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ftjit)
+install(EXPORT ftjitTargets NAMESPACE ftjit::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ftjit)
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ftjitConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/ftjitConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ftjit)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ftjitConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ftjitConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/ftjitConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ftjit)
+
+get_property(_ftjit_plugins GLOBAL PROPERTY FTJIT_BUILTIN_PLUGINS)
+install(TARGETS ${_ftjit_plugins} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/ftjit/plugins)
+install(TARGETS ftjit-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# Relocatable: the .pc files find the prefix from where they lie.
+file(RELATIVE_PATH FTJIT_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
+foreach(pc ftjit ftjit-plugin)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
