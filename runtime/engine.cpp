@@ -230,6 +230,7 @@ Engine::~Engine() {
       std::vector<uint32_t> old = std::move(rec->sites);
       Status st = commit(rec, old, {});
       if (!st) spdlog::error("ftjit: detach at teardown: {}", st.error().message);
+      rec->silence_exits();
       rec->ops->internal = nullptr;
       retired_.records.push_back(std::move(ops_.back()));
       ops_.pop_back();
@@ -424,8 +425,7 @@ Status Engine::detach(ftjit_ops* ops) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == rec; });
   for (auto& [arena, addr] : rec->generated) retired_.trampolines.push_back({arena, addr});
   rec->generated.clear();
-  // Frames it hooked may return long after this: they return, silently.
-  if (rec->hooked && rec->hooked->exit) rec->hooked->exit->live.store(false, std::memory_order_release);
+  rec->silence_exits();
   retired_.records.push_back(std::move(*it));
   ops_.erase(it);
   ops->internal = nullptr;

@@ -91,6 +91,10 @@ struct OpsRecord {
   // its wrapper when it has an exit callback or a thread filter.
   ftjit_ops* target = nullptr;
   std::unique_ptr<HookedOps> hooked;
+  // Once detached: frames it hooked may return long after, silently.
+  void silence_exits() {
+    if (hooked && hooked->exit) hooked->exit->live.store(false, std::memory_order_release);
+  }
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // resolved against the engine default
   Filter filter;
   std::vector<uint32_t> sites;  // sorted site indices

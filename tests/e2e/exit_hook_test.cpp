@@ -181,6 +181,23 @@ TEST_P(ExitHookTest, DetachWhileFramesAreHookedReturnsNormally) {
   EXPECT_EQ(ftjit_shadow_depth(), 0u);
 }
 
+TEST_P(ExitHookTest, EngineDestroyedWhileFramesAreHookedReturnsNormally) {
+  ASSERT_EQ(attach({"traced_throw_through"}), FTJIT_OK) << ftjit_last_error();
+  static ftjit_engine* engine;
+  engine = engine_;
+  // The frame was hooked by an engine that is gone when it returns: the
+  // exit trampoline and the real return address outlive every engine.
+  traced_throw_through(0, [](int) { ftjit_engine_destroy(engine); });
+  engine_ = ftjit_engine_create(nullptr);  // for TearDown, and: a new one works
+  ASSERT_NE(engine_, nullptr) << ftjit_last_error();
+  ASSERT_EQ(log_.events.size(), 1u);  // the entry; the exit after destroy is silent
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
+  ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(call_add(2, 3), 5);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  EXPECT_EQ(log_.events.size(), 3u);
+}
+
 TEST_P(ExitHookTest, ThreadExitingInsideHookedFramesReportsThemUnwound) {
   ASSERT_EQ(attach({"traced_throw_through"}), FTJIT_OK) << ftjit_last_error();
   pthread_t t;
