@@ -234,6 +234,10 @@ __attribute__((noinline)) int call_tail(int a, int b) {
 }
 
 TEST_P(ExitHookTest, TailCalledFunctionSeesTheRealCaller) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan's function-exit hook runs after the callee: no tail call is left.
+  GTEST_SKIP() << "traced_tail makes no tail call under ThreadSanitizer";
+#endif
   // traced_tail's return address is replaced when traced_add starts (a jmp,
   // not a call): traced_add's parent_ip must still be call_tail's return
   // address, not the exit trampoline, and both exits must come, LIFO.
