@@ -369,16 +369,6 @@ void shadow_rehook_after_catch(uint64_t cfa) {
   if (run) guard_leave();
 }
 
-uint32_t shadow_depth() { return t_stack != nullptr ? t_stack->depth : 0; }
-
-size_t shadow_ips(uint64_t* ips, size_t max) {
-  ShadowStack* s = t_stack;
-  if (s == nullptr) return 0;
-  size_t n = s->depth < max ? s->depth : max;
-  for (size_t i = 0; i < n; ++i) ips[i] = s->e[i].ip;
-  return n;
-}
-
 ShadowCounters shadow_counters() {
   ShadowCounters c{0, g_no_stack_drops.load(std::memory_order_relaxed), 0};
   for (size_t i = 0; i < kMaxStacks; ++i) {
@@ -393,7 +383,14 @@ ShadowCounters shadow_counters() {
 
 }  // namespace ftjit
 
-extern "C" uint32_t ftjit_shadow_depth(void) { return ftjit::shadow_depth(); }
+// The calling thread's hooked frames (ftjit.h).
+extern "C" uint32_t ftjit_shadow_depth(void) {
+  return ftjit::t_stack != nullptr ? ftjit::t_stack->depth : 0;
+}
 extern "C" size_t ftjit_shadow_stack(uint64_t* ips, size_t max) {
-  return ftjit::shadow_ips(ips, max);
+  const ftjit::ShadowStack* s = ftjit::t_stack;
+  if (s == nullptr) return 0;
+  const size_t n = s->depth < max ? s->depth : max;
+  for (size_t i = 0; i < n; ++i) ips[i] = s->e[i].ip;
+  return n;
 }

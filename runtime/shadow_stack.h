@@ -74,10 +74,6 @@ void shadow_rehook_after_catch(uint64_t cfa);
 // whose CFA is `cfa` run: the hooked frames below it are gone.
 void shadow_unwinding_to(uint64_t cfa);
 
-// The calling thread's hooked frames.
-uint32_t shadow_depth();
-size_t shadow_ips(uint64_t* ips, size_t max);
-
 // Process-wide counters, for ftjit_stats.
 struct ShadowCounters {
   uint64_t hooks;          // return addresses replaced

@@ -99,13 +99,11 @@ Redirect g_redirects[] = {
 };
 
 std::mutex g_mu;
-std::atomic<size_t> g_slots{0};
 std::atomic<bool> g_active{false};
 
 struct ScanState {
   uint32_t jump_slot = 0, glob_dat = 0, abs64 = 0;  // the ISA's relocation types
   std::string error;
-  size_t patched = 0;
 };
 
 // Writes `value` into a GOT slot, which RELRO may have made read-only.
@@ -140,7 +138,6 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
       uint64_t want = reinterpret_cast<uint64_t>(r.wrapper);
       if (*reinterpret_cast<uint64_t*>(slot) == want) break;
       if (!write_got(slot, want, slot >= relro_lo && slot < relro_hi, &st->error)) return;
-      ++st->patched;
       break;
     }
   }
@@ -204,7 +201,6 @@ Status install_unwind_hooks() {
   st.abs64 = native_backend()->traits().reloc_abs64;
   if (g_get_cfa == nullptr) g_get_cfa = reinterpret_cast<GetCfaFn>(dlsym(RTLD_DEFAULT, "_Unwind_GetCFA"));
   dl_iterate_phdr(scan_module, &st);
-  g_slots.fetch_add(st.patched, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_release);
   if (!st.error.empty()) {
     return make_error(FTJIT_E_SYSTEM, "cannot redirect the unwinder for exit hooks: " + st.error);
@@ -213,7 +209,5 @@ Status install_unwind_hooks() {
 }
 
 bool unwind_hooks_active() { return g_active.load(std::memory_order_acquire); }
-
-size_t unwind_hook_slots() { return g_slots.load(std::memory_order_relaxed); }
 
 }  // namespace ftjit

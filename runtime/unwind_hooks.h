@@ -30,7 +30,5 @@ Status install_unwind_hooks();
 // Whether install_unwind_hooks() ran (modules loaded later need it too).
 bool unwind_hooks_active();
 
-// How many GOT slots currently point at a wrapper (for tests).
-size_t unwind_hook_slots();
 
 }  // namespace ftjit
