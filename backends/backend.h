@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,7 +37,9 @@ struct IsaTraits {
 struct Insn {
   uint8_t bytes[8] = {};
   uint8_t size = 0;
-  bool operator==(const Insn& o) const;
+  bool operator==(const Insn& o) const {
+    return size == o.size && std::memcmp(bytes, o.bytes, size) == 0;
+  }
 };
 
 // What a site's entry currently holds.
@@ -116,10 +119,27 @@ struct ExitTrampolineRequest {
   int64_t counts_tls_offset = 0;
 };
 
-class Backend {
+// Turns trampoline requests into bytes for a given address. In-process
+// (asmjit, LLVM MC) for an embedder; for an agent, a proxy that asks the
+// generator in the CLI: requests and bytes are plain data, addresses are
+// the target's.
+class TrampolineEmitter {
  public:
-  virtual ~Backend() = default;
+  virtual ~TrampolineEmitter() = default;
 
+  // Emits a trampoline to run at address `place`.
+  virtual Result<std::vector<uint8_t>> emit_trampoline(
+      const TrampolineRequest& request, uint64_t place) const = 0;
+
+  // Emits the exit trampoline (return-address replacement) at `place`.
+  virtual Result<std::vector<uint8_t>> emit_exit_trampoline(
+      const ExitTrampolineRequest& request, uint64_t place) const = 0;
+};
+
+// An ISA's sites (encodings, rewrite protocol: no code generator needed)
+// and, through its emitter, its trampolines.
+class Backend : public TrampolineEmitter {
+ public:
   virtual const IsaTraits& traits() const = 0;
 
   // Classifies the bytes at a site's entry (at least traits().call_bytes).
@@ -141,18 +161,13 @@ class Backend {
 
   // What a thread trapped at `entry` during a rewrite to `to` must do.
   virtual TrapFixup emulate(uint64_t entry, const Insn& to) const = 0;
-
-  // Emits a trampoline to run at address `place`.
-  virtual Result<std::vector<uint8_t>> emit_trampoline(
-      const TrampolineRequest& request, uint64_t place) const = 0;
-
-  // Emits the exit trampoline (return-address replacement) at `place`.
-  virtual Result<std::vector<uint8_t>> emit_exit_trampoline(
-      const ExitTrampolineRequest& request, uint64_t place) const = 0;
 };
 
 // The backend for `isa`, or nullptr if ftjit was built without it.
 const Backend* backend_for(Isa isa);
+
+// The code generator for `isa` alone (the CLI serving an agent).
+const TrampolineEmitter* emitter_for(Isa isa);
 
 // The backend of the machine ftjit runs on.
 const Backend* native_backend();

@@ -7,13 +7,16 @@
 
 namespace ftjit {
 
-bool Insn::operator==(const Insn& o) const {
-  return size == o.size && std::memcmp(bytes, o.bytes, size) == 0;
-}
-
 const Backend* backend_for(Isa isa) {
   switch (isa) {
     case Isa::kX86_64: return &x86_64_backend();
+    default: return nullptr;
+  }
+}
+
+const TrampolineEmitter* emitter_for(Isa isa) {
+  switch (isa) {
+    case Isa::kX86_64: return &x86_64_emitter();
     default: return nullptr;
   }
 }

@@ -13,7 +13,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set_target_properties(ftjit_plugin_sdk PROPERTIES EXPORT_NAME plugin_sdk)
-install(TARGETS ftjit ftjit_core ftjit_backends ftjit_backend_x86_64 ftjit_plugin_sdk
+install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_64
+  ftjit_backend_x86_64_sites ftjit_plugin_sdk
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/ftjit/ftjit.h include/ftjit/ftjit.hpp plugins/include/ftjit/plugin.h

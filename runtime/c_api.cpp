@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ftjit/ftjit.h"
+#include "runtime/c_api_internal.h"
 #include "runtime/engine.h"
 
 struct ftjit_engine {
@@ -16,10 +17,16 @@ namespace {
 
 thread_local std::string t_last_error;
 
-ftjit_status fail(const ftjit::Error& e) {
+}  // namespace
+
+ftjit_status ftjit::c_api_fail(const ftjit::Error& e) {
   t_last_error = e.message;
   return e.code;
 }
+
+namespace {
+
+ftjit_status fail(const ftjit::Error& e) { return ftjit::c_api_fail(e); }
 
 ftjit_status report(const ftjit::Status& st) {
   if (st.ok()) return FTJIT_OK;
@@ -60,7 +67,9 @@ void ftjit_ops_init(ftjit_ops* ops) {
   ops->strategy = FTJIT_STRATEGY_AUTO;
 }
 
-ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
+}  // extern "C"
+
+ftjit_engine* ftjit::create_engine_handle(const ftjit_engine_options* opts, const Backend& backend) {
   ftjit_engine_options o;
   ftjit_engine_options_init(&o);
   if (opts != nullptr) {
@@ -70,13 +79,15 @@ ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
     }
     o = *opts;
   }
-  auto e = ftjit::Engine::create(o);
+  auto e = ftjit::Engine::create(o, backend);
   if (!e) {
     fail(e.error());
     return nullptr;
   }
   return new ftjit_engine{std::move(e.value())};
 }
+
+extern "C" {
 
 void ftjit_engine_destroy(ftjit_engine* engine) { delete engine; }
 

@@ -16,6 +16,7 @@
 
 #include "core/glob.h"
 #include "runtime/grace.h"
+#include "runtime/process_backend.h"
 #include "runtime/shadow_stack.h"
 #include "runtime/unwind_hooks.h"
 #include "runtime/module_scan.h"
@@ -85,11 +86,9 @@ void Engine::on_fork_child() {
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
 
-Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& options) {
-  const Backend* backend = native_backend();
-  if (backend == nullptr) {
-    return make_error(FTJIT_E_UNSUPPORTED, "ftjit has no backend for this machine's ISA");
-  }
+Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& options,
+                                               const Backend& backend_ref) {
+  const Backend* backend = &backend_ref;
   if (options.default_strategy < FTJIT_STRATEGY_AUTO ||
       options.default_strategy > FTJIT_STRATEGY_GENERATED) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
@@ -109,6 +108,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   engine->tls_offset_ = trampoline_counts_tls_offset();
   // Every trampoline needs its address (to report real callers), so it is
   // made now rather than with the first exit hook.
+  set_process_backend(backend);
   if (auto st = prepare_exit_trampoline(engine->tls_offset_); !st) return fail(st.take_error());
   std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, engine_atfork_child); });
   g_engine.store(engine.get());

@@ -132,7 +132,10 @@ struct SiteInfo {
 
 class Engine {
  public:
-  static Result<std::unique_ptr<Engine>> create(const ftjit_engine_options& options);
+  // An engine whose sites are encoded, and trampolines emitted, by
+  // `backend` (which outlives every engine).
+  static Result<std::unique_ptr<Engine>> create(const ftjit_engine_options& options,
+                                                const Backend& backend);
   ~Engine();
 
   // Attaches `ops` to the sites `filter` selects. Fails, changing nothing, if

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "backends/backend.h"
+#include "runtime/process_backend.h"
 #include "runtime/thread_control.h"
 
 namespace ftjit {
@@ -226,7 +227,7 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     req.pop = reinterpret_cast<uint64_t>(&ftjit_shadow_pop);
     req.counts_tls_offset = counts_tls_offset;
     uint64_t place = reinterpret_cast<uint64_t>(m);
-    auto code = native_backend()->emit_exit_trampoline(req, place);
+    auto code = process_backend().emit_exit_trampoline(req, place);
     if (!code || code->size() > page) {
       munmap(m, page);
       g_prepare_status = code ? make_error(FTJIT_E_INTERNAL, "exit trampoline too large")

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "runtime/process_backend.h"
 #include "runtime/shadow_stack.h"
 
 namespace ftjit {
@@ -196,9 +197,9 @@ Status install_unwind_hooks() {
     if (*r.real == nullptr) *r.real = dlsym(RTLD_DEFAULT, r.name);
   }
   ScanState st;
-  st.jump_slot = native_backend()->traits().reloc_jump_slot;
-  st.glob_dat = native_backend()->traits().reloc_glob_dat;
-  st.abs64 = native_backend()->traits().reloc_abs64;
+  st.jump_slot = process_backend().traits().reloc_jump_slot;
+  st.glob_dat = process_backend().traits().reloc_glob_dat;
+  st.abs64 = process_backend().traits().reloc_abs64;
   if (g_get_cfa == nullptr) g_get_cfa = reinterpret_cast<GetCfaFn>(dlsym(RTLD_DEFAULT, "_Unwind_GetCFA"));
   dl_iterate_phdr(scan_module, &st);
   g_active.store(true, std::memory_order_release);

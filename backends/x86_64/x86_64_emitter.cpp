@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// x86-64 trampolines, emitted with asmjit (sites: x86_64_backend.cpp).
+//
+// (c) The trampoline frame. r11 keeps the stack pointer the site's call
+//     left, then rsp goes down by F+8 and is rounded down to 16:
+//
+//     r11+8     parent return address    -> parent_ip
+//     r11       return into entry+5      -> ip = it - 5
+//     ...       (0 or 8 bytes of alignment)
+//     rsp+F     r11, to restore rsp from
+//     rsp+80    xmm0..xmm7 (16 B each)   -+
+//     rsp+72    sp at the traced entry    |  ftjit_regs, passed as `regs`
+//     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
+//     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
+//
+//     The first instruction counts an entry (fs:[tls]) and the last but one
+//     an exit (fs:[tls+8]) in per-thread counters; runtime/grace reads them
+//     to know when no thread can still be inside a trampoline to be freed.
+//     fs:[tls+16] is the reentrancy guard: set around the callback; a
+//     trampoline that finds it set (a callback calling traced code, a
+//     signal handler running traced code inside one) only counts a drop:
+//
+//         inc   fs:[tls]              ; entries
+//         cmp   byte fs:[tls+16], 0
+//         jne   nested
+//         mov   byte fs:[tls+16], 1
+//         ...   frame, call, restore
+//         mov   byte fs:[tls+16], 0
+//         inc   fs:[tls+8]            ; exits
+//         ret
+//     nested:
+//         lock inc qword [drops] ; inc fs:[tls+8] ; ret
+//
+// (d) The exit trampoline (one per process; a hooked function returns into
+//     it because its return address was replaced, ftrace function_graph's
+//     return_to_handler):
+//
+//     r11-8     the slot that held the replaced return address
+//     ...       (alignment)
+//     rsp+48    r11: the stack pointer on arrival
+//     rsp+32    xmm1                     -+
+//     rsp+16    xmm0                      |  ftjit_ret_regs
+//     rsp+0     rax rdx                  -+
+//
+//     pop(slot, regs) returns the real return address; we jump to it
+//     through r11 (free at a return: caller-saved, no return value).
+#include "backends/x86_64/x86_64_backend.h"
+
+#include <asmjit/x86.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "backends/x86_64/x86_64_encoding.h"
+#include "ftjit/ftjit.h"
+
+namespace ftjit {
+namespace {
+
+using namespace x86_64;
+
+constexpr int32_t kFrameWithFp = 208;
+constexpr int32_t kFrameNoFp = 80;
+static_assert(offsetof(ftjit_regs, direct) == 64);
+static_assert(offsetof(ftjit_regs, sp) == 72);
+static_assert(offsetof(ftjit_regs, fp) == 80);
+static_assert(sizeof(ftjit_regs) == kFrameWithFp);
+static_assert(offsetof(ftjit_ops, func) == 8);
+static_assert(sizeof(ftjit_ret_regs) == 48);
+constexpr int32_t kExitFrame = 48;   // ftjit_ret_regs; the saved rsp follows
+
+class X86_64Emitter final : public TrampolineEmitter {
+ public:
+  Result<std::vector<uint8_t>> emit_trampoline(const TrampolineRequest& req,
+                                               uint64_t place) const override;
+  Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& req,
+                                                    uint64_t place) const override;
+};
+// ---------------------------------------------------------------------------
+// Trampoline emission
+// ---------------------------------------------------------------------------
+
+Result<std::vector<uint8_t>> finish(asmjit::CodeHolder& code, uint64_t place) {
+  using namespace asmjit;
+  if (code.flatten() != kErrorOk || code.resolveUnresolvedLinks() != kErrorOk ||
+      code.relocateToBase(place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot relocate trampoline");
+  }
+  std::vector<uint8_t> out(code.codeSize());
+  if (code.copyFlattenedData(out.data(), out.size()) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot copy trampoline");
+  }
+  return out;
+}
+
+Status start_code(asmjit::CodeHolder& code, uint64_t place) {
+  if (code.init(asmjit::Environment(asmjit::Arch::kX64), place) != asmjit::kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init code holder");
+  }
+  return {};
+}
+
+asmjit::x86::Mem tls_word(int64_t offset) {
+  asmjit::x86::Mem m = asmjit::x86::ptr_abs(static_cast<uint64_t>(offset), 8);
+  m.setSegment(asmjit::x86::fs);
+  return m;
+}
+
+Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
+    const TrampolineRequest& req, uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, place));
+  Assembler a(&code);
+  if (req.recursion_drops == 0) {
+    return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
+  }
+
+  const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
+  Mem entries = tls_word(req.counts_tls_offset);
+  Mem exits = tls_word(req.counts_tls_offset + 8);
+  Mem guard = tls_word(req.counts_tls_offset + 16);
+  guard.setSize(1);
+  static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
+  Label nested = a.newLabel();
+
+  a.inc(entries);
+  a.cmp(guard, 0);
+  a.jne(nested);
+  a.mov(guard, 1);
+  a.mov(r11, rsp);
+  a.sub(rsp, frame + 8);
+  a.and_(rsp, -16);
+  a.mov(qword_ptr(rsp, frame), r11);
+  for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
+  if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
+  if (req.save_fp) {
+    for (int i = 0; i < 8; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
+  }
+
+  a.mov(rdi, qword_ptr(r11));              // return address = entry + 5
+  a.sub(rdi, kSiteBytes);                  // ip
+  a.mov(rsi, qword_ptr(r11, 8));           // parent_ip
+  a.lea(r11, qword_ptr(r11, 8));
+  a.mov(qword_ptr(rsp, 72), r11);          // sp at the traced entry
+  if (req.exit_trampoline != 0) {
+    // parent_ip is the exit trampoline: the real one is on the shadow
+    // stack. rax and the argument registers are saved already; rsp is
+    // aligned for the call.
+    Label parent_ok = a.newLabel();
+    a.mov(rax, imm(req.exit_trampoline));
+    a.cmp(rsi, rax);
+    a.jne(parent_ok);
+    a.mov(rdi, r11);                       // the slot
+    a.mov(rax, imm(req.real_return));
+    a.call(rax);
+    a.mov(rsi, rax);
+    a.mov(rdi, qword_ptr(rsp, 72));
+    a.mov(rdi, qword_ptr(rdi, -8));
+    a.sub(rdi, kSiteBytes);                // ip again
+    a.bind(parent_ok);
+  }
+  a.mov(rcx, rsp);                         // regs
+  if (req.source == OpsSource::kImmediate) {
+    a.mov(rdx, imm(req.ops));
+    int64_t rel = static_cast<int64_t>(req.func - (place + 64));
+    if (fits_rel32(rel) && fits_rel32(static_cast<int64_t>(req.func - place))) {
+      a.call(imm(req.func));
+    } else {
+      a.mov(rax, imm(req.func));
+      a.call(rax);
+    }
+  } else {
+    a.mov(rdx, qword_ptr(rdi, -8));        // the site's ops slot
+    if (req.func != 0) {
+      a.mov(rax, imm(req.func));           // a fixed dispatcher, given the ops
+      a.call(rax);
+    } else {
+      a.call(qword_ptr(rdx, 8));           // ops->func
+    }
+  }
+
+  if (req.save_fp) {
+    for (int i = 0; i < 8; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
+  }
+  for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
+  if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
+  a.mov(rsp, qword_ptr(rsp, frame));
+  a.mov(guard, 0);
+  a.inc(exits);
+  if (req.honour_direct) {
+    Label to_direct = a.newLabel();
+    a.test(r11, r11);
+    a.jnz(to_direct);
+    a.ret();
+    a.bind(to_direct);
+    // Continue into the direct trampoline as if the site had called it: the
+    // return address into entry+5 is on top of the stack again.
+    a.jmp(r11);
+  } else {
+    a.ret();
+  }
+
+  // Called from inside a callback: count it, run nothing (not even a
+  // direct trampoline: it is tracer code too).
+  a.bind(nested);
+  a.mov(r11, imm(req.recursion_drops));
+  a.lock().inc(qword_ptr(r11));
+  a.inc(exits);
+  a.ret();
+  return finish(code, place);
+}
+
+Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
+    const ExitTrampolineRequest& req, uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, place));
+  Assembler a(&code);
+  Mem entries = tls_word(req.counts_tls_offset);
+  Mem exits = tls_word(req.counts_tls_offset + 8);
+
+  a.inc(entries);
+  a.mov(r11, rsp);
+  a.sub(rsp, kExitFrame + 8);
+  a.and_(rsp, -16);
+  a.mov(qword_ptr(rsp, kExitFrame), r11);
+  a.mov(qword_ptr(rsp, 0), rax);
+  a.mov(qword_ptr(rsp, 8), rdx);
+  a.movaps(xmmword_ptr(rsp, 16), xmm0);
+  a.movaps(xmmword_ptr(rsp, 32), xmm1);
+  a.lea(rdi, qword_ptr(r11, -8));          // the replaced slot
+  a.mov(rsi, rsp);
+  a.mov(rax, imm(req.pop));
+  a.call(rax);
+  a.mov(r11, rax);
+  a.mov(rax, qword_ptr(rsp, 0));
+  a.mov(rdx, qword_ptr(rsp, 8));
+  a.movaps(xmm0, xmmword_ptr(rsp, 16));
+  a.movaps(xmm1, xmmword_ptr(rsp, 32));
+  a.mov(rsp, qword_ptr(rsp, kExitFrame));
+  a.inc(exits);
+  a.jmp(r11);
+  return finish(code, place);
+}
+
+}  // namespace
+
+const TrampolineEmitter& x86_64_emitter() {
+  static const X86_64Emitter emitter;
+  return emitter;
+}
+
+const Backend& x86_64_backend() {
+  static const std::unique_ptr<Backend> backend = make_x86_64_backend(x86_64_emitter());
+  return *backend;
+}
+
+}  // namespace ftjit

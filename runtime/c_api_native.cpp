@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// ftjit_engine_create: an engine with this machine's backend, trampolines
+// generated in this process. Kept apart so that an agent, which links the
+// runtime without any code generator, never pulls one in.
+#include "backends/backend.h"
+#include "ftjit/ftjit.h"
+#include "runtime/c_api_internal.h"
+
+extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
+  const ftjit::Backend* backend = ftjit::native_backend();
+  if (backend == nullptr) {
+    ftjit::c_api_fail(
+        ftjit::make_error(FTJIT_E_UNSUPPORTED, "ftjit has no backend for this machine's ISA"));
+    return nullptr;
+  }
+  return ftjit::create_engine_handle(opts, *backend);
+}
