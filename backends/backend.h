@@ -169,6 +169,14 @@ const Backend* backend_for(Isa isa);
 // The code generator for `isa` alone (the CLI serving an agent).
 const TrampolineEmitter* emitter_for(Isa isa);
 
+// `isa`'s sites with trampolines from `emitter` (which outlives it), or
+// nullptr if ftjit was built without that ISA (sites_registry.cpp: no code
+// generator is linked for this).
+std::unique_ptr<Backend> make_backend(Isa isa, const TrampolineEmitter& emitter);
+
+// The ISA this code was compiled for.
+Isa native_isa();
+
 // The backend of the machine ftjit runs on.
 const Backend* native_backend();
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/mapped_file.h"
+#include "cli/process_modules.h"
 #include "core/elf_image.h"
 #include "core/filter.h"
 #include "core/site_discovery.h"
@@ -26,45 +28,47 @@ namespace {
 
 struct ListOptions {
   std::string file;
+  int pid = 0;
   std::vector<std::string> include, exclude;
 };
 
-// The file, mapped read-only for the parser.
-class MappedFile {
- public:
-  ~MappedFile() {
-    if (data_ != nullptr) munmap(data_, size_);
-  }
-  bool open(const std::string& path, std::string* error) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      *error = "cannot open " + path + ": " + std::strerror(errno);
-      return false;
+// `ftjit list -p PID`: every module the process has mapped, at run-time
+// addresses, with the module as a fourth column.
+int run_list_process(const ListOptions& o, const Filter& filter) {
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "ftjit list: %s\n", message.c_str());
+    return 1;
+  };
+  auto modules = process_modules(o.pid);
+  if (!modules) return fail(modules.error().message);
+  size_t total = 0, shown = 0, with_sites = 0;
+  for (const ProcessModule& m : *modules) {
+    if (!m.found.has_patchable_section || m.found.sites.empty()) continue;
+    ++with_sites;
+    const std::string base(path_basename(m.path));
+    for (const DiscoveredSite& s : m.found.sites) {
+      ++total;
+      if (!filter.matches(base, s.name, s.demangled)) continue;
+      const char* name = s.demangled.empty() ? "?" : s.demangled.c_str();
+      std::printf("%#" PRIx64 "\t%s\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
+                  name, base.c_str());
+      ++shown;
     }
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-      *error = path + " is not a regular, non-empty file";
-      ::close(fd);
-      return false;
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      *error = "cannot map " + path + ": " + std::strerror(errno);
-      return false;
-    }
-    data_ = p;
-    return true;
   }
-  std::span<const uint8_t> bytes() const {
-    return {static_cast<const uint8_t*>(data_), size_};
+  if (total == 0) {
+    return fail("process " + std::to_string(o.pid) +
+                " has no patchable function entries in any of its " +
+                std::to_string(modules->size()) +
+                " modules (build with -fpatchable-function-entry=5, or =13,8 for call-ops)");
   }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
+  if (shown == 0) {
+    return fail("no patchable function of process " + std::to_string(o.pid) + " matches " +
+                filter.describe());
+  }
+  std::fprintf(stderr, "%zu of %zu patchable functions in %zu modules of process %d\n", shown,
+               total, with_sites, o.pid);
+  return 0;
+}
 
 int run_list(const ListOptions& o) {
   auto fail = [](const std::string& message) {
@@ -73,6 +77,8 @@ int run_list(const ListOptions& o) {
   };
   auto filter = Filter::compile(o.include, o.exclude);
   if (!filter) return fail(filter.error().message);
+  if (o.pid != 0) return run_list_process(o, *filter);
+  if (o.file.empty()) return fail("give a FILE or -p PID");
   MappedFile file;
   std::string error;
   if (!file.open(o.file, &error)) return fail(error);
@@ -105,8 +111,13 @@ int run_list(const ListOptions& o) {
 void add_list_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<ListOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "list", "List the patchable functions of an ELF file: ADDRESS<TAB>LAYOUT<TAB>NAME");
-  cmd->add_option("FILE", o->file, "Executable or shared object")->required();
+      "list", "List the patchable functions of an ELF file (ADDRESS<TAB>LAYOUT<TAB>NAME) or of "
+              "a running process (with <TAB>MODULE)");
+  auto* file = cmd->add_option("FILE", o->file, "Executable or shared object");
+  auto* pid = cmd->add_option("-p,--pid", o->pid, "A running process instead of a file")
+                  ->check(CLI::PositiveNumber);
+  file->excludes(pid);
+  pid->excludes(file);
   cmd->add_option("--filter", o->include, "Only functions matching GLOB (MODULE!GLOB), repeatable")
       ->type_name("GLOB");
   cmd->add_option("--exclude", o->exclude, "Leave out functions matching GLOB, repeatable")

@@ -15,5 +15,9 @@ namespace ftjit::cli {
 void add_plugins_command(CLI::App& app, std::function<int()>* run);
 void add_list_command(CLI::App& app, std::function<int()>* run);
 void add_bench_command(CLI::App& app, std::function<int()>* run);
+void add_run_command(CLI::App& app, std::function<int()>* run);
+void add_attach_command(CLI::App& app, std::function<int()>* run);
+void add_detach_command(CLI::App& app, std::function<int()>* run);
+void add_status_command(CLI::App& app, std::function<int()>* run);
 
 }  // namespace ftjit::cli

@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
       "  ftjit bench --section hooks           what tracing costs on this machine");
   app.require_subcommand(1);
   std::function<int()> run;
+  ftjit::cli::add_run_command(app, &run);
+  ftjit::cli::add_attach_command(app, &run);
+  ftjit::cli::add_detach_command(app, &run);
+  ftjit::cli::add_status_command(app, &run);
   ftjit::cli::add_plugins_command(app, &run);
   ftjit::cli::add_list_command(app, &run);
   ftjit::cli::add_bench_command(app, &run);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The C API: status codes out, messages through ftjit_last_error().
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -73,11 +75,13 @@ ftjit_engine* ftjit::create_engine_handle(const ftjit_engine_options* opts, cons
   ftjit_engine_options o;
   ftjit_engine_options_init(&o);
   if (opts != nullptr) {
-    if (opts->struct_size < sizeof o) {
+    // Version 2 callers end before watch_dlopen: what they lack stays 0.
+    if (opts->struct_size < offsetof(ftjit_engine_options, watch_dlopen)) {
       fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine options from a newer or broken caller"));
       return nullptr;
     }
-    o = *opts;
+    std::memcpy(&o, opts, std::min<size_t>(opts->struct_size, sizeof o));
+    o.struct_size = sizeof o;
   }
   auto e = ftjit::Engine::create(o, backend);
   if (!e) {
@@ -168,3 +172,7 @@ const char* ftjit_strategy_name(ftjit_strategy strategy) {
 }
 
 }  // extern "C"
+
+ftjit::Engine* ftjit::engine_of(ftjit_engine* engine) {
+  return engine == nullptr ? nullptr : engine->engine.get();
+}

@@ -18,3 +18,9 @@ ftjit_engine* create_engine_handle(const ftjit_engine_options* opts, const Backe
 ftjit_status c_api_fail(const Error& e);
 
 }  // namespace ftjit
+
+namespace ftjit {
+class Engine;
+// The engine behind a C handle (status listings in the agent).
+Engine* engine_of(ftjit_engine* engine);
+}  // namespace ftjit

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/glob.h"
+#include "runtime/dlopen_watch.h"
 #include "runtime/grace.h"
 #include "runtime/process_backend.h"
 #include "runtime/shadow_stack.h"
@@ -112,6 +113,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   if (auto st = prepare_exit_trampoline(engine->tls_offset_); !st) return fail(st.take_error());
   std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, engine_atfork_child); });
   g_engine.store(engine.get());
+  if (options.watch_dlopen) dlopen_watch_start(engine.get());
   auto added = engine->refresh_modules();
   if (!added) return fail(added.take_error());
   spdlog::debug("ftjit: engine created, {} sites in {} modules, sync via {}", engine->sites_.size(),
@@ -121,17 +123,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
 
 Result<size_t> Engine::refresh_modules() {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t gen = loaded_modules_generation();
-  if (gen == modules_generation_ && !modules_.empty()) return size_t{0};
-  auto found = discover_loaded_modules();
-  if (!found) return found.take_error();
-  size_t before = sites_.size();
-  FTJIT_TRY(add_modules(std::move(found.value())));
-  modules_generation_ = gen;
-  // A library loaded since exit hooks were first used may throw through
-  // hooked frames too.
-  if (unwind_hooks_active()) FTJIT_TRY(install_unwind_hooks());
-  return sites_.size() - before;
+  return refresh_locked();
 }
 
 Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
@@ -146,7 +138,9 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
       continue;
     }
     bool known = false;
-    for (const auto& have : modules_) known |= have->path == m.path && have->load_bias == m.load_bias;
+    for (const auto& have : modules_) {
+      known |= !have->gone && have->path == m.path && have->load_bias == m.load_bias;
+    }
     if (known) continue;
     auto rec = std::make_unique<ModuleRecord>();
     rec->path = m.path;
@@ -192,7 +186,7 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
 
 long Engine::find_site(uint64_t entry) const {
   for (const auto& m : modules_) {
-    if (m->found.empty() || entry < m->found.front().entry || entry > m->found.back().entry) continue;
+    if (m->gone || m->found.empty() || entry < m->found.front().entry || entry > m->found.back().entry) continue;
     auto it = std::lower_bound(m->found.begin(), m->found.end(), entry,
                                [](const DiscoveredSite& d, uint64_t e) { return d.entry < e; });
     if (it != m->found.end() && it->entry == entry) {
@@ -204,6 +198,7 @@ long Engine::find_site(uint64_t entry) const {
 
 Engine::~Engine() {
   g_engine.store(nullptr);
+  dlopen_watch_stop(this);  // waits for a notification under way
   if (inert()) {
     // A forked child's copy: its code is private now and nothing here may
     // touch the parent's. Free memory only (dropping the child's writable
@@ -225,6 +220,8 @@ Engine::~Engine() {
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
+    // What was unloaded must not be written (nor mapped back) now.
+    if (loaded_modules_generation() != modules_generation_) forget_unloaded_modules();
     while (!ops_.empty()) {
       OpsRecord* rec = ops_.back().get();
       std::vector<uint32_t> old = std::move(rec->sites);
@@ -252,9 +249,13 @@ Engine::~Engine() {
 // Selection
 // ---------------------------------------------------------------------------
 
-Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter) const {
+Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t first_module,
+                                                   size_t end_module) const {
   std::vector<uint32_t> out;
-  for (const auto& m : modules_) {
+  end_module = std::min(end_module, modules_.size());
+  for (size_t mi = first_module; mi < end_module; ++mi) {
+    const auto& m = modules_[mi];
+    if (m->gone) continue;
     // Patterns scoped to another module cannot match here: drop them once
     // per module instead of once per site.
     std::vector<std::string> inc, exc;
@@ -280,7 +281,7 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter) const {
       if (local->matches(m->base, name, demangled)) out.push_back(m->first_site + static_cast<uint32_t>(k));
     }
   }
-  if (!out.empty()) return out;
+  if (!out.empty() || first_module != 0 || end_module != modules_.size()) return out;
   if (sites_.empty()) {
     return make_error(FTJIT_E_NO_SITES,
                       "no loaded module has patchable entries (__patchable_function_entries); "
@@ -416,6 +417,7 @@ Status Engine::detach(ftjit_ops* ops) {
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "detach: this ops is not attached");
+  if (loaded_modules_generation() != modules_generation_) forget_unloaded_modules();
   std::vector<uint32_t> old = std::move(rec->sites);
   Status st = commit(rec, old, {});
   if (!st) {
@@ -458,6 +460,10 @@ ftjit_stats Engine::stats() const {
   s.exit_hooks = sc.hooks;
   s.exit_hook_drops = sc.hook_drops;
   s.frames_unwound = sc.unwound;
+  s.dlopen_refreshes = dlopen_refreshes_;
+  s.dlopen_patch_ns = dlopen_patch_ns_;
+  s.modules_unloaded = modules_unloaded_;
+  s.new_module_skips = new_module_skips_;
   return s;
 }
 
@@ -473,6 +479,7 @@ std::vector<SiteInfo> Engine::sites() const {
   out.reserve(sites_.size());
   for (uint32_t i = 0; i < sites_.size(); ++i) {
     const SiteRecord& s = sites_[i];
+    if (modules_[s.module]->gone) continue;
     out.push_back({s.entry, &name_of(i), &demangled_of(i), &modules_[s.module]->path, s.route,
                    s.applied.call, s.ops.size()});
   }

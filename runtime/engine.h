@@ -107,6 +107,8 @@ struct ModuleRecord {
   std::string path;
   std::string base;  // basename, what filters match
   uint64_t load_bias = 0;
+  // Unloaded (dlclose): its sites are never selected nor written again.
+  bool gone = false;
   std::vector<DiscoveredSite> found;  // never changes once added
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
   // The same names packed in one buffer, in site order: selection walks
@@ -146,8 +148,12 @@ class Engine {
   Status set_filter(ftjit_ops* ops, const Filter& filter);
   // Detaches `ops` and waits for a grace period before returning.
   Status detach(ftjit_ops* ops);
-  // Re-reads loaded modules; returns the number of new sites.
+  // Re-reads loaded modules; returns the number of new sites. Modules
+  // unloaded since are forgotten; the sites of new ones are given to every
+  // attached ops whose filter selects them (runtime/dlopen_watch.cpp).
   Result<size_t> refresh_modules();
+  // The dlopen watch's notification, after dlopen/dlmopen/dlclose returned.
+  void loader_changed();
 
   long site_count(const ftjit_ops* ops) const;
   ftjit_stats stats() const;
@@ -160,7 +166,15 @@ class Engine {
  private:
   Engine(const Backend& backend, const ftjit_engine_options& options);
   Status add_modules(std::vector<DiscoveredModule> modules);
-  Result<std::vector<uint32_t>> select_sites(const Filter& filter) const;
+  // Over modules [first_module, end_module); for a part of them, selecting
+  // nothing is no error.
+  Result<std::vector<uint32_t>> select_sites(const Filter& filter, size_t first_module = 0,
+                                             size_t end_module = SIZE_MAX) const;
+  // runtime/dlopen_watch.cpp: refresh_modules() with mu_ held, forgetting
+  // unloaded modules, attaching new sites to the ops whose filter wants them.
+  Result<size_t> refresh_locked();
+  void forget_unloaded_modules();
+  void attach_new_sites(size_t first_module);
   struct TrampolineCache;
   // One changed site of a commit: where it goes and how.
   struct Planned {
@@ -229,6 +243,10 @@ class Engine {
   uint64_t sites_dirty_ = 0;  // initialized or slot written: restore work
   uint64_t sites_enabled_ = 0;
   uint64_t modules_generation_ = 0;
+  uint64_t dlopen_refreshes_ = 0;
+  uint64_t dlopen_patch_ns_ = 0;
+  uint64_t modules_unloaded_ = 0;
+  uint64_t new_module_skips_ = 0;
   std::vector<std::unique_ptr<OpsRecord>> ops_;
   std::vector<std::unique_ptr<TextAlias>> aliases_;
   TextAlias* last_alias_ = nullptr;

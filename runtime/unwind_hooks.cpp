@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "backends/backend.h"
@@ -79,11 +80,7 @@ int hook_personality(int version, int actions, uint64_t exception_class, _Unwind
   return g_personality(version, actions, exception_class, e, context);
 }
 
-struct Redirect {
-  const char* name;
-  void* wrapper;
-  void** real;
-};
+using Redirect = GotRedirect;
 Redirect g_redirects[] = {
     {"_Unwind_RaiseException", reinterpret_cast<void*>(&hook_raise),
      reinterpret_cast<void**>(&g_raise)},
@@ -105,6 +102,7 @@ std::atomic<bool> g_active{false};
 struct ScanState {
   uint32_t jump_slot = 0, glob_dat = 0, abs64 = 0;  // the ISA's relocation types
   std::string error;
+  std::span<const Redirect> redirects{g_redirects};  // what this scan redirects
 };
 
 // Writes `value` into a GOT slot, which RELRO may have made read-only.
@@ -133,7 +131,7 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
     uint32_t sym = ELF64_R_SYM(rela[i].r_info);
     if (sym == 0) continue;
     const char* name = strtab + symtab[sym].st_name;
-    for (const Redirect& r : g_redirects) {
+    for (const Redirect& r : st->redirects) {
       if (*r.real == nullptr || std::strcmp(name, r.name) != 0) continue;
       uint64_t slot = info->dlpi_addr + rela[i].r_offset;
       uint64_t want = reinterpret_cast<uint64_t>(r.wrapper);
@@ -210,5 +208,18 @@ Status install_unwind_hooks() {
 }
 
 bool unwind_hooks_active() { return g_active.load(std::memory_order_acquire); }
+
+Status redirect_got_slots(std::span<const GotRedirect> redirects) {
+  // The same lock as the unwinder's hooks: both toggle RELRO pages.
+  std::lock_guard<std::mutex> lock(g_mu);
+  ScanState st;
+  st.jump_slot = process_backend().traits().reloc_jump_slot;
+  st.glob_dat = process_backend().traits().reloc_glob_dat;
+  st.abs64 = process_backend().traits().reloc_abs64;
+  st.redirects = redirects;
+  dl_iterate_phdr(scan_module, &st);
+  if (!st.error.empty()) return make_error(FTJIT_E_SYSTEM, "cannot redirect GOT slots: " + st.error);
+  return {};
+}
 
 }  // namespace ftjit

@@ -18,6 +18,8 @@
 // frames are reported unwound.
 #pragma once
 
+#include <span>
+
 #include "core/error.h"
 
 namespace ftjit {
@@ -29,6 +31,20 @@ Status install_unwind_hooks();
 
 // Whether install_unwind_hooks() ran (modules loaded later need it too).
 bool unwind_hooks_active();
+
+// One GOT redirection: every JUMP_SLOT and GLOB_DAT relocation (and plain
+// 64-bit data word without addend) naming `name` is pointed at `wrapper`.
+// Nothing is done while `*real` (the function the wrapper calls) is null.
+struct GotRedirect {
+  const char* name;
+  void* wrapper;
+  void** real;
+};
+
+// Applies `redirects` in every module loaded now (slots already pointing at
+// their wrapper are left alone, so calling it again only reaches modules
+// loaded since). Serialised with install_unwind_hooks().
+Status redirect_got_slots(std::span<const GotRedirect> redirects);
 
 
 }  // namespace ftjit

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 2
+#define FTJIT_API_VERSION 3
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -138,6 +138,16 @@ typedef struct ftjit_engine ftjit_engine;
 typedef struct ftjit_engine_options {
   uint32_t struct_size;           /* sizeof(ftjit_engine_options) */
   ftjit_strategy default_strategy; /* for ops whose strategy is AUTO */
+  /* Since API version 3 (struct_size tells; older callers get 0): */
+  int32_t watch_dlopen;           /* nonzero: dlopen, dlmopen and dlclose are
+                                     redirected (in every module's GOT) so
+                                     that a library loaded later gets the
+                                     sites of every attached ops whose
+                                     filter selects them before dlopen
+                                     returns, and an unloaded one is
+                                     forgotten. Off: the same happens at
+                                     ftjit_refresh_modules() or the next
+                                     attach/set_filter/detach. */
 } ftjit_engine_options;
 
 /* Engine statistics (monotonic counters since create). */
@@ -159,6 +169,14 @@ typedef struct ftjit_stats {
   uint64_t exit_hook_drops;   /* calls whose exit was not hooked (a
                                  thread's shadow stack was full) */
   uint64_t frames_unwound;    /* hooked frames left by exception/longjmp */
+  /* Since API version 3, appended (the struct has no size field:
+     ftjit_get_stats writes all of it, so callers must be rebuilt): */
+  uint64_t dlopen_refreshes;  /* refreshes run by the dlopen watch */
+  uint64_t dlopen_patch_ns;   /* time they took (discovery and patching),
+                                 paid by the thread calling dlopen/dlclose */
+  uint64_t modules_unloaded;  /* modules found gone and forgotten */
+  uint64_t new_module_skips;  /* sites or modules a filter selected after
+                                 a load but could not patch (logged) */
 } ftjit_stats;
 
 void ftjit_engine_options_init(ftjit_engine_options *opts);

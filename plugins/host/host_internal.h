@@ -73,10 +73,6 @@ struct LoadedPlugin {
   const ftjit_plugin* desc = nullptr;
 };
 
-// The file a spec names: the path itself, or ftjit-plugin-NAME.so found on
-// plugin_search_path(). Fails (naming every directory tried) if not found.
-Result<std::string> resolve_plugin_path(const PluginSpec& spec);
-
 // dlopens the plugin and checks its descriptor (see TraceSession::start).
 Result<LoadedPlugin> load_plugin(const PluginSpec& spec);
 

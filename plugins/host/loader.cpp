@@ -359,4 +359,8 @@ Result<PluginInfo> describe_plugin(const PluginSpec& spec) {
   return detail::info_of(*p);
 }
 
+Result<std::string> find_plugin_file(const PluginSpec& spec) {
+  return detail::resolve_plugin_path(spec);
+}
+
 }  // namespace ftjit::plugins

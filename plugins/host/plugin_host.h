@@ -72,6 +72,10 @@ std::vector<std::string> plugin_search_path();
 // FTJIT_E_SYSTEM when no directory of the search path can be read.
 Result<std::vector<PluginInfo>> list_plugins();
 
+// The file a spec names: the path itself, or ftjit-plugin-NAME.so found on
+// plugin_search_path(). Fails (naming every directory tried) if not found.
+Result<std::string> find_plugin_file(const PluginSpec& spec);
+
 // Loads and checks the plugin `spec` names and returns its declaration; the
 // spec's options are not looked at. Fails with a message naming the plugin
 // and the cause (see TraceSession::start for the list).
@@ -87,6 +91,9 @@ struct SessionConfig {
   std::string format;
   // "" or "-" = stdout; otherwise a file, created (truncated) before init.
   std::string output;
+  // When set, used instead of `output` (and never closed): an agent's
+  // in-memory report, or a file the CLI opened and passed over.
+  FILE* output_stream = nullptr;
   // Thread filter: a thread passes if it matches any part; none set = all.
   std::vector<int32_t> tids;
   std::string thread_glob;

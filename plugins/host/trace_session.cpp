@@ -238,7 +238,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   }
 
   // 2. The output, before init, so a plugin may write a header there.
-  if (c.output.empty() || c.output == "-") {
+  if (c.output_stream != nullptr) {
+    s->out_ = c.output_stream;
+  } else if (c.output.empty() || c.output == "-") {
     s->out_ = stdout;
   } else {
     s->out_ = std::fopen(c.output.c_str(), "we");

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Maps an ISA to its site encodings, paired with an emitter of the caller's
+// (an agent's proxy to the generator in the CLI). Links no code generator.
+#include "backends/backend.h"
+#include "backends/x86_64/x86_64_backend.h"
+
+namespace ftjit {
+
+std::unique_ptr<Backend> make_backend(Isa isa, const TrampolineEmitter& emitter) {
+  switch (isa) {
+    case Isa::kX86_64: return make_x86_64_backend(emitter);
+    default: return nullptr;
+  }
+}
+
+Isa native_isa() {
+#if defined(__x86_64__)
+  return Isa::kX86_64;
+#elif defined(__aarch64__)
+  return Isa::kArm64;
+#elif defined(__riscv) && __riscv_xlen == 64
+  return Isa::kRiscv64;
+#else
+  return Isa::kUnknown;
+#endif
+}
+
+}  // namespace ftjit

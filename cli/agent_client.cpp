@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+#include "cli/agent_client.h"
+
+#include <limits.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "backends/backend.h"
+
+namespace ftjit::cli {
+namespace {
+
+// The last field of "NSpid:" (the pid in the target's own namespace) and
+// the real uid of "Uid:", from /proc/PID/status.
+Result<std::pair<pid_t, uid_t>> pid_and_uid_seen_by(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  if (!in) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+  pid_t ns_pid = pid;
+  long uid = -1;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string key;
+    f >> key;
+    if (key == "NSpid:") {
+      pid_t v;
+      while (f >> v) ns_pid = v;
+    } else if (key == "Uid:") {
+      f >> uid;
+    }
+  }
+  if (uid < 0) return make_error(FTJIT_E_SYSTEM, "cannot read /proc/" + std::to_string(pid) + "/status");
+  return std::make_pair(ns_pid, static_cast<uid_t>(uid));
+}
+
+}  // namespace
+
+Result<std::string> find_agent_library() {
+  if (const char* env = std::getenv("FTJIT_AGENT"); env != nullptr && *env != '\0') {
+    if (::access(env, R_OK) != 0) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, std::string("FTJIT_AGENT=") + env + ": " + std::strerror(errno));
+    }
+    return std::string(env);
+  }
+  char exe[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    std::string dir(exe);
+    dir.resize(dir.rfind('/'));
+    std::string path = dir + "/../lib/libftjit-agent.so";
+    char real[PATH_MAX];
+    if (::realpath(path.c_str(), real) != nullptr) return std::string(real);
+  }
+  return make_error(FTJIT_E_INVALID_ARGUMENT,
+                    "cannot find libftjit-agent.so beside the ftjit executable (../lib/); set FTJIT_AGENT");
+}
+
+Result<std::string> agent_socket_for(pid_t pid) {
+  auto seen = pid_and_uid_seen_by(pid);
+  if (!seen) return seen.take_error();
+  return "/proc/" + std::to_string(pid) + "/root" + control::socket_path(seen->second, seen->first);
+}
+
+Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int wait_ms) {
+  auto path = agent_socket_for(pid);
+  if (!path) return path.take_error();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // /proc/PID/root/tmp/... may exceed sun_path: connect through a
+  // descriptor of the directory instead.
+  std::string dir = path->substr(0, path->rfind('/'));
+  std::string base = path->substr(path->rfind('/') + 1);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    int dfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    std::string via = dfd >= 0 ? "/proc/self/fd/" + std::to_string(dfd) + "/" + base : *path;
+    std::memcpy(addr.sun_path, via.c_str(), std::min(via.size() + 1, sizeof addr.sun_path - 1));
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      if (dfd >= 0) ::close(dfd);
+      return make_error(FTJIT_E_SYSTEM, std::string("socket: ") + std::strerror(errno));
+    }
+    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    int err = errno;
+    if (dfd >= 0) ::close(dfd);
+    if (rc == 0) {
+      std::unique_ptr<AgentConnection> c(new AgentConnection());
+      c->fd_ = fd;
+      auto frame = control::recv_frame(fd, 10000);
+      if (!frame) {
+        return make_error(FTJIT_E_SYSTEM, "the agent of process " + std::to_string(pid) +
+                                              " did not answer (" + frame.error().message + ")");
+      }
+      if (frame->type != control::MsgType::kHello) {
+        return make_error(FTJIT_E_SYSTEM, "the agent of process " + std::to_string(pid) + " is confused");
+      }
+      auto hello = control::decode_hello(frame->payload);
+      if (!hello) return hello.take_error();
+      if (hello->version != control::kProtocolVersion) {
+        return make_error(FTJIT_E_UNSUPPORTED,
+                          "the agent in process " + std::to_string(pid) + " speaks protocol " +
+                              std::to_string(hello->version) + ", this ftjit " +
+                              std::to_string(control::kProtocolVersion));
+      }
+      c->hello_ = *hello;
+      return c;
+    }
+    ::close(fd);
+    if (std::chrono::steady_clock::now() >= deadline || (err != ENOENT && err != ECONNREFUSED)) {
+      if (::kill(pid, 0) != 0 && errno == ESRCH) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+      }
+      return make_error(FTJIT_E_NOT_ATTACHED, "no ftjit agent in process " + std::to_string(pid) +
+                                                  " (" + *path + ": " + std::strerror(err) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+AgentConnection::~AgentConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<control::Reply> AgentConnection::request(control::MsgType type, const std::string& payload,
+                                                int pass_fd, int timeout_ms, bool* exited) {
+  if (exited != nullptr) *exited = false;
+  FTJIT_TRY(control::send_frame(fd_, type, payload, pass_fd));
+  auto frame = control::recv_frame(fd_, timeout_ms);
+  if (!frame) {
+    if (frame.error().message == "connection closed") {
+      return make_error(FTJIT_E_SYSTEM, "the process exited or closed the control connection");
+    }
+    return frame.take_error();
+  }
+  if (frame->type == control::MsgType::kExited && exited != nullptr) *exited = true;
+  if (frame->type != control::MsgType::kReply && frame->type != control::MsgType::kExited) {
+    return make_error(FTJIT_E_SYSTEM, "unexpected message from the agent");
+  }
+  return control::decode_reply(frame->payload);
+}
+
+Result<std::unique_ptr<GeneratorService>> GeneratorService::start(pid_t pid) {
+  auto conn = AgentConnection::connect(pid);
+  if (!conn) return conn.take_error();
+  const TrampolineEmitter* emitter = emitter_for(static_cast<Isa>((*conn)->hello().isa));
+  if (emitter == nullptr) {
+    return make_error(FTJIT_E_UNSUPPORTED, std::string("process ") + std::to_string(pid) +
+                                               " runs " + isa_name(static_cast<Isa>((*conn)->hello().isa)) +
+                                               " code, which this ftjit cannot generate");
+  }
+  auto ack = (*conn)->request(control::MsgType::kGenerator, "", -1, 10000);
+  if (!ack) return ack.take_error();
+  std::unique_ptr<GeneratorService> g(new GeneratorService());
+  g->conn_ = std::move(conn.value());
+  g->thread_ = std::thread([raw = g.get()] { raw->serve(); });
+  return g;
+}
+
+GeneratorService::~GeneratorService() {
+  ::shutdown(conn_->fd(), SHUT_RDWR);
+  if (thread_.joinable()) thread_.join();
+}
+
+void GeneratorService::serve() {
+  const TrampolineEmitter* emitter = emitter_for(static_cast<Isa>(conn_->hello().isa));
+  for (;;) {
+    auto frame = control::recv_frame(conn_->fd(), -1);
+    if (!frame || frame->type != control::MsgType::kGenerate) return;
+    control::Generated out;
+    auto req = control::decode_generate(frame->payload);
+    Result<std::vector<uint8_t>> code =
+        !req ? Result<std::vector<uint8_t>>(req.take_error())
+        : req->exit_trampoline ? emitter->emit_exit_trampoline(req->exit, req->place)
+                               : emitter->emit_trampoline(req->trampoline, req->place);
+    if (code) {
+      out.bytes.assign(code->begin(), code->end());
+    } else {
+      out.code = code.error().code;
+      out.message = code.error().message;
+    }
+    if (!control::send_frame(conn_->fd(), control::MsgType::kGenerated, control::encode(out))) return;
+    served_.fetch_add(1);
+  }
+}
+
+}  // namespace ftjit::cli

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// `ftjit attach -p PID`: loads the agent into a running process (ptrace:
+// every thread stopped, dlopen called on one, every register restored),
+// then traces it until --duration ends, Ctrl-C, or the process exits.
+// Everything that can be checked before touching the process is checked
+// first: the process, its ISA and linking, ptrace permission, and whether
+// it has patchable entries at all.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/agent_client.h"
+#include "cli/commands.h"
+#include "cli/inject/ptrace_inject.h"
+#include "cli/process_modules.h"
+#include "cli/session_driver.h"
+
+namespace ftjit::cli {
+namespace {
+
+struct AttachOptions {
+  TraceOptions trace;
+  int pid = 0;
+};
+
+constexpr std::chrono::milliseconds kInjectTimeout{15000};
+
+int run_attach(const AttachOptions& o) {
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "ftjit attach: %s\n", message.c_str());
+    return 1;
+  };
+  // The plugins and options, before anything else.
+  if (auto request = make_attach_request(o.trace); !request) return fail(request.error().message);
+  auto target = inject::inspect_target(o.pid);
+  if (!target) return fail(target.error().message);
+
+  // An agent loaded by an earlier attach (or `ftjit run`) is reused.
+  bool loaded = AgentConnection::connect(o.pid).ok();
+  if (!loaded) {
+    auto modules = process_modules(o.pid);
+    if (!modules) return fail(modules.error().message);
+    size_t sites = 0;
+    for (const auto& m : *modules) sites += m.found.sites.size();
+    if (sites == 0) {
+      return fail("process " + std::to_string(o.pid) + " (" + target->exe +
+                  ") has no patchable function entries: build it with "
+                  "-fpatchable-function-entry=5 (or =13,8)");
+    }
+    if (auto st = inject::check_ptrace_permitted(*target); !st) return fail(st.error().message);
+    auto agent = find_agent_library();
+    if (!agent) return fail(agent.error().message);
+    auto staged = inject::stage_library(*target, *agent);
+    if (!staged) return fail(staged.error().message);
+    if (o.trace.verbose) {
+      std::fprintf(stderr, "ftjit attach: loading %s into process %d\n", staged->c_str(), o.pid);
+    }
+    install_stop_signals();
+    auto handle = inject::inject_library(*target, *staged, kInjectTimeout);
+    if (!handle) return fail("cannot load the agent: " + handle.error().message);
+    if (stop_requested()) return fail("interrupted; the agent is loaded, nothing attached");
+  }
+  DriveTarget t;
+  t.command = "ftjit attach";
+  t.pid = o.pid;
+  t.connect_wait_ms = 5000;
+  return drive_session(t, o.trace);
+}
+
+}  // namespace
+
+void add_attach_command(CLI::App& app, std::function<int()>* run) {
+  auto o = std::make_shared<AttachOptions>();
+  CLI::App* cmd = app.add_subcommand("attach", "Attach tracer plugins to a running process");
+  cmd->add_option("-p,--pid", o->pid, "The process")->required()->check(CLI::PositiveNumber);
+  add_trace_options(cmd, &o->trace);
+  cmd->footer(
+      "Examples:\n"
+      "  ftjit attach -p 1234 --duration 5                       calls per function for 5 s\n"
+      "  ftjit attach -p 1234 --plugin count --format tsv        until Ctrl-C, one NAME<TAB>CALLS per line\n"
+      "  ftjit attach -p 1234 --plugin latency --filter 'db_*'   latency histograms\n"
+      "  ftjit attach -p 1234 --plugin trace --format perfetto -o trace.pb --duration 2");
+  cmd->callback([run, o] { *run = [o] { return run_attach(*o); }; });
+}
+
+}  // namespace ftjit::cli

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// `ftjit detach -p PID`: ends the tracing session in PID (one a killed
+// `ftjit attach` left behind, or one still running) and prints its report.
+#include <cstdio>
+#include <memory>
+
+#include "cli/agent_client.h"
+#include "cli/commands.h"
+
+namespace ftjit::cli {
+namespace {
+
+struct DetachOptions {
+  int pid = 0;
+  bool no_report = false;
+};
+
+int run_detach(const DetachOptions& o) {
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "ftjit detach: %s\n", message.c_str());
+    return 1;
+  };
+  auto conn = AgentConnection::connect(o.pid);
+  if (!conn) return fail(conn.error().message);
+  if (!(*conn)->hello().attached) return fail("process " + std::to_string(o.pid) + " is not being traced");
+  // Detaching may need code (other plugins' sites re-routed): serve it.
+  auto generator = GeneratorService::start(o.pid);
+  if (!generator) return fail(generator.error().message);
+  control::Detach d;
+  d.report = !o.no_report;
+  auto reply = (*conn)->request(control::MsgType::kDetach, control::encode(d));
+  if (!reply) return fail(reply.error().message);
+  std::fwrite(reply->text.data(), 1, reply->text.size(), stdout);
+  if (reply->code != 0) return fail(reply->message);
+  return 0;
+}
+
+}  // namespace
+
+void add_detach_command(CLI::App& app, std::function<int()>* run) {
+  auto o = std::make_shared<DetachOptions>();
+  CLI::App* cmd = app.add_subcommand("detach", "Detach the tracers from a process and print the report");
+  cmd->add_option("-p,--pid", o->pid, "The traced process")->required()->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-report", o->no_report, "Detach without the plugins' report");
+  cmd->callback([run, o] { *run = [o] { return run_detach(*o); }; });
+}
+
+}  // namespace ftjit::cli

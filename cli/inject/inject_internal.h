@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// Helpers shared by the files of cli/inject: /proc parsing and ELF symbol lookup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ftjit::inject::detail {
+
+// "what: strerror(err)".
+std::string errno_message(std::string_view what, int err);
+
+// The whole of a (small, /proc) file. FTJIT_E_SYSTEM with errno on failure;
+// *err_out receives errno when given.
+Result<std::string> read_text_file(const std::string& path, int* err_out = nullptr);
+
+// The value after "Key:" in /proc/PID/status (trimmed), or nullopt.
+std::optional<std::string> status_field(const std::string& status_text, std::string_view key);
+
+// TracerPid of a process, 0 if none or unreadable.
+pid_t tracer_of(pid_t pid);
+
+// True if the process no longer exists or is a zombie.
+bool process_gone(pid_t pid);
+
+// One line of /proc/PID/maps.
+struct Mapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  uint64_t inode = 0;
+  std::string perms;
+  std::string path;  // as the target sees it; may end in " (deleted)"
+};
+
+Result<std::vector<Mapping>> read_maps(pid_t pid);
+
+// A module mapped in the target: the path and its lowest mapping with
+// file offset 0 (from which the load bias follows).
+struct MappedModule {
+  std::string path;
+  uint64_t offset0_start = 0;
+};
+
+// The first module whose path's basename equals basename, or, if
+// prefix_match, starts with it. nullopt if none.
+std::optional<MappedModule> find_module(const std::vector<Mapping>& maps, std::string_view basename,
+                                        bool prefix_match = false);
+
+// Looks a symbol up in an ELF64 little-endian file: .dynsym first (the
+// default version when several versions share a name), then .symtab.
+// Returns the run-time address, given where the file's offset 0 is mapped.
+// FTJIT_E_NO_MATCH if the symbol is not defined there, FTJIT_E_ELF if the
+// file is malformed, FTJIT_E_SYSTEM if it cannot be read.
+Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offset0_start,
+                                    std::string_view symbol);
+
+// file path as seen from us for a path inside the target's root.
+std::string path_in_root(pid_t pid, const std::string& target_path);
+
+}  // namespace ftjit::inject::detail

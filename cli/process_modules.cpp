@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+#include "cli/process_modules.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace ftjit::cli {
+
+Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream maps(proc + "/maps");
+  if (!maps) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+  // Per file: the lowest mapping of file offset 0 (its load address), and
+  // whether any mapping of it is executable.
+  struct Seen {
+    uint64_t base = UINT64_MAX;
+    bool exec = false;
+  };
+  std::map<std::string, Seen> files;
+  std::vector<std::string> order;
+  std::string line;
+  while (std::getline(maps, line)) {
+    // start-end perms offset dev inode path
+    uint64_t start, end, offset;
+    char perms[8];
+    int consumed = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start,
+                    &end, perms, &offset, &consumed) < 4 || consumed == 0) {
+      continue;
+    }
+    std::string path = line.substr(static_cast<size_t>(consumed));
+    if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos) continue;
+    auto [it, fresh] = files.try_emplace(path);
+    if (fresh) order.push_back(path);
+    if (offset == 0 && start < it->second.base) it->second.base = start;
+    if (perms[2] == 'x') it->second.exec = true;
+  }
+  std::vector<ProcessModule> out;
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const std::string& path : order) {
+    const Seen& s = files[path];
+    if (!s.exec || s.base == UINT64_MAX) continue;
+    auto file = std::make_unique<MappedFile>();
+    std::string error;
+    if (!file->open(proc + "/root" + path, &error)) continue;
+    auto image = ElfImage::parse(file->bytes());
+    if (!image || image->load_segments().empty()) continue;
+    uint64_t first_vaddr = image->load_segments().front().vaddr & ~static_cast<uint64_t>(page - 1);
+    ProcessModule m;
+    m.path = path;
+    m.load_bias = s.base - first_vaddr;
+    auto found = discover_sites(*image, path, m.load_bias);
+    if (!found) continue;
+    m.found = std::move(found.value());
+    m.file = std::move(file);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace ftjit::cli

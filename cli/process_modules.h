@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// The modules mapped in another process and their patchable functions, read
+// from /proc/PID/maps and the files themselves (through /proc/PID/root, so
+// a process in a container is read as it sees its files).
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/mapped_file.h"
+#include "core/elf_image.h"
+#include "core/error.h"
+#include "core/site_discovery.h"
+
+namespace ftjit::cli {
+
+struct ProcessModule {
+  std::string path;       // as the process sees it
+  uint64_t load_bias = 0;
+  std::unique_ptr<MappedFile> file;
+  DiscoveredModule found;  // sites at run-time addresses
+};
+
+// Every ELF module of `pid` with an executable mapping. Modules whose file
+// cannot be read or parsed are skipped; fails only if /proc/PID/maps
+// cannot be read.
+Result<std::vector<ProcessModule>> process_modules(pid_t pid);
+
+}  // namespace ftjit::cli

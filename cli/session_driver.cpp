@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+#include "cli/session_driver.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "cli/agent_client.h"
+
+namespace ftjit::cli {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+int fail(const DriveTarget& t, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n", t.command, message.c_str());
+  return 1;
+}
+
+// Prints the report: the agent already wrote it to -o FILE, else it came
+// back in the reply.
+void print_report(const control::Reply& r, const TraceOptions& o) {
+  if (o.output.empty()) {
+    std::fwrite(r.text.data(), 1, r.text.size(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+void print_summary(const DriveTarget& t, const control::Reply& r, const TraceOptions& o) {
+  if (r.recursion_drops != 0 || r.events_dropped != 0) {
+    std::fprintf(stderr, "%s: dropped %llu nested calls (traced code called from a tracer), "
+                         "%llu events (full buffers)\n",
+                 t.command, static_cast<unsigned long long>(r.recursion_drops),
+                 static_cast<unsigned long long>(r.events_dropped));
+  }
+  if (o.verbose) std::fprintf(stderr, "%s: %s\n", t.command, r.message.c_str());
+}
+
+// What the child's wait status means as our exit status.
+int child_exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool stop_requested() { return g_stop_signal.load() != 0; }
+
+int drive_session(const DriveTarget& t, const TraceOptions& o) {
+  install_stop_signals();
+  int child_status = -1;
+  auto reap = [&](int options) {
+    if (!t.is_child || child_status != -1) return child_status != -1;
+    int st;
+    pid_t r = ::waitpid(t.pid, &st, options);
+    if (r == t.pid) child_status = st;
+    return child_status != -1;
+  };
+  auto fail_run = [&](const std::string& message) {
+    // A program started under ftjit that cannot be traced as asked does
+    // not run on untraced: it is stopped, and the error says why.
+    if (t.is_child && !reap(WNOHANG)) {
+      ::kill(t.pid, SIGKILL);
+      reap(0);
+    }
+    return fail(t, message);
+  };
+
+  auto request = make_attach_request(o);
+  if (!request) return fail_run(request.error().message);
+  auto conn = AgentConnection::connect(t.pid, t.connect_wait_ms);
+  if (!conn) return fail_run(conn.error().message);
+  if ((*conn)->hello().attached) {
+    return fail_run("process " + std::to_string(t.pid) + " is already being traced (by ftjit pid " +
+                    std::to_string((*conn)->hello().owner_pid) + "): run `ftjit detach -p " +
+                    std::to_string(t.pid) + "` first");
+  }
+  auto generator = GeneratorService::start(t.pid);
+  if (!generator) return fail_run(generator.error().message);
+
+  int out_fd = -1;
+  if (!o.output.empty()) {
+    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) return fail_run("cannot open output '" + o.output + "': " + std::strerror(errno));
+    request->output_fd = 1;
+  }
+
+  // A progress line while a large process is being patched.
+  std::atomic<bool> attaching{true};
+  auto started = std::chrono::steady_clock::now();
+  std::thread progress([&] {
+    bool shown = false;
+    while (attaching.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (attaching.load() && s >= 1.0 && isatty(STDERR_FILENO)) {
+        std::fprintf(stderr, "\r%s: attaching to %d... %.1f s", t.command, t.pid, s);
+        shown = true;
+      }
+    }
+    if (shown) std::fprintf(stderr, "\n");
+  });
+  bool exited = false;
+  auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), out_fd, -1, &exited);
+  attaching.store(false);
+  progress.join();
+  if (out_fd >= 0) ::close(out_fd);
+  if (!reply) return fail_run("attach failed: " + reply.error().message);
+  if (exited || reply->code != 0) {
+    return fail_run(reply->message.empty() ? "attach failed (code " + std::to_string(reply->code) + (exited ? ", process exited)" : ")") : reply->message);
+  }
+  double attach_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (o.verbose) {
+    std::fprintf(stderr, "%s: %s in %.1f ms (%llu trampolines generated here)\n", t.command,
+                 reply->message.c_str(), attach_ms,
+                 static_cast<unsigned long long>((*generator)->served()));
+  }
+
+  // Wait for the end: the duration, a stop signal, or the process's exit
+  // (the agent sends the final report as it exits).
+  auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(o.duration));
+  for (;;) {
+    if (stop_requested()) break;
+    if (o.duration > 0 && std::chrono::steady_clock::now() >= deadline) break;
+    pollfd p{(*conn)->fd(), POLLIN, 0};
+    int n = ::poll(&p, 1, 100);
+    if (n > 0) {
+      auto frame = control::recv_frame((*conn)->fd(), 10000);
+      if (frame && frame->type == control::MsgType::kExited) {
+        auto final_report = control::decode_reply(frame->payload);
+        if (!final_report) return fail(t, final_report.error().message);
+        print_report(*final_report, o);
+        print_summary(t, *final_report, o);
+        if (o.verbose) std::fprintf(stderr, "%s: process %d exited\n", t.command, t.pid);
+        if (t.is_child) {
+          reap(0);
+          return child_exit_code(child_status);
+        }
+        return final_report->code == 0 ? 0 : fail(t, final_report->message);
+      }
+      // The connection closed without a report: the process was killed.
+      if (t.is_child) {
+        reap(0);
+        std::fprintf(stderr, "%s: process %d ended without a report (%s)\n", t.command, t.pid,
+                     WIFSIGNALED(child_status) ? strsignal(WTERMSIG(child_status)) : "exited");
+        return child_exit_code(child_status);
+      }
+      return fail(t, "process " + std::to_string(t.pid) + " ended without a report (killed?)");
+    }
+  }
+
+  control::Detach detach;
+  auto done = (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
+  if (!done) return fail(t, "detach failed: " + done.error().message);
+  print_report(*done, o);
+  print_summary(t, *done, o);
+  if (!exited && done->code != 0) return fail(t, done->message);
+  if (t.is_child) {
+    // Detached on a signal: the program now runs on untraced; pass the
+    // signal on and wait for it, as a shell would.
+    if (int sig = g_stop_signal.load(); sig != 0 && !reap(WNOHANG)) ::kill(t.pid, sig);
+    reap(0);
+    return child_exit_code(child_status);
+  }
+  return 0;
+}
+
+}  // namespace ftjit::cli

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// One tracing run against a process whose agent is loaded, for `ftjit run`
+// and `ftjit attach` alike: serve as its code generator, attach, wait (for
+// --duration, Ctrl-C/SIGTERM/SIGHUP, or the process's exit), detach, print
+// the report.
+#pragma once
+
+#include <sys/types.h>
+
+#include "cli/trace_options.h"
+
+namespace ftjit::cli {
+
+struct DriveTarget {
+  const char* command = "ftjit";  // for messages: "ftjit attach"
+  pid_t pid = 0;
+  bool is_child = false;     // ours to wait for (run): its status is our exit code
+  int connect_wait_ms = 0;   // the agent may not listen yet (run)
+};
+
+// Returns the exit status: on success 0 (attach) or the child's (run);
+// 1 with one line on stderr otherwise.
+int drive_session(const DriveTarget& target, const TraceOptions& options);
+
+// Ctrl-C, SIGTERM and SIGHUP end the wait instead of the CLI (installed by
+// drive_session; exposed for the injection window, which must not be cut).
+void install_stop_signals();
+bool stop_requested();
+
+}  // namespace ftjit::cli

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+#include "cli/trace_options.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "plugins/host/plugin_host.h"
+
+namespace ftjit::cli {
+
+void add_trace_options(CLI::App* cmd, TraceOptions* o) {
+  cmd->add_option("--plugin", o->plugins,
+                  "Tracer plugin: a built-in name (see `ftjit plugins`) or a path, with options: "
+                  "count:top=10. Repeatable. Default: count")
+      ->type_name("NAME|PATH[:K=V,...]");
+  cmd->add_option("--opt", o->plugin_options,
+                  "A plugin option, KEY=VALUE (one plugin) or PLUGIN.KEY=VALUE. Repeatable")
+      ->type_name("[PLUGIN.]KEY=VALUE");
+  cmd->add_option("--filter", o->include,
+                  "Trace functions matching GLOB (mangled or demangled; MODULE!GLOB for one "
+                  "module). Repeatable. Default: every patchable function")
+      ->type_name("GLOB");
+  cmd->add_option("--exclude", o->exclude, "Leave out functions matching GLOB. Repeatable")
+      ->type_name("GLOB");
+  cmd->add_option("--tid", o->tids, "Trace only these threads. Repeatable")->type_name("TID");
+  cmd->add_option("--thread", o->thread_glob, "Trace only threads whose name matches GLOB")
+      ->type_name("GLOB");
+  cmd->add_flag("--main-thread", o->main_thread, "Trace only the main thread");
+  cmd->add_option("--strategy", o->strategy, "How sites reach the tracer")
+      ->check(CLI::IsMember({"auto", "generated", "call-ops", "list"}))
+      ->default_str("auto");
+  cmd->add_option("--format", o->format, "Report format: text, json, tsv, chrome, perfetto "
+                                         "(what the plugins support; default: theirs)");
+  cmd->add_option("-o,--output", o->output, "Write the report to FILE instead of stdout")
+      ->type_name("FILE");
+  cmd->add_option("--duration", o->duration, "Detach after SECONDS")
+      ->type_name("SECONDS")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
+}
+
+Result<control::Attach> make_attach_request(const TraceOptions& o) {
+  control::Attach a;
+  std::vector<std::string> specs = o.plugins;
+  if (specs.empty()) specs.push_back("count");
+  std::vector<plugins::PluginSpec> parsed;
+  for (const std::string& text : specs) {
+    auto spec = plugins::parse_plugin_spec(text);
+    if (!spec) return spec.take_error();
+    parsed.push_back(std::move(spec.value()));
+  }
+  for (const std::string& item : o.plugin_options) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, "--opt '" + item + "': expected [PLUGIN.]KEY=VALUE");
+    }
+    std::string key = item.substr(0, eq);
+    std::string value = item.substr(eq + 1);
+    plugins::PluginSpec* target = nullptr;
+    if (size_t dot = key.find('.'); dot != std::string::npos) {
+      std::string name = key.substr(0, dot);
+      key = key.substr(dot + 1);
+      for (auto& p : parsed) {
+        if (p.name == name) target = &p;
+      }
+      if (target == nullptr) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT, "--opt '" + item + "': no --plugin " + name);
+      }
+    } else if (parsed.size() == 1) {
+      target = &parsed[0];
+    } else {
+      return make_error(FTJIT_E_INVALID_ARGUMENT,
+                        "--opt '" + item + "': several plugins; write PLUGIN." + key + "=VALUE");
+    }
+    target->options.emplace_back(key, value);
+  }
+  for (const auto& spec : parsed) {
+    auto path = plugins::find_plugin_file(spec);
+    if (!path) return path.take_error();
+    char real[PATH_MAX];
+    if (::realpath(path->c_str(), real) == nullptr) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, "plugin '" + spec.name + "': " + *path + " not found");
+    }
+    control::PluginRequest p;
+    p.path = real;
+    p.options = spec.options;
+    a.plugins.push_back(std::move(p));
+  }
+  a.include = o.include;
+  a.exclude = o.exclude;
+  a.strategy = o.strategy == "generated" ? FTJIT_STRATEGY_GENERATED
+               : o.strategy == "call-ops" ? FTJIT_STRATEGY_CALL_OPS
+               : o.strategy == "list"     ? FTJIT_STRATEGY_LIST
+                                          : FTJIT_STRATEGY_AUTO;
+  a.format = o.format;
+  a.tids = o.tids;
+  a.thread_glob = o.thread_glob;
+  a.main_thread = o.main_thread;
+  a.owner_pid = ::getpid();
+  return a;
+}
+
+}  // namespace ftjit::cli

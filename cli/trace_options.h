@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// The options `ftjit run` and `ftjit attach` share (which plugins, which
+// functions, which threads, how, where the report goes), and the Attach
+// request they become.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "runtime/control/protocol.h"
+
+namespace ftjit::cli {
+
+struct TraceOptions {
+  std::vector<std::string> plugins;   // NAME[:k=v,...] or PATH.so[:k=v,...]
+  std::vector<std::string> plugin_options;  // --opt [PLUGIN.]KEY=VALUE
+  std::vector<std::string> include, exclude;
+  std::vector<int32_t> tids;
+  std::string thread_glob;
+  bool main_thread = false;
+  std::string strategy = "auto";
+  std::string format;
+  std::string output;   // -o FILE; empty: stdout
+  double duration = 0;  // seconds; 0: until Ctrl-C (attach) or exit (run)
+  bool verbose = false;
+};
+
+// Adds the options to `cmd`.
+void add_trace_options(CLI::App* cmd, TraceOptions* o);
+
+// The request: plugins resolved to absolute paths here (the agent runs in
+// the target, whose directories are not ours), options checked as far as
+// can be done without loading the plugin into the target.
+Result<control::Attach> make_attach_request(const TraceOptions& o);
+
+}  // namespace ftjit::cli

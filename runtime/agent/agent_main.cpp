@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// libftjit-agent.so: loaded into a process by `ftjit run` (LD_PRELOAD) or
+// `ftjit attach` (ptrace makes the process dlopen it). Its constructor only
+// starts the control thread; everything else happens when a CLI asks.
+//
+// Its objects are never destroyed: the control thread may still be running
+// while exit() runs static destructors, so there are none.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/agent/agent_session.h"
+#include "runtime/agent/control_server.h"
+
+namespace ftjit::agent {
+namespace {
+
+struct Agent {
+  AgentSession session;
+  std::unique_ptr<ControlServer> server;
+};
+Agent* g_agent = nullptr;
+
+// exit() with a session attached: its report goes to the CLI that attached.
+void finish_at_exit() {
+  if (g_agent == nullptr || g_agent->server == nullptr) return;
+  control::Reply r = g_agent->session.finish_at_exit();
+  if (r.code == FTJIT_E_NOT_ATTACHED) r.message = "not attached";
+  g_agent->server->notify_exit(r);
+}
+
+// `ftjit run` preloads us into one program, not into everything it starts.
+void forget_preload() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload == nullptr) return;
+  std::string kept;
+  std::string all(preload);
+  size_t at = 0;
+  while (at <= all.size()) {
+    size_t end = all.find_first_of(": ", at);
+    if (end == std::string::npos) end = all.size();
+    std::string item = all.substr(at, end - at);
+    if (!item.empty() && item.find("libftjit-agent") == std::string::npos) {
+      kept += (kept.empty() ? "" : ":") + item;
+    }
+    at = end + 1;
+  }
+  if (kept.empty()) {
+    ::unsetenv("LD_PRELOAD");
+  } else {
+    ::setenv("LD_PRELOAD", kept.c_str(), 1);
+  }
+}
+
+__attribute__((constructor)) void agent_init() {
+  // The program's stderr is the program's: the agent reports to the CLI.
+  spdlog::set_level(std::getenv("FTJIT_AGENT_LOG") ? spdlog::level::debug : spdlog::level::off);
+  int wait_ms = 0;
+  if (const char* w = std::getenv("FTJIT_AGENT_WAIT_MS")) wait_ms = std::atoi(w);
+  ::unsetenv("FTJIT_AGENT_WAIT_MS");
+  forget_preload();
+
+  g_agent = new Agent();
+  auto server = ControlServer::start(g_agent->session);
+  if (!server) {
+    // The one line the agent ever writes to the program's stderr: without
+    // a socket no CLI can reach it, and the program runs untraced.
+    std::fprintf(stderr, "ftjit agent: %s\n", server.error().message.c_str());
+    return;
+  }
+  g_agent->server = std::move(server.value());
+  std::atexit(finish_at_exit);
+  if (wait_ms > 0) g_agent->server->wait_first_attach(wait_ms);
+}
+
+}  // namespace
+}  // namespace ftjit::agent
+
+// For `ftjit attach` to check that the agent it loaded is ours.
+extern "C" __attribute__((visibility("default"))) int ftjit_agent_protocol_version() {
+  return static_cast<int>(ftjit::control::kProtocolVersion);
+}

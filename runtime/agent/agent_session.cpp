@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/agent/agent_session.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdlib>
+#include <map>
+
+#include "core/planner.h"
+#include "plugins/host/plugin_host.h"
+#include "runtime/c_api_internal.h"
+#include "runtime/engine.h"
+
+namespace ftjit::agent {
+namespace {
+
+control::Reply error_reply(ftjit_status code, std::string message) {
+  control::Reply r;
+  r.code = code;
+  r.message = std::move(message);
+  return r;
+}
+
+control::Reply error_reply(const Error& e) { return error_reply(e.code, e.message); }
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%#" PRIx64, v);
+  return b;
+}
+
+}  // namespace
+
+AgentSession::AgentSession() = default;
+
+AgentSession::~AgentSession() {
+  // Only at unload, after a detach: nothing is attached any more.
+  std::lock_guard<std::mutex> lock(mu_);
+  session_.reset();
+  if (out_ != nullptr) std::fclose(out_);
+  std::free(memory_);
+  if (engine_ != nullptr) ftjit_engine_destroy(engine_);
+}
+
+bool AgentSession::attached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_ != nullptr;
+}
+
+pid_t AgentSession::owner_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return owner_pid_;
+}
+
+control::Reply AgentSession::attach(const control::Attach& request, int output_fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto close_fd = [&] {
+    if (output_fd >= 0) ::close(output_fd);
+  };
+  if (session_ != nullptr) {
+    close_fd();
+    return error_reply(FTJIT_E_ALREADY_ATTACHED,
+                       "already attached (by ftjit pid " + std::to_string(owner_pid_) +
+                           "): run `ftjit detach -p " + std::to_string(getpid()) + "` first");
+  }
+  if (engine_ == nullptr) {
+    if (backend_ == nullptr) backend_ = make_backend(native_isa(), emitter_);
+    if (backend_ == nullptr) {
+      close_fd();
+      return error_reply(FTJIT_E_UNSUPPORTED, "the agent has no backend for this ISA");
+    }
+    ftjit_engine_options options;
+    ftjit_engine_options_init(&options);
+    options.default_strategy = FTJIT_STRATEGY_AUTO;
+    options.watch_dlopen = 1;  // libraries loaded later are traced too
+    engine_ = create_engine_handle(&options, *backend_);
+    if (engine_ == nullptr) {
+      close_fd();
+      std::string why = ftjit_last_error();
+      return error_reply(FTJIT_E_SYSTEM, why.empty() ? "cannot create the engine" : why);
+    }
+  }
+
+  plugins::SessionConfig config;
+  for (const auto& p : request.plugins) {
+    plugins::PluginSpec spec;
+    spec.name = p.path;
+    spec.options = p.options;
+    config.plugins.push_back(std::move(spec));
+  }
+  config.include = request.include;
+  config.exclude = request.exclude;
+  config.strategy = static_cast<ftjit_strategy>(request.strategy);
+  config.format = request.format;
+  config.tids = request.tids;
+  config.thread_glob = request.thread_glob;
+  config.main_thread = request.main_thread != 0;
+
+  // The report goes to the CLI's file, or to memory and back over the
+  // socket: never to the process's own stdout.
+  FILE* out = output_fd >= 0 ? ::fdopen(output_fd, "w") : ::open_memstream(&memory_, &memory_size_);
+  if (out == nullptr) {
+    close_fd();
+    return error_reply(FTJIT_E_SYSTEM, "cannot open the report stream");
+  }
+  config.output_stream = out;
+  auto session = plugins::TraceSession::start(engine_, config);
+  if (!session) {
+    std::fclose(out);
+    std::free(memory_);
+    memory_ = nullptr;
+    memory_size_ = 0;
+    return error_reply(session.error());
+  }
+  session_ = std::move(session.value());
+  out_ = out;
+  owner_pid_ = request.owner_pid;
+
+  ftjit_stats st{};
+  ftjit_get_stats(engine_, &st);
+  control::Reply r;
+  r.sites = st.sites_enabled;
+  r.message = "attached to " + std::to_string(st.sites_enabled) + " of " + std::to_string(st.sites) +
+              " patchable functions";
+  return r;
+}
+
+control::Reply AgentSession::stop_locked(bool report) {
+  if (session_ == nullptr) return error_reply(FTJIT_E_NOT_ATTACHED, "not attached");
+  control::Reply r;
+  if (auto st = session_->stop(); !st) return error_reply(st.error());
+  if (report) {
+    if (auto st = session_->report(); !st) {
+      r.code = st.error().code;
+      r.message = st.error().message;
+    }
+  }
+  auto totals = session_->totals();
+  r.recursion_drops = totals.recursion_drops;
+  r.events_dropped = totals.events_dropped;
+  session_.reset();
+  if (out_ != nullptr) std::fclose(out_);  // a memstream's buffer is final now
+  out_ = nullptr;
+  if (memory_ != nullptr) r.text.assign(memory_, memory_size_);
+  std::free(memory_);
+  memory_ = nullptr;
+  memory_size_ = 0;
+  owner_pid_ = 0;
+  if (r.message.empty()) r.message = "detached";
+  ftjit_stats st{};
+  ftjit_get_stats(engine_, &st);
+  r.sites = st.sites_enabled;
+  return r;
+}
+
+control::Reply AgentSession::detach(const control::Detach& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_locked(request.report != 0);
+}
+
+control::Reply AgentSession::finish_at_exit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_locked(true);
+}
+
+control::Reply AgentSession::status(const control::StatusQuery& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  control::Reply r;
+  std::string& t = r.text;
+  t += "attached: " + std::string(session_ ? "yes" : "no");
+  if (session_) t += " (by ftjit pid " + std::to_string(owner_pid_) + ")";
+  t += "\n";
+  if (session_) {
+    t += "plugins:";
+    for (const auto& p : session_->plugins()) t += " " + p.name;
+    t += "\n";
+  }
+  if (engine_ == nullptr) {
+    t += "sites: not scanned yet (nothing was ever attached)\n";
+    return r;
+  }
+  ftjit_stats st{};
+  ftjit_get_stats(engine_, &st);
+  r.sites = st.sites_enabled;
+  Engine* engine = engine_of(engine_);
+  std::vector<SiteInfo> sites = engine->sites();
+  std::map<std::string, std::pair<uint64_t, uint64_t>> per_module;  // sites, enabled
+  for (const SiteInfo& s : sites) {
+    auto& m = per_module[*s.module];
+    ++m.first;
+    if (s.route != Route::kNone) ++m.second;
+  }
+  t += "sites: " + std::to_string(st.sites) + " patchable, " + std::to_string(st.sites_enabled) +
+       " enabled\n";
+  for (const auto& [module, counts] : per_module) {
+    t += "  module " + module + ": " + std::to_string(counts.first) + " sites, " +
+         std::to_string(counts.second) + " enabled\n";
+  }
+  if (session_) {
+    auto totals = session_->totals();
+    r.recursion_drops = totals.recursion_drops;
+    r.events_dropped = totals.events_dropped;
+  }
+  t += "drops: recursion " + std::to_string(st.recursion_drops) + ", exit hooks " +
+       std::to_string(st.exit_hook_drops) + ", events " + std::to_string(r.events_dropped) + "\n";
+  t += "trampolines: " + std::to_string(st.trampolines) + " (" + std::to_string(st.trampoline_bytes) +
+       " bytes); batches " + std::to_string(st.batches) + ", syncs " + std::to_string(st.syncs) +
+       "; exit hooks " + std::to_string(st.exit_hooks) + "; dlopen refreshes " +
+       std::to_string(st.dlopen_refreshes) + "\n";
+  if (request.sites) {
+    // Like ftrace's enabled_functions: one line per enabled site.
+    t += "ADDRESS\tROUTE\tOPS\tTRAMPOLINE\tMODULE\tFUNCTION\n";
+    for (const SiteInfo& s : sites) {
+      if (s.route == Route::kNone) continue;
+      t += hex(s.entry) + "\t" + route_name(s.route) + "\t" + std::to_string(s.n_ops) + "\t" +
+           hex(s.call_target) + "\t" + *s.module + "\t" + *s.demangled + "\n";
+    }
+  }
+  return r;
+}
+
+}  // namespace ftjit::agent

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// What the agent does on the CLI's behalf: one tracing session at a time
+// (plugins attached to the process's engine), its status, its detach and
+// report, and the final report when the process exits while attached.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/backend.h"
+#include "ftjit/ftjit.h"
+#include "runtime/agent/remote_emitter.h"
+#include "runtime/control/protocol.h"
+
+namespace ftjit::plugins {
+class TraceSession;
+}
+
+namespace ftjit::agent {
+
+class AgentSession {
+ public:
+  AgentSession();
+  ~AgentSession();
+
+  RemoteEmitter& emitter() { return emitter_; }
+
+  // Each returns the reply to send. `output_fd` (or -1) is the report's
+  // file, passed by the CLI; the session owns it from here.
+  control::Reply attach(const control::Attach& request, int output_fd);
+  control::Reply detach(const control::Detach& request);
+  control::Reply status(const control::StatusQuery& request);
+
+  // The process is exiting: detach, and the report for the CLI that
+  // attached (nullopt-like: code FTJIT_E_NOT_ATTACHED when no session).
+  control::Reply finish_at_exit();
+
+  bool attached() const;
+  pid_t owner_pid() const;
+
+ private:
+  control::Reply stop_locked(bool report);
+
+  mutable std::mutex mu_;
+  RemoteEmitter emitter_;
+  std::unique_ptr<Backend> backend_;
+  ftjit_engine* engine_ = nullptr;  // made at the first attach, kept
+  std::unique_ptr<plugins::TraceSession> session_;
+  FILE* out_ = nullptr;        // the report's stream
+  char* memory_ = nullptr;     // open_memstream buffer, when no file
+  size_t memory_size_ = 0;
+  pid_t owner_pid_ = 0;
+};
+
+}  // namespace ftjit::agent

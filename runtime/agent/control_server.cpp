@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/agent/control_server.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/site.h"
+
+namespace ftjit::agent {
+namespace {
+
+Error sys_error(const std::string& what) {
+  return make_error(FTJIT_E_SYSTEM, what + ": " + std::strerror(errno));
+}
+
+// /tmp/ftjit-UID: ours, a directory, no access for anyone else. A directory
+// someone else made (or a symlink planted there) is refused, not used.
+Status make_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir " + dir);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return sys_error("stat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
+    return make_error(FTJIT_E_SYSTEM, dir + " is not a private directory of this user: refusing it");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& session) {
+  std::unique_ptr<ControlServer> s(new ControlServer(session));
+  std::string dir = control::socket_dir(::getuid());
+  FTJIT_TRY(make_private_dir(dir));
+  s->path_ = control::socket_path(::getuid(), ::getpid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (s->path_.size() >= sizeof addr.sun_path) {
+    return make_error(FTJIT_E_SYSTEM, "socket path too long: " + s->path_);
+  }
+  std::memcpy(addr.sun_path, s->path_.c_str(), s->path_.size() + 1);
+  s->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->listen_fd_ < 0) return sys_error("socket");
+  ::unlink(s->path_.c_str());  // a stale socket of a process that had our pid
+  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return sys_error("bind " + s->path_);
+  }
+  ::chmod(s->path_.c_str(), 0600);
+  if (::listen(s->listen_fd_, 8) != 0) return sys_error("listen");
+  s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (s->wake_fd_ < 0) return sys_error("eventfd");
+
+  // The thread inherits this mask: the program's signals go to its own
+  // threads, and its sigaction handlers never run on ours.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  ControlServer* raw = s.get();
+  s->thread_ = std::thread([raw] {
+    pthread_setname_np(pthread_self(), "ftjit-agent");
+    raw->loop();
+  });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return s;
+}
+
+ControlServer::~ControlServer() {
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+  }
+  if (thread_.joinable()) thread_.join();
+  for (int fd : clients_) ::close(fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void ControlServer::wait_first_attach(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(attach_mu_);
+  attach_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return attach_done_; });
+}
+
+void ControlServer::notify_exit(const control::Reply& final_report) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  if (owner_fd_ >= 0) {
+    (void)control::send_frame(owner_fd_, control::MsgType::kExited, control::encode(final_report));
+  }
+  ::unlink(path_.c_str());
+}
+
+void ControlServer::loop() {
+  for (;;) {
+    std::vector<pollfd> fds;
+    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (int fd : clients_) fds.push_back({fd, POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if (fds[1].revents & POLLIN) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        bool allowed = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                       (cred.uid == ::getuid() || cred.uid == 0);
+        control::Hello hello;
+        hello.pid = ::getpid();
+        hello.isa = static_cast<uint32_t>(native_isa());
+        hello.attached = session_.attached();
+        hello.owner_pid = session_.owner_pid();
+        if (allowed && control::send_frame(fd, control::MsgType::kHello, control::encode(hello))) {
+          clients_.push_back(fd);
+        } else {
+          ::close(fd);
+        }
+      }
+    }
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      int fd = fds[i].fd;
+      if (!handle(fd)) {
+        clients_.erase(std::find(clients_.begin(), clients_.end(), fd));
+        if (!session_.emitter().is_generator(fd)) {
+          std::lock_guard<std::mutex> lock(send_mu_);
+          if (fd == owner_fd_) owner_fd_ = -1;
+          ::close(fd);
+        }
+      }
+    }
+  }
+}
+
+bool ControlServer::handle(int fd) {
+  int passed_fd = -1;
+  // The peer already sent something (poll said so); a whole frame must
+  // follow promptly, or the peer is not a CLI of ours.
+  auto frame = control::recv_frame(fd, 5000, &passed_fd);
+  if (!frame) return false;
+  auto reply_with = [&](const control::Reply& r) {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    return control::send_frame(fd, control::MsgType::kReply, control::encode(r)).ok();
+  };
+  auto refuse = [&](const Error& e) {
+    control::Reply r;
+    r.code = e.code;
+    r.message = e.message;
+    reply_with(r);
+    return false;
+  };
+  if (passed_fd >= 0 && frame->type != control::MsgType::kAttach) {
+    ::close(passed_fd);
+    passed_fd = -1;
+  }
+  switch (frame->type) {
+    case control::MsgType::kGenerator: {
+      // From now on this connection answers the emitter's requests, on the
+      // emitter's thread; the loop stops watching it. The reply tells the
+      // CLI it is registered before it sends anything that needs code.
+      if (!reply_with(control::Reply{})) return false;
+      session_.emitter().add_generator(fd);
+      return false;
+    }
+    case control::MsgType::kAttach: {
+      auto req = control::decode_attach(frame->payload);
+      if (!req) {
+        if (passed_fd >= 0) ::close(passed_fd);
+        return refuse(req.error());
+      }
+      if (req->output_fd != 0 && passed_fd < 0) {
+        return refuse(make_error(FTJIT_E_INVALID_ARGUMENT, "attach: the output fd did not arrive"));
+      }
+      control::Reply r = session_.attach(*req, req->output_fd != 0 ? passed_fd : -1);
+      if (r.code == 0) {
+        std::lock_guard<std::mutex> lock(send_mu_);
+        owner_fd_ = fd;
+      }
+      bool ok = reply_with(r);
+      {
+        std::lock_guard<std::mutex> lock(attach_mu_);
+        attach_done_ = true;
+      }
+      attach_cv_.notify_all();
+      return ok;
+    }
+    case control::MsgType::kDetach: {
+      auto req = control::decode_detach(frame->payload);
+      if (!req) return refuse(req.error());
+      return reply_with(session_.detach(*req));
+    }
+    case control::MsgType::kStatus: {
+      auto req = control::decode_status(frame->payload);
+      if (!req) return refuse(req.error());
+      return reply_with(session_.status(*req));
+    }
+    default:
+      return refuse(make_error(FTJIT_E_INVALID_ARGUMENT, "unexpected message"));
+  }
+}
+
+}  // namespace ftjit::agent

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/agent/remote_emitter.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "runtime/control/protocol.h"
+
+namespace ftjit::agent {
+namespace {
+// Emitting one trampoline takes microseconds; a CLI that takes this long
+// is stopped or gone, and the attach it serves fails cleanly.
+constexpr int kGenerateTimeoutMs = 10000;
+}  // namespace
+
+void RemoteEmitter::add_generator(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fds_.push_back(fd);
+}
+
+void RemoteEmitter::remove_generator(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find(fds_.begin(), fds_.end(), fd);
+  if (it == fds_.end()) return;
+  fds_.erase(it);
+  ::close(fd);
+}
+
+bool RemoteEmitter::is_generator(int fd) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::find(fds_.begin(), fds_.end(), fd) != fds_.end();
+}
+
+Result<std::vector<uint8_t>> RemoteEmitter::ask(const std::string& payload) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!fds_.empty()) {
+    int fd = fds_.back();
+    auto sent = control::send_frame(fd, control::MsgType::kGenerate, payload);
+    auto frame = sent ? control::recv_frame(fd, kGenerateTimeoutMs)
+                      : Result<control::Frame>(sent.take_error());
+    if (frame && frame->type == control::MsgType::kGenerated) {
+      auto g = control::decode_generated(frame->payload);
+      if (!g) return g.take_error();
+      if (g->code != 0) {
+        return make_error(static_cast<ftjit_status>(g->code), "code generator: " + g->message);
+      }
+      return std::vector<uint8_t>(g->bytes.begin(), g->bytes.end());
+    }
+    // Gone, silent or confused: never ask it again.
+    fds_.pop_back();
+    ::close(fd);
+  }
+  return make_error(FTJIT_E_UNSUPPORTED,
+                    "no code generator: the ftjit CLI that attached is not connected");
+}
+
+Result<std::vector<uint8_t>> RemoteEmitter::emit_trampoline(const TrampolineRequest& request,
+                                                            uint64_t place) const {
+  control::Generate g;
+  g.trampoline = request;
+  g.place = place;
+  return ask(control::encode(g));
+}
+
+Result<std::vector<uint8_t>> RemoteEmitter::emit_exit_trampoline(
+    const ExitTrampolineRequest& request, uint64_t place) const {
+  control::Generate g;
+  g.exit_trampoline = 1;
+  g.exit = request;
+  g.place = place;
+  return ask(control::encode(g));
+}
+
+}  // namespace ftjit::agent

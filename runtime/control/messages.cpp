@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+// Encoding and checked decoding of control messages (layout: protocol.h).
+#include <cstring>
+#include <utility>
+
+#include "runtime/control/protocol.h"
+
+namespace ftjit::control {
+namespace {
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_integral_v<T>);
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof v);  // x86-64, arm64, riscv64: little endian
+    out_.append(b, sizeof b);
+  }
+  void str(std::string_view s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void strs(const std::vector<std::string>& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    for (const auto& s : v) str(s);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads fields in order; the first failure sticks and every later read
+// returns a zero value, so a decoder reads everything and checks once.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+
+  template <typename T>
+  T get() {
+    T v{};
+    if (!need(sizeof(T))) return v;
+    std::memcpy(&v, in_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::string str() {
+    uint32_t n = get<uint32_t>();
+    if (n > kMaxString) return fail("string too long"), std::string();
+    if (!need(n)) return {};
+    std::string s(in_.substr(at_, n));
+    at_ += n;
+    return s;
+  }
+  uint32_t count() {
+    uint32_t n = get<uint32_t>();
+    if (n > kMaxList) return fail("list too long"), 0;
+    // Every item takes at least 4 bytes: a lying count fails here, before
+    // anything is reserved for it.
+    if (n > (in_.size() - at_) / 4) return fail("list longer than the message"), 0;
+    return n;
+  }
+  std::vector<std::string> strs() {
+    std::vector<std::string> v;
+    uint32_t n = count();
+    for (uint32_t i = 0; i < n && ok(); ++i) v.push_back(str());
+    return v;
+  }
+  uint8_t flag() {
+    uint8_t b = get<uint8_t>();
+    if (b > 1) fail("flag out of range");
+    return b;
+  }
+  void fail(const char* why) {
+    if (error_ == nullptr) error_ = why;
+  }
+  bool ok() const { return error_ == nullptr; }
+
+  template <typename T>
+  Result<T> finish(const char* what, T value) {
+    if (ok() && at_ != in_.size()) fail("trailing bytes");
+    if (!ok()) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT,
+                        std::string("malformed ") + what + " message: " + error_);
+    }
+    return value;
+  }
+
+ private:
+  bool need(size_t n) {
+    if (!ok()) return false;
+    if (in_.size() - at_ < n) {
+      fail("truncated");
+      return false;
+    }
+    return true;
+  }
+
+  std::string_view in_;
+  size_t at_ = 0;
+  const char* error_ = nullptr;
+};
+
+}  // namespace
+
+std::string encode(const Hello& m) {
+  Writer w;
+  w.put(m.version);
+  w.put(m.pid);
+  w.put(m.isa);
+  w.put(m.attached);
+  w.put(m.owner_pid);
+  return w.take();
+}
+
+Result<Hello> decode_hello(std::string_view payload) {
+  Reader r(payload);
+  Hello m;
+  m.version = r.get<uint32_t>();
+  m.pid = r.get<int32_t>();
+  m.isa = r.get<uint32_t>();
+  m.attached = r.flag();
+  m.owner_pid = r.get<int32_t>();
+  if (r.ok() && m.isa > static_cast<uint32_t>(Isa::kUnknown)) r.fail("unknown ISA");
+  return r.finish("hello", std::move(m));
+}
+
+std::string encode(const Attach& m) {
+  Writer w;
+  w.put<uint32_t>(static_cast<uint32_t>(m.plugins.size()));
+  for (const auto& p : m.plugins) {
+    w.str(p.path);
+    w.put<uint32_t>(static_cast<uint32_t>(p.options.size()));
+    for (const auto& [k, v] : p.options) {
+      w.str(k);
+      w.str(v);
+    }
+  }
+  w.strs(m.include);
+  w.strs(m.exclude);
+  w.put(m.strategy);
+  w.str(m.format);
+  w.put<uint32_t>(static_cast<uint32_t>(m.tids.size()));
+  for (int32_t t : m.tids) w.put(t);
+  w.str(m.thread_glob);
+  w.put(m.main_thread);
+  w.put(m.output_fd);
+  w.put(m.owner_pid);
+  return w.take();
+}
+
+Result<Attach> decode_attach(std::string_view payload) {
+  Reader r(payload);
+  Attach m;
+  uint32_t n = r.count();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    PluginRequest p;
+    p.path = r.str();
+    uint32_t n_opts = r.count();
+    for (uint32_t j = 0; j < n_opts && r.ok(); ++j) {
+      std::string k = r.str();
+      std::string v = r.str();
+      p.options.emplace_back(std::move(k), std::move(v));
+    }
+    m.plugins.push_back(std::move(p));
+  }
+  m.include = r.strs();
+  m.exclude = r.strs();
+  m.strategy = r.get<int32_t>();
+  m.format = r.str();
+  uint32_t n_tids = r.count();
+  for (uint32_t i = 0; i < n_tids && r.ok(); ++i) {
+    m.tids.push_back(r.get<int32_t>());
+    if (m.tids.back() <= 0) r.fail("thread id out of range");
+  }
+  m.thread_glob = r.str();
+  m.main_thread = r.flag();
+  m.output_fd = r.flag();
+  m.owner_pid = r.get<int32_t>();
+  if (r.ok() && m.plugins.empty()) r.fail("no plugin");
+  if (r.ok() && (m.strategy < FTJIT_STRATEGY_AUTO || m.strategy > FTJIT_STRATEGY_GENERATED)) {
+    r.fail("strategy out of range");
+  }
+  for (const auto& p : m.plugins) {
+    if (r.ok() && p.path.empty()) r.fail("empty plugin path");
+  }
+  return r.finish("attach", std::move(m));
+}
+
+std::string encode(const Detach& m) {
+  Writer w;
+  w.put(m.report);
+  w.put(m.unload);
+  return w.take();
+}
+
+Result<Detach> decode_detach(std::string_view payload) {
+  Reader r(payload);
+  Detach m;
+  m.report = r.flag();
+  m.unload = r.flag();
+  return r.finish("detach", std::move(m));
+}
+
+std::string encode(const StatusQuery& m) {
+  Writer w;
+  w.put(m.sites);
+  return w.take();
+}
+
+Result<StatusQuery> decode_status(std::string_view payload) {
+  Reader r(payload);
+  StatusQuery m;
+  m.sites = r.flag();
+  return r.finish("status", std::move(m));
+}
+
+std::string encode(const Generate& m) {
+  Writer w;
+  w.put(m.exit_trampoline);
+  const TrampolineRequest& t = m.trampoline;
+  w.put(static_cast<uint8_t>(t.source));
+  w.put(t.ops);
+  w.put(t.func);
+  w.put<uint8_t>(t.save_fp);
+  w.put<uint8_t>(t.honour_direct);
+  w.put(t.counts_tls_offset);
+  w.put(t.recursion_drops);
+  w.put(t.exit_trampoline);
+  w.put(t.real_return);
+  w.put(m.exit.pop);
+  w.put(m.exit.counts_tls_offset);
+  w.put(m.place);
+  return w.take();
+}
+
+Result<Generate> decode_generate(std::string_view payload) {
+  Reader r(payload);
+  Generate m;
+  m.exit_trampoline = r.flag();
+  TrampolineRequest& t = m.trampoline;
+  uint8_t source = r.get<uint8_t>();
+  if (source > static_cast<uint8_t>(OpsSource::kSiteSlot)) r.fail("ops source out of range");
+  t.source = static_cast<OpsSource>(source);
+  t.ops = r.get<uint64_t>();
+  t.func = r.get<uint64_t>();
+  t.save_fp = r.flag() != 0;
+  t.honour_direct = r.flag() != 0;
+  t.counts_tls_offset = r.get<int64_t>();
+  t.recursion_drops = r.get<uint64_t>();
+  t.exit_trampoline = r.get<uint64_t>();
+  t.real_return = r.get<uint64_t>();
+  m.exit.pop = r.get<uint64_t>();
+  m.exit.counts_tls_offset = r.get<int64_t>();
+  m.place = r.get<uint64_t>();
+  return r.finish("generate", std::move(m));
+}
+
+std::string encode(const Generated& m) {
+  Writer w;
+  w.put(m.code);
+  w.str(m.message);
+  w.str(m.bytes);
+  return w.take();
+}
+
+Result<Generated> decode_generated(std::string_view payload) {
+  Reader r(payload);
+  Generated m;
+  m.code = r.get<int32_t>();
+  m.message = r.str();
+  m.bytes = r.str();
+  if (r.ok() && m.code == 0 && m.bytes.empty()) r.fail("no code");
+  // A trampoline is small; anything bigger is not one of ours.
+  if (r.ok() && m.bytes.size() > 64 * 1024) r.fail("code too large");
+  return r.finish("generated", std::move(m));
+}
+
+std::string encode(const Reply& m) {
+  Writer w;
+  w.put(m.code);
+  w.str(m.message);
+  w.str(m.text);
+  w.put(m.sites);
+  w.put(m.recursion_drops);
+  w.put(m.events_dropped);
+  return w.take();
+}
+
+Result<Reply> decode_reply(std::string_view payload) {
+  Reader r(payload);
+  Reply m;
+  m.code = r.get<int32_t>();
+  m.message = r.str();
+  m.text = r.str();
+  m.sites = r.get<uint64_t>();
+  m.recursion_drops = r.get<uint64_t>();
+  m.events_dropped = r.get<uint64_t>();
+  return r.finish("reply", std::move(m));
+}
+
+}  // namespace ftjit::control

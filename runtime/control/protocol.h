@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// The control channel between the `ftjit` CLI and the agent in a traced
+// process: a Unix stream socket in a 0700 directory, peer credentials
+// checked, carrying framed messages.
+//
+//   frame    u32 length of what follows (<= kMaxFrame)
+//            u16 type (MsgType)
+//            payload: fields in a fixed order per type, little endian:
+//              u8 u32 i32 u64 i64   as is
+//              string               u32 length (<= kMaxString), bytes
+//              list                 u32 count (<= kMaxList), items
+//
+// A decoder takes nothing on trust: every length is checked against what
+// is left, every enum against its range, and a payload must be consumed
+// exactly. The agent runs the decoder inside the traced process, on bytes
+// from whoever reached the socket, so a hostile frame must only ever give
+// an error (tests/fuzz/control_fuzz.cpp).
+//
+// Conversation (CLI -> agent unless marked <-):
+//   <- Hello                       on every connection, first
+//   Generator                      this connection now serves code:
+//   <- Generate, Generated           the agent asks, the CLI answers
+//   Attach [+ output fd]           plugins, filters, strategy, format
+//   <- Reply                       attached (or why not)
+//   Status / Detach                <- Reply (text: the status, the report)
+//   <- Exited                      the process is exiting: the final report
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/error.h"
+
+namespace ftjit::control {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
+inline constexpr uint32_t kMaxString = 32u << 20;
+inline constexpr uint32_t kMaxList = 4096;
+
+enum class MsgType : uint16_t {
+  kHello = 1,
+  kGenerator = 2,
+  kGenerate = 3,
+  kGenerated = 4,
+  kAttach = 5,
+  kDetach = 6,
+  kStatus = 7,
+  kReply = 8,
+  kExited = 9,
+};
+
+struct Frame {
+  MsgType type = MsgType::kHello;
+  std::string payload;
+};
+
+// The agent introduces itself.
+struct Hello {
+  uint32_t version = kProtocolVersion;
+  int32_t pid = 0;          // as the agent sees it (its pid namespace)
+  uint32_t isa = 0;         // ftjit::Isa
+  uint8_t attached = 0;     // a session is running
+  int32_t owner_pid = 0;    // the CLI that attached it (0: none)
+};
+
+// A plugin as the CLI resolved it: the shared object's path (valid in the
+// target) and its options.
+struct PluginRequest {
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+struct Attach {
+  std::vector<PluginRequest> plugins;
+  std::vector<std::string> include, exclude;
+  int32_t strategy = 0;  // ftjit_strategy
+  std::string format;
+  std::vector<int32_t> tids;
+  std::string thread_glob;
+  uint8_t main_thread = 0;
+  uint8_t output_fd = 0;  // an fd for the report came with this message
+  int32_t owner_pid = 0;  // the CLI process (shown by status)
+};
+
+struct Detach {
+  uint8_t report = 1;   // have the plugins write their reports
+  uint8_t unload = 0;   // after detaching, make the agent unloadable
+};
+
+struct StatusQuery {
+  uint8_t sites = 1;  // list every site with ops
+};
+
+// What the agent asks the generator for.
+struct Generate {
+  uint8_t exit_trampoline = 0;  // 1: ExitTrampolineRequest, else TrampolineRequest
+  TrampolineRequest trampoline;
+  ExitTrampolineRequest exit;
+  uint64_t place = 0;
+};
+
+struct Generated {
+  int32_t code = 0;  // ftjit_status; 0: bytes hold the code
+  std::string message;
+  std::string bytes;
+};
+
+// The agent's answer to Attach, Status and Detach; also Exited.
+struct Reply {
+  int32_t code = 0;     // ftjit_status
+  std::string message;  // one line: what was done, or why not
+  std::string text;     // status lines, or the report
+  uint64_t sites = 0;
+  uint64_t recursion_drops = 0;
+  uint64_t events_dropped = 0;
+};
+
+// Encoders: the payload of one message.
+std::string encode(const Hello& m);
+std::string encode(const Attach& m);
+std::string encode(const Detach& m);
+std::string encode(const StatusQuery& m);
+std::string encode(const Generate& m);
+std::string encode(const Generated& m);
+std::string encode(const Reply& m);
+
+// Decoders: refuse anything malformed with FTJIT_E_INVALID_ARGUMENT.
+Result<Hello> decode_hello(std::string_view payload);
+Result<Attach> decode_attach(std::string_view payload);
+Result<Detach> decode_detach(std::string_view payload);
+Result<StatusQuery> decode_status(std::string_view payload);
+Result<Generate> decode_generate(std::string_view payload);
+Result<Generated> decode_generated(std::string_view payload);
+Result<Reply> decode_reply(std::string_view payload);
+
+// Splits the first frame off `buffer`: the frame and the bytes it used, or
+// 0 bytes used if the buffer holds only part of it. Errors on a length out
+// of range or an unknown type.
+struct Split {
+  Frame frame;
+  size_t used = 0;
+};
+Result<Split> split_frame(std::string_view buffer);
+std::string frame_bytes(MsgType type, std::string_view payload);
+
+// Socket I/O. Sends never raise SIGPIPE (a CLI gone must not kill the
+// traced process). `timeout_ms` < 0 waits forever.
+ftjit::Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd = -1);
+// Receives one frame; `*received_fd` (if given) gets an fd passed with it,
+// or -1. Fails on EOF ("connection closed"), timeout, or a bad frame.
+Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd = nullptr);
+
+// Where the agent of process `pid` (as it sees itself) listens, relative to
+// the target's root: /tmp/ftjit-UID/PID.sock, in a 0700 directory.
+std::string socket_dir(uid_t uid);
+std::string socket_path(uid_t uid, int32_t pid);
+
+}  // namespace ftjit::control

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+// Libraries loaded after attach: with watch_dlopen, dlopen returns a
+// library whose sites the attached filters select already patched; dlclose
+// makes the engine forget it; without the watch, ftjit_refresh_modules
+// (or the next control call) does the same.
+#include <dlfcn.h>
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ftjit/ftjit.h"
+#include "tests/e2e/traced.h"
+
+extern "C" void* dlw_caller_dlopen(const char* file, int mode);
+extern "C" int dlw_caller_dlclose(void* handle);
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+namespace {
+
+constexpr const char* kLib = FTJIT_DLW_FIXTURE;
+constexpr const char* kLibName = FTJIT_DLW_FIXTURE_NAME;
+constexpr size_t kEntryBytes = 5;  // built with -fpatchable-function-entry=5
+
+std::atomic<int> g_calls{0};
+std::atomic<uint64_t> g_ip{0};
+void on_entry(uint64_t ip, uint64_t, ftjit_ops*, ftjit_regs*) {
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  g_ip.store(ip, std::memory_order_relaxed);
+}
+
+// The bytes `fn` has in the library's file.
+std::vector<uint8_t> file_bytes(const void* fn, size_t n) {
+  struct Q {
+    uint64_t addr;
+    uint64_t offset = 0;
+    bool found = false;
+  } q{reinterpret_cast<uint64_t>(fn)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* q = static_cast<Q*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph.p_filesz) {
+            q->offset = q->addr - lo + ph.p_offset;
+            q->found = true;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &q);
+  EXPECT_TRUE(q.found);
+  std::ifstream f(kLib, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(q.offset));
+  std::vector<uint8_t> out(n);
+  f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
+  return out;
+}
+
+std::vector<uint8_t> mem_bytes(const void* fn, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(fn);
+  return {p, p + n};
+}
+
+using BinFn = int (*)(int, int);
+BinFn sym(void* h, const char* name) { return reinterpret_cast<BinFn>(dlsym(h, name)); }
+int call(BinFn f, int a, int b) {
+  BinFn volatile v = f;
+  return v(a, b);
+}
+
+class DlopenWatchTest : public ::testing::Test {
+ protected:
+  void create(bool watch) {
+    ftjit_engine_options o;
+    ftjit_engine_options_init(&o);
+    o.watch_dlopen = watch ? 1 : 0;
+    engine_ = ftjit_engine_create(&o);
+    ASSERT_NE(engine_, nullptr) << ftjit_last_error();
+  }
+  void TearDown() override {
+    if (engine_ != nullptr) ftjit_engine_destroy(engine_);
+  }
+  // Attach before the library exists: the filter also names a function of
+  // this executable, since a filter that selects nothing is an error.
+  void attach(ftjit_ops* ops, const std::string& lib_pattern) {
+    ftjit_ops_init(ops);
+    ops->func = on_entry;
+    patterns_ = {"traced_add", std::string(kLibName) + "!" + lib_pattern};
+    const char* inc[] = {patterns_[0].c_str(), patterns_[1].c_str()};
+    ftjit_filter filter{inc, 2, nullptr, 0};
+    ASSERT_EQ(ftjit_attach(engine_, ops, &filter), FTJIT_OK) << ftjit_last_error();
+  }
+  ftjit_stats stats() {
+    ftjit_stats s{};
+    ftjit_get_stats(engine_, &s);
+    return s;
+  }
+  ftjit_engine* engine_ = nullptr;
+  std::vector<std::string> patterns_;
+};
+
+TEST_F(DlopenWatchTest, LibraryLoadedAfterAttachIsTraced) {
+  create(true);
+  ftjit_ops ops;
+  attach(&ops, "dlw_*");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before + 3);
+  BinFn add = sym(h, "dlw_add"), mul = sym(h, "dlw_mul");
+  ASSERT_NE(add, nullptr);
+  g_calls = 0;
+  EXPECT_EQ(call(add, 19, 23), 42);
+  EXPECT_EQ(g_calls.load(), 1);
+  EXPECT_EQ(g_ip.load(), reinterpret_cast<uint64_t>(add));
+  EXPECT_EQ(call(mul, 6, 7), 43);
+  EXPECT_EQ(g_calls.load(), 2);
+  EXPECT_EQ(g_ip.load(), reinterpret_cast<uint64_t>(mul));
+  ftjit_stats s = stats();
+  EXPECT_GE(s.dlopen_refreshes, 1u);
+  EXPECT_GT(s.dlopen_patch_ns, 0u);
+  EXPECT_STREQ(ftjit_site_name(engine_, reinterpret_cast<uint64_t>(add)), "dlw_add");
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(mem_bytes(reinterpret_cast<void*>(add), kEntryBytes),
+            file_bytes(reinterpret_cast<void*>(add), kEntryBytes));
+  EXPECT_EQ(call(add, 1, 2), 3);
+  EXPECT_EQ(g_calls.load(), 2);
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+TEST_F(DlopenWatchTest, NonMatchingFilterLeavesLibraryUntouched) {
+  create(true);
+  ftjit_ops ops;
+  attach(&ops, "no_such_function");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before);
+  for (const char* name : {"dlw_add", "dlw_mul", "dlw_sub"}) {
+    void* fn = reinterpret_cast<void*>(sym(h, name));
+    ASSERT_NE(fn, nullptr);
+    EXPECT_EQ(mem_bytes(fn, kEntryBytes), file_bytes(fn, kEntryBytes)) << name;
+  }
+  g_calls = 0;
+  EXPECT_EQ(call(sym(h, "dlw_add"), 2, 3), 5);
+  EXPECT_EQ(g_calls.load(), 0);
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+TEST_F(DlopenWatchTest, DlcloseThenDlopenAgain) {
+  create(true);
+  ftjit_ops ops;
+  attach(&ops, "dlw_add");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  for (int round = 0; round < 3; ++round) {
+    void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before + 1) << round;
+    BinFn add = sym(h, "dlw_add");
+    g_calls = 0;
+    EXPECT_EQ(call(add, 40, 2), 42);
+    EXPECT_EQ(g_calls.load(), 1) << round;
+    EXPECT_EQ(g_ip.load(), reinterpret_cast<uint64_t>(add));
+    ASSERT_EQ(dlw_caller_dlclose(h), 0);
+    EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before) << round;
+  }
+  EXPECT_GE(stats().modules_unloaded, 3u);
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+}
+
+TEST_F(DlopenWatchTest, WithoutWatchNothingHappensUntilRefresh) {
+  create(false);
+  ftjit_ops ops;
+  attach(&ops, "dlw_*");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  BinFn add = sym(h, "dlw_add");
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before);
+  EXPECT_EQ(mem_bytes(reinterpret_cast<void*>(add), kEntryBytes),
+            file_bytes(reinterpret_cast<void*>(add), kEntryBytes));
+  g_calls = 0;
+  EXPECT_EQ(call(add, 1, 1), 2);
+  EXPECT_EQ(g_calls.load(), 0);
+  EXPECT_EQ(stats().dlopen_refreshes, 0u);
+
+  EXPECT_GE(ftjit_refresh_modules(engine_), 3) << ftjit_last_error();
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before + 3);
+  EXPECT_EQ(call(add, 1, 1), 2);
+  EXPECT_EQ(g_calls.load(), 1);
+  EXPECT_EQ(g_ip.load(), reinterpret_cast<uint64_t>(add));
+
+  // Unloaded and loaded again behind the engine's back (most likely at the
+  // same address): detach must neither write to the new copy nor fail.
+  ASSERT_EQ(dlw_caller_dlclose(h), 0);
+  h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  add = sym(h, "dlw_add");
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(mem_bytes(reinterpret_cast<void*>(add), kEntryBytes),
+            file_bytes(reinterpret_cast<void*>(add), kEntryBytes));
+  EXPECT_GE(stats().modules_unloaded, 1u);
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+// A sled someone else changed in a new library: that site is skipped (and
+// counted), the others are traced.
+TEST_F(DlopenWatchTest, ForeignPatchedSiteIsSkipped) {
+  create(false);
+  ftjit_ops ops;
+  attach(&ops, "dlw_*");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto* sub = reinterpret_cast<uint8_t*>(sym(h, "dlw_sub"));
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* base = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(sub) & ~(page - 1));
+  ASSERT_EQ(mprotect(base, page, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+  const uint8_t jmp_next[5] = {0xe9, 0, 0, 0, 0};  // still a working function
+  std::memcpy(sub, jmp_next, sizeof jmp_next);
+  ASSERT_EQ(mprotect(base, page, PROT_READ | PROT_EXEC), 0);
+
+  EXPECT_GE(ftjit_refresh_modules(engine_), 3) << ftjit_last_error();
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before + 2);
+  EXPECT_GE(stats().new_module_skips, 1u);
+  g_calls = 0;
+  EXPECT_EQ(call(reinterpret_cast<BinFn>(sub), 5, 3), 2);
+  EXPECT_EQ(g_calls.load(), 0);
+  EXPECT_EQ(call(sym(h, "dlw_add"), 5, 3), 8);
+  EXPECT_EQ(g_calls.load(), 1);
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(std::memcmp(sub, jmp_next, sizeof jmp_next), 0);
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+// dlopen finds a bare name through the calling library's RUNPATH, which
+// the wrapper must not hide (it enters dlopen as if called from there).
+TEST_F(DlopenWatchTest, CallerRunpathStillApplies) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizer's own dlopen interceptor hides the caller";
+  create(true);
+  ftjit_ops ops;
+  attach(&ops, "dlw_add");
+  void* h = dlw_caller_dlopen(kLibName, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  g_calls = 0;
+  EXPECT_EQ(call(sym(h, "dlw_add"), 1, 2), 3);
+  EXPECT_EQ(g_calls.load(), 1);
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+TEST_F(DlopenWatchTest, ConcurrentDlopenDlcloseAndAttachDetach) {
+  create(true);
+  ftjit_ops lib_ops;
+  attach(&lib_ops, "dlw_*");
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  std::thread loader([&] {
+    for (int i = 0; i < 40; ++i) {
+      void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+      if (h == nullptr) {
+        ADD_FAILURE() << dlerror();
+        break;
+      }
+      EXPECT_EQ(call(sym(h, "dlw_add"), 2, 2), 4);
+      EXPECT_EQ(dlw_caller_dlclose(h), 0);
+      rounds.fetch_add(1);
+    }
+    stop = true;
+  });
+  int cycles = 0;
+  while (!stop.load()) {
+    ftjit_ops ops;
+    ftjit_ops_init(&ops);
+    ops.func = on_entry;
+    const char* inc[] = {"traced_add", "traced_noslot_mul"};
+    ftjit_filter filter{inc, 2, nullptr, 0};
+    ASSERT_EQ(ftjit_attach(engine_, &ops, &filter), FTJIT_OK) << ftjit_last_error();
+    EXPECT_EQ(traced_add(1, 2), 3);
+    ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+    ++cycles;
+  }
+  loader.join();
+  EXPECT_EQ(rounds.load(), 40);
+  EXPECT_GT(cycles, 0);
+  ASSERT_EQ(ftjit_detach(engine_, &lib_ops), FTJIT_OK) << ftjit_last_error();
+}
+
+TEST_F(DlopenWatchTest, OptionsOfAnOlderCallerAreAccepted) {
+  ftjit_engine_options o;
+  ftjit_engine_options_init(&o);
+  o.struct_size = offsetof(ftjit_engine_options, watch_dlopen);
+  o.watch_dlopen = 1;  // beyond what this caller declared: ignored
+  engine_ = ftjit_engine_create(&o);
+  ASSERT_NE(engine_, nullptr) << ftjit_last_error();
+  ftjit_ops ops;
+  attach(&ops, "dlw_add");
+  const long before = ftjit_ops_site_count(engine_, &ops);
+  void* h = dlw_caller_dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(ftjit_ops_site_count(engine_, &ops), before);
+  ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(dlw_caller_dlclose(h), 0);
+}
+
+}  // namespace

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// A target for the injector tests: three threads (one blocked in read() on
+// stdin, one checking a floating-point computation, main printing a
+// deterministic line every 10 ms), plus with --hold-lock-ms N a fourth one
+// that holds inject_target_lock for N ms. Prints "start" once every thread
+// runs; exits 0 once it has printed its lines and read a byte from stdin.
+// Its stdout does not depend on timing, so a traced run must match an
+// untraced one byte for byte.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+// Looked up by the tests (the program is linked with -rdynamic).
+pthread_mutex_t inject_target_lock = PTHREAD_MUTEX_INITIALIZER;
+long inject_target_sum6(long a, long b, long c, long d, long e, long f) {
+  return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;
+}
+
+// Counts SIGUSR1 deliveries (the tests check a signal sent during a call
+// is delivered after it, once).
+// inject_target_usr1_in_wait: whether one arrived inside
+// inject_target_wait_ms, i.e. on top of an injected call.
+volatile long inject_target_usr1_count = 0;
+volatile long inject_target_usr1_in_wait = 0;
+static volatile int in_wait;
+static void on_usr1(int sig) {
+  (void)sig;
+  inject_target_usr1_count = inject_target_usr1_count + 1;
+  if (in_wait) inject_target_usr1_in_wait = 1;
+}
+
+static void sleep_ms(long ms);
+
+// Called by the tests: sleeps ms milliseconds (resuming after signals).
+long inject_target_wait_ms(long ms) {
+  in_wait = 1;
+  sleep_ms(ms);
+  in_wait = 0;
+  return ms;
+}
+
+// Called by the tests: fills every SSE register with ones and resets the
+// x87 unit, as library code called during an injection may.
+void inject_target_clobber_fp(void) {
+  __asm__ volatile(
+      "pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\tpcmpeqd %%xmm2, %%xmm2\n\t"
+      "pcmpeqd %%xmm3, %%xmm3\n\tpcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5\n\t"
+      "pcmpeqd %%xmm6, %%xmm6\n\tpcmpeqd %%xmm7, %%xmm7\n\tpcmpeqd %%xmm8, %%xmm8\n\t"
+      "pcmpeqd %%xmm9, %%xmm9\n\tpcmpeqd %%xmm10, %%xmm10\n\tpcmpeqd %%xmm11, %%xmm11\n\t"
+      "pcmpeqd %%xmm12, %%xmm12\n\tpcmpeqd %%xmm13, %%xmm13\n\tpcmpeqd %%xmm14, %%xmm14\n\t"
+      "pcmpeqd %%xmm15, %%xmm15\n\tfninit"
+      ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+static volatile double fp_seed = 1.0;  // volatile: the work is redone each round
+static volatile int fp_stop;
+static long fp_rounds;
+static char reader_got = '?';
+static long hold_lock_ms;
+static sem_t lock_taken;
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void* reader_main(void* arg) {
+  (void)arg;
+  char c;
+  ssize_t n;
+  do n = read(0, &c, 1);
+  while (n < 0 && errno == EINTR);
+  if (n == 1) reader_got = c;
+  return NULL;
+}
+
+// SSE (double) and x87 (long double) work whose result must never change.
+static double fp_work(long double* x87) {
+  double s = 0.0;
+  long double l = 0.0L;
+  double seed = fp_seed;
+  for (int i = 1; i <= 500; ++i) {
+    s += seed / ((double)i * i) + sqrt((double)i) * 1e-9;
+    l += (long double)seed / ((long double)i * i * i);
+  }
+  *x87 = l;
+  return s;
+}
+
+static void* fp_main(void* arg) {
+  (void)arg;
+  long double ref_l;
+  double ref = fp_work(&ref_l);
+  while (!fp_stop) {
+    long double l;
+    double v = fp_work(&l);
+    if (v != ref || l != ref_l) {
+      fprintf(stderr, "fp mismatch: %.17g != %.17g\n", v, ref);
+      _exit(3);
+    }
+    ++fp_rounds;
+  }
+  return NULL;
+}
+
+static void* holder_main(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&inject_target_lock);
+  sem_post(&lock_taken);
+  sleep_ms(hold_lock_ms);
+  pthread_mutex_unlock(&inject_target_lock);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "--hold-lock-ms") == 0) hold_lock_ms = atol(argv[2]);
+  signal(SIGUSR1, on_usr1);
+  pthread_t reader, fp, holder;
+  sem_init(&lock_taken, 0, 0);
+  pthread_create(&reader, NULL, reader_main, NULL);
+  pthread_create(&fp, NULL, fp_main, NULL);
+  if (hold_lock_ms > 0) {
+    pthread_create(&holder, NULL, holder_main, NULL);
+    while (sem_wait(&lock_taken) != 0) {
+    }
+  }
+  printf("start\n");
+  fflush(stdout);
+  unsigned long checksum = 1;
+  long double ref_l;
+  double ref = fp_work(&ref_l);
+  for (int k = 0; k < 20; ++k) {
+    // Odd ticks sleep (an injection finds main in a syscall), even ones
+    // compute with live SSE and x87 registers (it finds main computing).
+    if (k % 2 == 1) {
+      sleep_ms(10);
+    } else {
+      for (int j = 0; j < 3000; ++j) {
+        long double l;
+        double v = fp_work(&l);
+        if (v != ref || l != ref_l) {
+          fprintf(stderr, "fp mismatch in main: %.17g != %.17g\n", v, ref);
+          _exit(3);
+        }
+      }
+    }
+    for (int i = 0; i < 1000; ++i) checksum = checksum * 6364136223846793005UL + 1442695040888963407UL;
+    printf("tick %d %lx\n", k, checksum);
+    fflush(stdout);
+  }
+  pthread_join(reader, NULL);
+  fp_stop = 1;
+  pthread_join(fp, NULL);
+  if (hold_lock_ms > 0) pthread_join(holder, NULL);
+  printf("reader got %c\nfp %s\ndone\n", reader_got, fp_rounds > 0 ? "ran" : "idle");
+  return 0;
+}

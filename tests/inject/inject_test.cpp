@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+// The ptrace injector against live processes: load and unload a library,
+// call functions, and the failures a user meets (no process, static
+// program, a debugger attached, a target that dies, a lock held by a
+// stopped thread).
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/inject/ptrace_inject.h"
+
+extern char** environ;
+
+namespace ftjit::inject {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kTimeout = std::chrono::milliseconds(10000);
+
+std::string basename_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string marker_path(pid_t pid) { return "/tmp/ftjit-inject-test-" + std::to_string(pid) + ".marker"; }
+
+std::string slurp(const std::string& path) {
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "<missing>";
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// A target process with its stdin and stdout on pipes to us.
+class Target {
+ public:
+  explicit Target(std::vector<std::string> argv) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = 0;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    in_ = in[1];
+    out_ = out[0];
+  }
+  Target(const Target&) = delete;
+  Target& operator=(const Target&) = delete;
+  ~Target() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+    if (in_ >= 0) ::close(in_);
+    if (out_ >= 0) ::close(out_);
+    ::unlink(marker_path(pid_).c_str());
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // The next line of its stdout (without the newline); false on EOF or
+  // after 10 s.
+  bool read_line(std::string* line) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      if (size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        *line = buffer_.substr(0, nl);
+        all_ += buffer_.substr(0, nl + 1);
+        buffer_.erase(0, nl + 1);
+        return true;
+      }
+      if (!fill(deadline)) return false;
+    }
+  }
+
+  // Lets it finish (a byte on stdin), collects the rest of its stdout and
+  // its wait status. -1 if it did not end within 10 s.
+  int finish(std::string* output) {
+    if (in_ >= 0) {
+      ssize_t n = ::write(in_, "q", 1);
+      (void)n;
+      ::close(in_);
+      in_ = -1;
+    }
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (fill(deadline)) {
+    }
+    all_ += buffer_;
+    buffer_.clear();
+    *output = all_;
+    return wait_exit(deadline);
+  }
+
+  // Waits for the exit only.
+  int wait_exit(std::chrono::steady_clock::time_point deadline) {
+    int st = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pid_t w = ::waitpid(pid_, &st, WNOHANG);
+      if (w == pid_) {
+        reaped_ = true;
+        return st;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+  // The id of a thread other than the main one.
+  pid_t other_thread() const {
+    DIR* dir = ::opendir(("/proc/" + std::to_string(pid_) + "/task").c_str());
+    pid_t found = 0;
+    while (dir && !found) {
+      dirent* de = ::readdir(dir);
+      if (!de) break;
+      pid_t tid = static_cast<pid_t>(std::atoi(de->d_name));
+      if (tid > 0 && tid != pid_) found = tid;
+    }
+    if (dir) ::closedir(dir);
+    return found;
+  }
+
+ private:
+  bool fill(std::chrono::steady_clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{out_, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[4096];
+    ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return false;
+    buffer_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = 0;
+  int in_ = -1;
+  int out_ = -1;
+  bool reaped_ = false;
+  std::string buffer_;
+  std::string all_;
+};
+
+// The stdout of an untraced run, which every traced run must reproduce.
+const std::string& untraced_output() {
+  static const std::string output = [] {
+    Target t({FTJIT_INJECT_TARGET});
+    std::string out;
+    int st = t.finish(&out);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "untraced run: status " << st;
+    return out;
+  }();
+  return output;
+}
+
+// Starts the target and waits until all its threads run.
+void start(Target& t) {
+  std::string line;
+  ASSERT_GT(t.pid(), 0);
+  ASSERT_TRUE(t.read_line(&line));
+  ASSERT_EQ(line, "start");
+}
+
+void expect_clean_finish(Target& t) {
+  std::string out;
+  int st = t.finish(&out);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  EXPECT_EQ(out, untraced_output());
+}
+
+long read_long(pid_t pid, uint64_t addr) {
+  long v = -1;
+  int fd = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (::pread(fd, &v, sizeof v, static_cast<off_t>(addr)) != sizeof v) v = -1;
+    ::close(fd);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Success paths
+// ---------------------------------------------------------------------------
+
+TEST(Inject, LoadsAndUnloadsLibrary) {
+  const std::string& expected = untraced_output();
+  ASSERT_FALSE(expected.empty());
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  ::unlink(marker_path(t.pid()).c_str());
+
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->isa, Isa::kX86_64);
+  EXPECT_FALSE(info->static_linked);
+  EXPECT_TRUE(info->same_mount_ns);
+  EXPECT_EQ(info->uid, ::getuid());
+  char real[PATH_MAX];
+  ASSERT_NE(::realpath(FTJIT_INJECT_TARGET, real), nullptr);
+  EXPECT_EQ(info->exe, real);
+  ASSERT_TRUE(check_ptrace_permitted(*info).ok());
+
+  auto staged = stage_library(*info, FTJIT_INJECT_TESTLIB);
+  ASSERT_TRUE(staged.ok()) << staged.error().message;
+  EXPECT_EQ(*staged, FTJIT_INJECT_TESTLIB);  // same root: no copy
+
+  auto handle = inject_library(*info, *staged, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  EXPECT_NE(*handle, 0u);
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+
+  const std::string lib = basename_of(FTJIT_INJECT_TESTLIB);
+  auto state = symbol_in_target(t.pid(), lib, "ftjit_inject_test_state");
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  EXPECT_EQ(read_long(t.pid(), *state), 0x1234);
+
+  // Loading it again returns the same handle and runs no constructor.
+  auto again = inject_library(*info, *staged, kTimeout);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, *handle);
+  ASSERT_TRUE(unload_library(*info, *again, kTimeout).ok());
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+
+  Status unloaded = unload_library(*info, *handle, kTimeout);
+  ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+  EXPECT_FALSE(symbol_in_target(t.pid(), lib, "ftjit_inject_test_state").ok());
+
+  expect_clean_finish(t);
+}
+
+TEST(Inject, CallsFunctionsWithArgumentsRepeatedly) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto sum6 = symbol_in_target(t.pid(), basename_of(info->exe), "inject_target_sum6");
+  ASSERT_TRUE(sum6.ok()) << sum6.error().message;
+  auto clobber = symbol_in_target(t.pid(), basename_of(info->exe), "inject_target_clobber_fp");
+  ASSERT_TRUE(clobber.ok()) << clobber.error().message;
+  const uint64_t args[] = {1, 2, 3, 4, 5, 6};
+  // Spread over the target's run, so that main is caught both sleeping and
+  // computing with live FP registers (which the target checks).
+  for (int i = 0; i < 20; ++i) {
+    auto r = call_in_target(t.pid(), *sum6, args, kTimeout);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*r, 91u);
+    ASSERT_TRUE(call_in_target(t.pid(), *clobber, {}, kTimeout).ok());
+    std::this_thread::sleep_for(3ms);
+  }
+  // Several calls in one stop, with a string on the target's stack.
+  auto atol_fn = symbol_in_target(t.pid(), "libc.so.6", "atol");
+  ASSERT_TRUE(atol_fn.ok()) << atol_fn.error().message;
+  {
+    auto stopped = StoppedProcess::stop(t.pid(), kTimeout);
+    ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+    EXPECT_EQ(stopped->hijacked_tid(), t.pid());
+    EXPECT_GE(stopped->thread_count(), 3u);
+    auto s = stopped->push_string("-123456789012");
+    ASSERT_TRUE(s.ok());
+    auto text = stopped->read_string(*s);
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(*text, "-123456789012");
+    const uint64_t one[] = {*s};
+    auto value = stopped->call(*atol_fn, one, kTimeout);
+    ASSERT_TRUE(value.ok()) << value.error().message;
+    EXPECT_EQ(static_cast<int64_t>(*value), -123456789012);
+    auto r = stopped->call(*sum6, args, kTimeout);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*r, 91u);
+    const uint64_t seven[7] = {};
+    EXPECT_FALSE(stopped->call(*sum6, seven, kTimeout).ok());
+    EXPECT_TRUE(stopped->detach().ok());
+  }
+  expect_clean_finish(t);
+}
+
+// A signal for the hijacked thread during the call neither interrupts the
+// call nor gets lost: it is delivered once the thread is back.
+TEST(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto exe = basename_of(FTJIT_INJECT_TARGET);
+  auto wait_fn = symbol_in_target(t.pid(), exe, "inject_target_wait_ms");
+  auto count = symbol_in_target(t.pid(), exe, "inject_target_usr1_count");
+  ASSERT_TRUE(wait_fn.ok() && count.ok());
+  ASSERT_EQ(read_long(t.pid(), *count), 0);
+  const pid_t pid = t.pid();
+  // Whether it lands before or during the call, the outcome is the same.
+  std::thread sender([pid] {
+    std::this_thread::sleep_for(100ms);
+    ::syscall(SYS_tgkill, pid, pid, SIGUSR1);
+  });
+  const uint64_t ms[] = {400};
+  auto r = call_in_target(t.pid(), *wait_fn, ms, kTimeout);
+  sender.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, 400u);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (read_long(t.pid(), *count) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(read_long(t.pid(), *count), 1);
+  auto in_wait = symbol_in_target(t.pid(), exe, "inject_target_usr1_in_wait");
+  ASSERT_TRUE(in_wait.ok());
+  EXPECT_EQ(read_long(t.pid(), *in_wait), 0);
+  expect_clean_finish(t);
+}
+
+// The injected library's constructor needs a lock that a stopped thread
+// holds: the call only returns because the other threads are let run.
+TEST(Inject, LockHeldByAStoppedThreadIsReleased) {
+  Target t({FTJIT_INJECT_TARGET, "--hold-lock-ms", "1500"});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto handle = inject_library(*info, FTJIT_INJECT_LOCKLIB, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  auto state = symbol_in_target(t.pid(), basename_of(FTJIT_INJECT_LOCKLIB), "ftjit_inject_lock_state");
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  EXPECT_EQ(read_long(t.pid(), *state), 1);
+  expect_clean_finish(t);
+}
+
+// A target in another root (a container) gets a private copy of the library.
+TEST(Inject, StagesACopyIntoAnotherRoot) {
+  char root_template[] = "/tmp/ftjit-inject-root-XXXXXX";
+  ASSERT_NE(::mkdtemp(root_template), nullptr);
+  const std::string root = root_template;
+  ASSERT_EQ(::mkdir((root + "/tmp").c_str(), 01777), 0);
+  TargetInfo info;
+  info.pid = ::getpid();
+  info.root = root;
+  info.uid = ::getuid();
+  info.gid = ::getgid();
+  const std::string dir = "/tmp/ftjit-" + std::to_string(info.uid);
+  const std::string lib = basename_of(FTJIT_INJECT_TESTLIB);
+  for (int round = 0; round < 2; ++round) {  // the second one replaces the first copy
+    auto staged = stage_library(info, FTJIT_INJECT_TESTLIB);
+    ASSERT_TRUE(staged.ok()) << staged.error().message;
+    EXPECT_EQ(*staged, dir + "/" + lib);
+    EXPECT_EQ(slurp(root + *staged), slurp(FTJIT_INJECT_TESTLIB));
+    struct stat st;
+    ASSERT_EQ(::lstat((root + dir).c_str(), &st), 0);
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
+  EXPECT_FALSE(stage_library(info, "/nonexistent/lib.so").ok());
+  // A symlink planted where the directory goes is not followed.
+  ASSERT_EQ(std::system(("rm -rf " + root + dir).c_str()), 0);
+  ASSERT_EQ(::symlink("/", (root + dir).c_str()), 0);
+  EXPECT_FALSE(stage_library(info, FTJIT_INJECT_TESTLIB).ok());
+  ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Failures
+// ---------------------------------------------------------------------------
+
+TEST(Inject, MissingLibraryReportsDlerror) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto handle = inject_library(*info, "/nonexistent/libftjit-nope.so", kTimeout);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_NE(handle.error().message.find("libftjit-nope.so: cannot open shared object file"), std::string::npos)
+      << handle.error().message;
+  EXPECT_EQ(handle.error().message.find('\n'), std::string::npos);
+  expect_clean_finish(t);
+}
+
+TEST(Inject, NoProcess) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int st;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  auto info = inspect_target(pid);
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().message, "no process " + std::to_string(pid));
+  const uint64_t none[1] = {0};
+  auto r = call_in_target(pid, 0x1000, none, kTimeout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no process " + std::to_string(pid));
+  EXPECT_FALSE(inspect_target(0).ok());
+}
+
+TEST(Inject, ThreadIdIsNotAProcess) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  pid_t tid = t.other_thread();
+  ASSERT_GT(tid, 0);
+  auto info = inspect_target(tid);
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().message,
+            std::to_string(tid) + " is a thread of process " + std::to_string(t.pid()) + ": use -p " + std::to_string(t.pid()));
+  expect_clean_finish(t);
+}
+
+TEST(Inject, StaticTargetIsRejected) {
+  if (std::string(FTJIT_INJECT_STATIC_TARGET).empty()) GTEST_SKIP() << "no static libc (libc.a) installed";
+  Target t({FTJIT_INJECT_STATIC_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.error().message.find("is statically linked: no dlopen to load the agent with"), std::string::npos)
+      << info.error().message;
+  EXPECT_EQ(info.error().code, FTJIT_E_UNSUPPORTED);
+  std::string out;
+  int st = t.finish(&out);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+TEST(Inject, TargetExitingDuringTheCall) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto exit_fn = symbol_in_target(t.pid(), "libc.so.6", "_exit");
+  ASSERT_TRUE(exit_fn.ok()) << exit_fn.error().message;
+  const uint64_t code[] = {7};
+  auto r = call_in_target(t.pid(), *exit_fn, code, kTimeout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "process " + std::to_string(t.pid()) + " exited during injection");
+  // Its exit status is still ours (its parent's) to collect.
+  int st = t.wait_exit(std::chrono::steady_clock::now() + 10s);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 7) << "status " << st;
+}
+
+TEST(Inject, AlreadyTracedTargetIsRejected) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  ASSERT_EQ(::ptrace(PTRACE_SEIZE, t.pid(), nullptr, nullptr), 0) << std::strerror(errno);
+  const std::string expected =
+      "process " + std::to_string(t.pid()) + " is already traced by PID " + std::to_string(::getpid()) + " (a debugger?)";
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->tracer_pid, ::getpid());
+  Status permitted = check_ptrace_permitted(*info);
+  ASSERT_FALSE(permitted.ok());
+  EXPECT_EQ(permitted.error().message, expected);
+  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.error().message, expected);
+  // The destructor kills and reaps it.
+}
+
+// The call cannot finish before the timeout: it is abandoned, the thread
+// put back, and the target goes on.
+TEST(Inject, CallTimeoutIsAbandonedAndTargetSurvives) {
+  Target t({FTJIT_INJECT_TARGET, "--hold-lock-ms", "3000"});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto begin = std::chrono::steady_clock::now();
+  auto handle = inject_library(*info, FTJIT_INJECT_LOCKLIB, 1500ms);
+  auto took = std::chrono::steady_clock::now() - begin;
+  ASSERT_FALSE(handle.ok());
+  EXPECT_NE(handle.error().message.find("did not return within"), std::string::npos) << handle.error().message;
+  EXPECT_LT(took, 2900ms);
+  expect_clean_finish(t);
+}
+
+}  // namespace
+}  // namespace ftjit::inject
