@@ -60,9 +60,12 @@ Result<std::string> find_agent_library() {
     exe[n] = '\0';
     std::string dir(exe);
     dir.resize(dir.rfind('/'));
-    std::string path = dir + "/../lib/libftjit-agent.so";
-    char real[PATH_MAX];
-    if (::realpath(path.c_str(), real) != nullptr) return std::string(real);
+    // The build tree has it in lib/; an installed prefix in its LIBDIR.
+    for (std::string lib : {std::string("lib"), std::string(FTJIT_AGENT_RELATIVE_DIR)}) {
+      std::string path = dir + "/../" + lib + "/libftjit-agent.so";
+      char real[PATH_MAX];
+      if (::realpath(path.c_str(), real) != nullptr) return std::string(real);
+    }
   }
   return make_error(FTJIT_E_INVALID_ARGUMENT,
                     "cannot find libftjit-agent.so beside the ftjit executable (../lib/); set FTJIT_AGENT");

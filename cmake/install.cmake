@@ -6,6 +6,7 @@
 #   include/ftjit/plugin.h                 the plugin SDK (needs nothing else)
 #   lib/libftjit*.a                        the engine (static)
 #   lib/ftjit/plugins/ftjit-plugin-*.so    the built-in plugins
+#   lib/libftjit-agent.so                  what ftjit run/attach load into a process
 #   lib/cmake/ftjit/                       find_package(ftjit CONFIG):
 #                                          ftjit::ftjit, ftjit::plugin_sdk
 #   lib/pkgconfig/{ftjit,ftjit-plugin}.pc  the same for pkg-config
@@ -33,6 +34,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ftjitConfig.cmake
 get_property(_ftjit_plugins GLOBAL PROPERTY FTJIT_BUILTIN_PLUGINS)
 install(TARGETS ${_ftjit_plugins} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/ftjit/plugins)
 install(TARGETS ftjit-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The agent `ftjit run`/`ftjit attach` load into a process: found by the CLI
+# as ../LIBDIR/libftjit-agent.so beside bin/ftjit.
+install(TARGETS ftjit_agent LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # Relocatable: the .pc files find the prefix from where they lie.
 file(RELATIVE_PATH FTJIT_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")

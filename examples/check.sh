@@ -30,6 +30,21 @@ echo "$out" | grep -q 'greeting=<string> (default hello)' || fail "hello's optio
 echo "$out" | grep -q "^count .*" || fail "built-in plugins not found beside the installed ftjit"
 echo "$out" | grep -q "$prefix/bin/../lib" || fail "built-ins not taken from the prefix"
 
+# The installed CLI traces a program from outside with the example plugin:
+# `ftjit run` finds the installed agent beside it and loads the plugin into
+# the program. fib(15) calls work_fib 1973 times, work_leaf 987.
+printf '#include <stdio.h>\nint work_fib(int);\nint main(void) { printf("%%d\\n", work_fib(15)); return 0; }\n' \
+  >"$build/run_me.c"
+cc -O2 -fpatchable-function-entry=5 "$build/run_me.c" "$here/tiny_profiler/work.c" -o "$build/run_me"
+untraced=$("$build/run_me")
+out=$("$prefix/bin/ftjit" run --plugin count --format tsv --filter "work_*" -o "$build/run_me.tsv" -- "$build/run_me")
+[ "$out" = "$untraced" ] || fail "run_me printed '$out' under ftjit run, '$untraced' alone"
+printf 'work_fib\t1973\nwork_leaf\t987\n' | cmp -s - "$build/run_me.tsv" || {
+  cat "$build/run_me.tsv"; fail "ftjit run (installed) counts"; }
+out=$("$prefix/bin/ftjit" run --plugin "$build/ftjit-plugin-hello.so" -- "$build/run_me")
+echo "$out"
+echo "$out" | grep -q "^$untraced\$" || fail "hello plugin under ftjit run"
+
 # pkg-config alone, as a Makefile would.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cc -shared -fPIC $(pkg-config --cflags ftjit-plugin) "$here/hello_plugin/hello.c" -o "$build/hello-pc.so"

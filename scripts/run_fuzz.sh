@@ -5,7 +5,9 @@
 # parsers (FUZZ_SPEC_SECONDS).
 #
 # usage: scripts/run_fuzz.sh [build-dir (default build/fuzz)] [seed dir, e.g. build/tests/fixtures]
+# and the agent's control-message decoders (FUZZ_CONTROL_SECONDS).
 # env:   FUZZ_SECONDS (default 60), FUZZ_SPEC_SECONDS (default 20),
+#        FUZZ_CONTROL_SECONDS (default 30),
 #        FUZZ_JOBS (parallel workers, default 1),
 #        CLANGXX (default: clang++, else clang++-14)
 set -euo pipefail
@@ -15,6 +17,7 @@ build=${1:-build/fuzz}
 seeds=${2:-}
 seconds=${FUZZ_SECONDS:-60}
 spec_seconds=${FUZZ_SPEC_SECONDS:-20}
+control_seconds=${FUZZ_CONTROL_SECONDS:-30}
 jobs=${FUZZ_JOBS:-1}
 
 cxx=${CLANGXX:-}
@@ -71,3 +74,17 @@ echo "building $spec_binary with $cxx"
 echo "fuzzing the plugin spec parser for ${spec_seconds}s"
 "$spec_binary" -max_total_time="$spec_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
   -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$build/spec_corpus"
+
+# What reaches the agent's socket: hostile frames must be refused.
+control_binary=$build/control_fuzz
+mkdir -p "$build/control_corpus"
+echo "building $control_binary with $cxx"
+"$cxx" -std=c++20 -g -O1 -Wall -Wextra \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+  -I"$root" -I"$root/include" \
+  "$root/tests/fuzz/control_fuzz.cpp" "$root/runtime/control/messages.cpp" \
+  "$root/runtime/control/wire.cpp" "$root/core/error.cpp" \
+  -o "$control_binary"
+echo "fuzzing the control-message decoders for ${control_seconds}s"
+"$control_binary" -max_total_time="$control_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$build/control_corpus"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # From a fresh Debian 12 machine to a running demo: installs what is missing
-# (Debian packages), builds ftjit, and runs the bundled demo, which traces
-# its own worker threads live and detaches again.
+# (Debian packages), builds ftjit, and runs the bundled demo (scripts/demo.sh):
+# `ftjit attach` counts the calls of a running multi-threaded program, then
+# detaches, and the program finishes normally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,5 +32,5 @@ cmake --build "$BUILD" -j"$(nproc)"
 
 if [ "${1:-}" != "--no-demo" ]; then
   echo "== running the demo"
-  "$BUILD/demo/ftjit-demo"
+  scripts/demo.sh "$BUILD"
 fi
