@@ -7,10 +7,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "backends/backend.h"
 #include "runtime/process_backend.h"
@@ -368,6 +370,61 @@ void shadow_rehook_after_catch(uint64_t cfa) {
     e.rec &= ~kUnhooked;
   }
   if (run) guard_leave();
+}
+
+namespace {
+
+// With every other thread parked outside our code: every stack, newest
+// entry first (in a chain the oldest holds the real address, written last).
+void put_back_parked() {
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  for (StackSlot& slot : g_stacks) {
+    if (slot.state.load(std::memory_order_acquire) != kInUse) continue;
+    ShadowStack* s = slot.stack.load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    for (uint32_t i = s->depth; i-- > 0;) {
+      const ShadowEntry& e = s->e[i];
+      // A slot that no longer holds the trampoline belongs to a frame gone
+      // already (or was put back for an exception): not ours to write.
+      if ((e.rec & kUnhooked) == 0 && read_slot(e.slot) == tramp) write_slot(e.slot, e.ret);
+      s->unwound.bump();
+    }
+    s->depth = 0;
+    s->in_flight = 0;
+  }
+}
+
+}  // namespace
+
+Status shadow_put_back_all(int timeout_ms) {
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_acquire);
+  if (tramp == 0) return {};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    // A thread that just returned into the trampoline (its slot consumed,
+    // its entry not popped yet), or is inside it or any other trampoline
+    // or callback, must finish first: its entry is still needed.
+    auto ran = stop_the_world_if(
+        [&](const ThreadSnapshot& t) { return t.entries == t.exits && t.pc != tramp; },
+        put_back_parked);
+    if (!ran) return ran.take_error();
+    if (*ran) return {};
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return make_error(FTJIT_E_SYSTEM,
+                        "cannot put the return addresses back: a thread stays inside a tracer "
+                        "callback or trampoline");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+uint64_t shadow_hooked_frames() {
+  uint64_t n = 0;
+  for (StackSlot& slot : g_stacks) {
+    if (slot.state.load(std::memory_order_acquire) != kInUse) continue;
+    if (ShadowStack* s = slot.stack.load(std::memory_order_acquire)) n += s->depth;
+  }
+  return n;
 }
 
 ShadowCounters shadow_counters() {

@@ -74,6 +74,18 @@ void shadow_rehook_after_catch(uint64_t cfa);
 // whose CFA is `cfa` run: the hooked frames below it are gone.
 void shadow_unwinding_to(uint64_t cfa);
 
+// Detach for good: puts back every return address still replaced, on every
+// thread, and empties every shadow stack, so that no frame returns through
+// the exit trampoline any more (a thread blocked inside a hooked function
+// then returns straight to its caller). Only once no ops hooks exits: the
+// frames' exit callbacks are not called (they were silenced). Every other
+// thread is parked meanwhile; one inside a trampoline or the exit path is
+// let go on until it leaves, for up to `timeout_ms`.
+Status shadow_put_back_all(int timeout_ms);
+
+// Frames whose return address is replaced right now, all threads.
+uint64_t shadow_hooked_frames();
+
 // Process-wide counters, for ftjit_stats.
 struct ShadowCounters {
   uint64_t hooks;          // return addresses replaced

@@ -428,6 +428,36 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
   return {};
 }
 
+Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>& may_proceed,
+                               const std::function<void()>& body) {
+  FTJIT_TRY(install_thread_control());
+  std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  const char* why = "";
+  pid_t who = 0;
+  if (!run_request(Kind::kPark, kParked, &why, &who)) {
+    release_parked();
+    return request_failed("stop-the-world", why, who);
+  }
+  size_t n = g_request.n.load();
+  const uint32_t gen = g_request.generation.load(std::memory_order_relaxed);
+  bool proceed = true;
+  for (size_t j = 0; j < n && proceed; ++j) {
+    Slot& s = g_request.slots[j];
+    if (s.gone || s.state.load(std::memory_order_acquire) != tag(gen, kParked)) continue;
+    ThreadSnapshot t;
+    t.tid = s.tid.load();
+    t.pc = s.pc;
+    t.entries = s.entries;
+    t.exits = s.exits;
+    t.exits_addr = s.exits_addr;
+    t.responded = true;
+    proceed = may_proceed(t);
+  }
+  if (proceed) body();
+  release_parked();
+  return proceed;
+}
+
 Result<std::vector<ThreadSnapshot>> snapshot_threads() {
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);

@@ -76,6 +76,12 @@ struct ThreadSnapshot {
 Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
                       const std::function<void()>& body);
 
+// Parks every other thread like stop_the_world; runs `body` only if
+// `may_proceed` accepts every parked thread as it stands (same rules for
+// both callbacks). Returns whether `body` ran.
+Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>& may_proceed,
+                               const std::function<void()>& body);
+
 // Takes a snapshot of every other thread (each is interrupted once).
 Result<std::vector<ThreadSnapshot>> snapshot_threads();
 

@@ -11,6 +11,7 @@
 #include "plugins/host/plugin_host.h"
 #include "runtime/c_api_internal.h"
 #include "runtime/engine.h"
+#include "runtime/shadow_stack.h"
 
 namespace ftjit::agent {
 namespace {
@@ -140,6 +141,13 @@ control::Reply AgentSession::stop_locked(bool report) {
   r.recursion_drops = totals.recursion_drops;
   r.events_dropped = totals.events_dropped;
   session_.reset();
+  // Nothing is attached now: frames still hooked (a thread blocked inside a
+  // traced function, say) get their real return addresses back, so the
+  // process is left with nothing of ours on any stack.
+  if (auto st = shadow_put_back_all(2000); !st) {
+    r.code = st.error().code;
+    r.message = "detached, but " + st.error().message;
+  }
   if (out_ != nullptr) std::fclose(out_);  // a memstream's buffer is final now
   out_ = nullptr;
   if (memory_ != nullptr) r.text.assign(memory_, memory_size_);
@@ -202,6 +210,7 @@ control::Reply AgentSession::status(const control::StatusQuery& request) {
     r.recursion_drops = totals.recursion_drops;
     r.events_dropped = totals.events_dropped;
   }
+  t += "hooked frames: " + std::to_string(shadow_hooked_frames()) + "\n";
   t += "drops: recursion " + std::to_string(st.recursion_drops) + ", exit hooks " +
        std::to_string(st.exit_hook_drops) + ", events " + std::to_string(r.events_dropped) + "\n";
   t += "trampolines: " + std::to_string(st.trampolines) + " (" + std::to_string(st.trampoline_bytes) +
