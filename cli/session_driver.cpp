@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/agent_client.h"
+#include "cli/agent_unload.h"
 
 namespace ftjit::cli {
 namespace {
@@ -172,11 +173,17 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   }
 
   control::Detach detach;
+  detach.unload = t.unload;
   auto done = (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
   if (!done) return fail(t, "detach failed: " + done.error().message);
   print_report(*done, o);
   print_summary(t, *done, o);
   if (!exited && done->code != 0) return fail(t, done->message);
+  if (t.unload && !exited) {
+    generator->reset();
+    if (auto st = unload_agent(t.pid, **conn); !st) return fail(t, st.error().message);
+    if (o.verbose) std::fprintf(stderr, "%s: agent unloaded\n", t.command);
+  }
   if (t.is_child) {
     // Detached on a signal: the program now runs on untraced; pass the
     // signal on and wait for it, as a shell would.

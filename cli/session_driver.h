@@ -16,6 +16,7 @@ struct DriveTarget {
   pid_t pid = 0;
   bool is_child = false;     // ours to wait for (run): its status is our exit code
   int connect_wait_ms = 0;   // the agent may not listen yet (run)
+  bool unload = false;       // after the detach, unload the agent (attach)
 };
 
 // Returns the exit status: on success 0 (attach) or the child's (run);

@@ -200,6 +200,8 @@ Status install_dlopen_watch() {
   return redirect_got_slots(g_redirects);
 }
 
+Status uninstall_dlopen_watch() { return undo_got_redirects(g_redirects); }
+
 std::vector<LoadedObjectRef> loaded_objects() {
   std::vector<LoadedObjectRef> out;
   dl_iterate_phdr(collect_loaded, &out);

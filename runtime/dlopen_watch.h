@@ -27,6 +27,9 @@ void dlopen_watch_stop(Engine* engine);
 // Redirects the loader's entry points in every module loaded now
 // (idempotent; again after each load, for the new modules).
 Status install_dlopen_watch();
+// Points the redirected slots back at the loader (an agent being unloaded;
+// after dlopen_watch_stop of every engine).
+Status uninstall_dlopen_watch();
 
 // The objects the loader has mapped now: name ("" for the main executable)
 // and load bias.

@@ -338,7 +338,9 @@ Status Engine::may_change(const char* what, bool needs_modules) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
                       std::string(what) + " called from inside a tracer callback");
   }
-  if (needs_modules && loaded_modules_generation() != modules_generation_) {
+  // refresh_modules compares the generation under the engine lock (the
+  // dlopen watch changes it from other threads).
+  if (needs_modules) {
     auto r = refresh_modules();
     if (!r) return r.take_error();
   }

@@ -145,6 +145,14 @@ Status Patcher::install_trap_handler() {
   return g_trap_status;
 }
 
+void Patcher::uninstall_trap_handler() {
+  if (!g_trap_status) return;
+  struct sigaction now;
+  if (sigaction(SIGTRAP, nullptr, &now) == 0 && now.sa_sigaction == trap_handler) {
+    sigaction(SIGTRAP, &g_previous_trap_action, nullptr);
+  }
+}
+
 uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relaxed); }
 
 Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,

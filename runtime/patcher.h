@@ -53,6 +53,9 @@ class Patcher {
   // Installs the SIGTRAP handler that emulates sites trapped mid-rewrite;
   // a SIGTRAP that is not ours goes to the handler the program had.
   static Status install_trap_handler();
+  // Gives SIGTRAP back to the handler it had before (an agent being
+  // unloaded; after it the handler is never installed again).
+  static void uninstall_trap_handler();
 
   // Verifies all, stores `slots` (before any entry can reach them), then
   // rewrites the entries. `writes` must be sorted by entry. On a verify

@@ -418,6 +418,10 @@ Status shadow_put_back_all(int timeout_ms) {
   }
 }
 
+void shadow_forget_threads() {
+  if (g_exit_trampoline.load(std::memory_order_acquire) != 0) pthread_key_delete(g_exit_key);
+}
+
 uint64_t shadow_hooked_frames() {
   uint64_t n = 0;
   for (StackSlot& slot : g_stacks) {

@@ -83,6 +83,10 @@ void shadow_unwinding_to(uint64_t cfa);
 // let go on until it leaves, for up to `timeout_ms`.
 Status shadow_put_back_all(int timeout_ms);
 
+// After shadow_put_back_all, before the code of this file goes away (an
+// agent being unloaded): threads exiting later must not call into it.
+void shadow_forget_threads();
+
 // Frames whose return address is replaced right now, all threads.
 uint64_t shadow_hooked_frames();
 

@@ -376,6 +376,13 @@ int64_t trampoline_counts_tls_offset() {
   return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_counts.entries) - tp);
 }
 
+struct sigaction g_previous_control_action;
+
+void uninstall_thread_control() {
+  if (g_signal == 0) return;
+  sigaction(g_signal, &g_previous_control_action, nullptr);
+}
+
 Status install_thread_control() {
   std::call_once(g_install_once, [] {
     int sig = SIGRTMAX - 3;
@@ -390,7 +397,7 @@ Status install_thread_control() {
     sa.sa_sigaction = control_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);
-    if (sigaction(sig, &sa, nullptr) != 0) {
+    if (sigaction(sig, &sa, &g_previous_control_action) != 0) {
       g_install_status = make_error(FTJIT_E_SYSTEM, std::string("sigaction: ") + strerror(errno));
       return;
     }

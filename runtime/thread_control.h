@@ -49,6 +49,9 @@ inline bool inside_trampoline() {
 // Installs the control signal handler (idempotent). The signal is
 // SIGRTMAX-3 unless FTJIT_SIGNAL names another number.
 Status install_thread_control();
+// Gives the control signal back to its previous action (an agent being
+// unloaded; nothing may ask the threads anything after this).
+void uninstall_thread_control();
 
 // Where one thread was when the control signal reached it.
 struct ThreadSnapshot {

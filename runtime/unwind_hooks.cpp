@@ -103,6 +103,7 @@ struct ScanState {
   uint32_t jump_slot = 0, glob_dat = 0, abs64 = 0;  // the ISA's relocation types
   std::string error;
   std::span<const Redirect> redirects{g_redirects};  // what this scan redirects
+  bool undo = false;  // point the wrappers' slots back at the real functions
 };
 
 // Writes `value` into a GOT slot, which RELRO may have made read-only.
@@ -135,6 +136,14 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
       if (*r.real == nullptr || std::strcmp(name, r.name) != 0) continue;
       uint64_t slot = info->dlpi_addr + rela[i].r_offset;
       uint64_t want = reinterpret_cast<uint64_t>(r.wrapper);
+      if (st->undo) {
+        const uint64_t real = reinterpret_cast<uint64_t>(*r.real);
+        if (*reinterpret_cast<uint64_t*>(slot) == want &&
+            !write_got(slot, real, slot >= relro_lo && slot < relro_hi, &st->error)) {
+          return;
+        }
+        break;
+      }
       if (*reinterpret_cast<uint64_t*>(slot) == want) break;
       if (!write_got(slot, want, slot >= relro_lo && slot < relro_hi, &st->error)) return;
       break;
@@ -208,6 +217,26 @@ Status install_unwind_hooks() {
 }
 
 bool unwind_hooks_active() { return g_active.load(std::memory_order_acquire); }
+
+Status uninstall_unwind_hooks() {
+  if (!g_active.load(std::memory_order_acquire)) return {};
+  FTJIT_TRY(undo_got_redirects(g_redirects));
+  g_active.store(false, std::memory_order_release);
+  return {};
+}
+
+Status undo_got_redirects(std::span<const GotRedirect> redirects) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ScanState st;
+  st.jump_slot = process_backend().traits().reloc_jump_slot;
+  st.glob_dat = process_backend().traits().reloc_glob_dat;
+  st.abs64 = process_backend().traits().reloc_abs64;
+  st.redirects = redirects;
+  st.undo = true;
+  dl_iterate_phdr(scan_module, &st);
+  if (!st.error.empty()) return make_error(FTJIT_E_SYSTEM, "cannot restore GOT slots: " + st.error);
+  return {};
+}
 
 Status redirect_got_slots(std::span<const GotRedirect> redirects) {
   // The same lock as the unwinder's hooks: both toggle RELRO pages.

@@ -46,5 +46,14 @@ struct GotRedirect {
 // loaded since). Serialised with install_unwind_hooks().
 Status redirect_got_slots(std::span<const GotRedirect> redirects);
 
+// Points every slot that holds one of `redirects`' wrappers back at its
+// real function: before the code of the wrappers goes away (an agent
+// being unloaded).
+Status undo_got_redirects(std::span<const GotRedirect> redirects);
+
+// undo_got_redirects of the unwinder's hooks; only once no frame is hooked
+// (shadow_put_back_all) and nothing can hook one again.
+Status uninstall_unwind_hooks();
+
 
 }  // namespace ftjit

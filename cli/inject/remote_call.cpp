@@ -210,7 +210,9 @@ struct StoppedProcess::State {
   // thread cannot create threads, so the set is then complete.
   Status seize_all(Clock::time_point deadline) {
     const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+    std::vector<pid_t> zombies;
     for (;;) {
+      if (Clock::now() > deadline) return make_error(FTJIT_E_SYSTEM, "the threads of " + p() + " kept changing; retry");
       DIR* dir = ::opendir(task_dir.c_str());
       if (!dir) {
         if (threads.empty()) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
@@ -219,7 +221,8 @@ struct StoppedProcess::State {
       std::vector<pid_t> fresh;
       while (dirent* de = ::readdir(dir)) {
         pid_t tid = static_cast<pid_t>(std::strtol(de->d_name, nullptr, 10));
-        if (tid > 0 && !find(tid)) fresh.push_back(tid);
+        if (tid > 0 && !find(tid) && std::find(zombies.begin(), zombies.end(), tid) == zombies.end())
+          fresh.push_back(tid);
       }
       ::closedir(dir);
       if (fresh.empty()) return {};
@@ -229,8 +232,10 @@ struct StoppedProcess::State {
         auto st = detail::read_text_file(task_dir + "/" + std::to_string(tid) + "/stat");
         if (st) {
           size_t close = st->rfind(')');
-          if (close != std::string::npos && close + 2 < st->size() && ((*st)[close + 2] == 'Z' || (*st)[close + 2] == 'X'))
+          if (close != std::string::npos && close + 2 < st->size() && ((*st)[close + 2] == 'Z' || (*st)[close + 2] == 'X')) {
+            zombies.push_back(tid);
             continue;
+          }
         }
         if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
           int err = errno;
@@ -331,7 +336,6 @@ struct StoppedProcess::State {
     if (!regs_saved) return {};
     if (::ptrace(PTRACE_SETREGS, hijacked, nullptr, &saved_regs) != 0)
       return make_error(FTJIT_E_SYSTEM, errno_message("cannot restore the registers of thread " + std::to_string(hijacked), errno));
-    if (getenv("NOFP")) return {};
     if (!xstate.empty()) {
       iovec iov{xstate.data(), xstate.size()};
       if (::ptrace(PTRACE_SETREGSET, hijacked, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
@@ -529,15 +533,23 @@ struct StoppedProcess::State {
       // Threads still running (a stop timed out) cannot be detached; they
       // are untraced when this process exits.
       Status restored = restore_registers();
+      bool some_failed = false;
       for (Thread& t : threads) {
         if (t.run == Run::kGone) continue;
-        if (::ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr) == 0 || errno != ESRCH) continue;
-        // Not in a stop: exited (collect it), or still running after a
-        // stop that timed out (untraced when this process exits).
-        poll(t.tid);
-        if (t.tid == pid && detail::process_gone(pid)) result = exited();
+        if (::ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr) == 0 || errno != ESRCH) {
+          t.run = Run::kGone;  // no longer ours
+          continue;
+        }
+        some_failed = true;
       }
-      if (!result.ok()) reap_dead();
+      // A thread that refused to detach is dying (the process exits just
+      // now, e.g. a thread detached first called exit), or still running
+      // after a stop that timed out. The dying ones must be collected:
+      // a traced zombie holds up its parent's waitpid.
+      if (some_failed) {
+        reap_dead();
+        if (detail::process_gone(pid)) result = exited();
+      }
       if (result.ok()) {
         for (const DeferredSignal& d : deferred) ::syscall(SYS_tgkill, pid, hijacked, d.sig);
         if (!restored.ok()) result = std::move(restored);

@@ -10,7 +10,11 @@
 #include "core/planner.h"
 #include "plugins/host/plugin_host.h"
 #include "runtime/c_api_internal.h"
+#include "runtime/dlopen_watch.h"
 #include "runtime/engine.h"
+#include "runtime/patcher.h"
+#include "runtime/thread_control.h"
+#include "runtime/unwind_hooks.h"
 #include "runtime/shadow_stack.h"
 
 namespace ftjit::agent {
@@ -59,6 +63,10 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   auto close_fd = [&] {
     if (output_fd >= 0) ::close(output_fd);
   };
+  if (unloaded_) {
+    close_fd();
+    return error_reply(FTJIT_E_UNSUPPORTED, "the agent is being unloaded");
+  }
   if (session_ != nullptr) {
     close_fd();
     return error_reply(FTJIT_E_ALREADY_ATTACHED,
@@ -167,8 +175,28 @@ control::Reply AgentSession::detach(const control::Detach& request) {
   return stop_locked(request.report != 0);
 }
 
+control::Reply AgentSession::prepare_unload() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (session_ != nullptr) return error_reply(FTJIT_E_ALREADY_ATTACHED, "still attached: detach first");
+  if (engine_ != nullptr) {
+    ftjit_engine_destroy(engine_);  // original sleds back, memory freed
+    engine_ = nullptr;
+  }
+  control::Reply r;
+  for (Status st : {uninstall_dlopen_watch(), uninstall_unwind_hooks()}) {
+    if (!st) return error_reply(st.error());
+  }
+  Patcher::uninstall_trap_handler();
+  uninstall_thread_control();
+  shadow_forget_threads();
+  unloaded_ = true;
+  r.message = "detached; the agent can be unloaded";
+  return r;
+}
+
 control::Reply AgentSession::finish_at_exit() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (unloaded_) return error_reply(FTJIT_E_NOT_ATTACHED, "unloaded");
   return stop_locked(true);
 }
 

@@ -39,6 +39,11 @@ class AgentSession {
   // attached (nullopt-like: code FTJIT_E_NOT_ATTACHED when no session).
   control::Reply finish_at_exit();
 
+  // After a detach: undoes everything the runtime installed in the process
+  // (sleds, signal handlers, GOT redirections, thread-exit hooks) so that
+  // the agent's code can be unmapped. The agent is inert afterwards.
+  control::Reply prepare_unload();
+
   bool attached() const;
   pid_t owner_pid() const;
 
@@ -54,6 +59,7 @@ class AgentSession {
   char* memory_ = nullptr;     // open_memstream buffer, when no file
   size_t memory_size_ = 0;
   pid_t owner_pid_ = 0;
+  bool unloaded_ = false;
 };
 
 }  // namespace ftjit::agent

@@ -130,7 +130,7 @@ void ControlServer::loop() {
         }
       }
     }
-    for (size_t i = 2; i < fds.size(); ++i) {
+    for (size_t i = 2; i < fds.size() && !unloading_; ++i) {
       if (fds[i].revents == 0) continue;
       int fd = fds[i].fd;
       if (!handle(fd)) {
@@ -142,10 +142,30 @@ void ControlServer::loop() {
         }
       }
     }
+    if (unloading_) break;
   }
+  // Unloading: nothing of ours may run once this thread is gone. Every
+  // connection closes (the CLI waits for that before it has the process
+  // dlclose us), the socket goes, and the thread ends on its own.
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    owner_fd_ = -1;
+  }
+  for (int fd : clients_) ::close(fd);
+  clients_.clear();
+  session_.emitter().close_all();
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+  ::unlink(path_.c_str());
+  thread_.detach();
 }
 
 bool ControlServer::handle(int fd) {
+  bool keep = handle_frame(fd);
+  return keep && !unloading_;
+}
+
+bool ControlServer::handle_frame(int fd) {
   int passed_fd = -1;
   // The peer already sent something (poll said so); a whole frame must
   // follow promptly, or the peer is not a CLI of ours.
@@ -200,7 +220,19 @@ bool ControlServer::handle(int fd) {
     case control::MsgType::kDetach: {
       auto req = control::decode_detach(frame->payload);
       if (!req) return refuse(req.error());
-      return reply_with(session_.detach(*req));
+      control::Reply r = session_.detach(*req);
+      if (req->unload && (r.code == 0 || r.code == FTJIT_E_NOT_ATTACHED)) {
+        control::Reply u = session_.prepare_unload();
+        if (u.code != 0) {
+          r.code = u.code;
+          r.message = u.message;
+        } else {
+          r.code = 0;
+          r.message = u.message;
+          unloading_ = true;
+        }
+      }
+      return reply_with(r);
     }
     case control::MsgType::kStatus: {
       auto req = control::decode_status(frame->payload);

@@ -40,6 +40,7 @@ class ControlServer {
   void loop();
   // Handles one frame from `fd`; false to close the connection.
   bool handle(int fd);
+  bool handle_frame(int fd);
 
   AgentSession& session_;
   std::string path_;
@@ -52,6 +53,7 @@ class ControlServer {
   std::mutex attach_mu_;
   std::condition_variable attach_cv_;
   bool attach_done_ = false;
+  bool unloading_ = false;  // the loop ends after this reply
 };
 
 }  // namespace ftjit::agent

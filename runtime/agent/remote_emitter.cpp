@@ -27,6 +27,12 @@ void RemoteEmitter::remove_generator(int fd) {
   ::close(fd);
 }
 
+void RemoteEmitter::close_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int fd : fds_) ::close(fd);
+  fds_.clear();
+}
+
 bool RemoteEmitter::is_generator(int fd) const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::find(fds_.begin(), fds_.end(), fd) != fds_.end();

@@ -19,6 +19,8 @@ class RemoteEmitter final : public TrampolineEmitter {
   // Forgets (and closes) `fd` if it is a generator.
   void remove_generator(int fd);
   bool is_generator(int fd) const;
+  // Closes every generator connection (the agent is being unloaded).
+  void close_all();
 
   Result<std::vector<uint8_t>> emit_trampoline(const TrampolineRequest& request,
                                                uint64_t place) const override;
