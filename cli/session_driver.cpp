@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +61,7 @@ int child_exit_code(int status) {
 void install_stop_signals() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
@@ -73,7 +75,11 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   auto reap = [&](int options) {
     if (!t.is_child || child_status != -1) return child_status != -1;
     int st;
-    pid_t r = ::waitpid(t.pid, &st, options);
+    pid_t r;
+    // A stop signal (Ctrl-C again, say) must not end the wait for a child
+    // that ignores it.
+    while ((r = ::waitpid(t.pid, &st, options)) < 0 && errno == EINTR) {
+    }
     if (r == t.pid) child_status = st;
     return child_status != -1;
   };
@@ -175,6 +181,13 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   control::Detach detach;
   detach.unload = t.unload;
   auto done = (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
+  if (!done && t.is_child) {
+    // The program ended while we detached (it got the Ctrl-C too): its
+    // status is the answer.
+    reap(0);
+    std::fprintf(stderr, "%s: process %d ended while detaching; no report\n", t.command, t.pid);
+    return child_exit_code(child_status);
+  }
   if (!done) return fail(t, "detach failed: " + done.error().message);
   print_report(*done, o);
   print_summary(t, *done, o);

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// The control channel: messages survive the round trip, a decoder refuses
+// what is malformed, and frames cross a real socket pair, with an fd.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "runtime/control/protocol.h"
+
+namespace ftjit::control {
+namespace {
+
+TEST(Control, AttachRoundTrip) {
+  Attach a;
+  a.plugins.push_back({"/x/ftjit-plugin-count.so", {{"top", "10"}, {"k", "a,b"}}});
+  a.plugins.push_back({"/y.so", {}});
+  a.include = {"demo_*", "libm.so.6!sin*"};
+  a.exclude = {"*_cold"};
+  a.strategy = FTJIT_STRATEGY_CALL_OPS;
+  a.format = "tsv";
+  a.tids = {12, 34};
+  a.thread_glob = "worker-*";
+  a.main_thread = 1;
+  a.output_fd = 1;
+  a.owner_pid = 777;
+  auto d = decode_attach(encode(a));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->plugins.size(), 2u);
+  EXPECT_EQ(d->plugins[0].options[1].second, "a,b");
+  EXPECT_EQ(d->include, a.include);
+  EXPECT_EQ(d->exclude, a.exclude);
+  EXPECT_EQ(d->strategy, FTJIT_STRATEGY_CALL_OPS);
+  EXPECT_EQ(d->tids, a.tids);
+  EXPECT_EQ(d->thread_glob, "worker-*");
+  EXPECT_EQ(d->owner_pid, 777);
+  EXPECT_EQ(encode(*d), encode(a));
+}
+
+TEST(Control, GenerateRoundTrip) {
+  Generate g;
+  g.trampoline.source = OpsSource::kSiteSlot;
+  g.trampoline.ops = 0x1234;
+  g.trampoline.func = 0x5678;
+  g.trampoline.save_fp = false;
+  g.trampoline.honour_direct = true;
+  g.trampoline.counts_tls_offset = -4096;
+  g.trampoline.exit_trampoline = 0x9000;
+  g.place = 0x7f0000001000;
+  auto d = decode_generate(encode(g));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->trampoline.source, OpsSource::kSiteSlot);
+  EXPECT_EQ(d->trampoline.counts_tls_offset, -4096);
+  EXPECT_FALSE(d->trampoline.save_fp);
+  EXPECT_TRUE(d->trampoline.honour_direct);
+  EXPECT_EQ(d->place, g.place);
+}
+
+TEST(Control, RefusesMalformed) {
+  Attach a;
+  a.plugins.push_back({"/p.so", {}});
+  std::string ok = encode(a);
+  ASSERT_TRUE(decode_attach(ok).ok());
+  // Every truncation, and one trailing byte, is refused.
+  for (size_t n = 0; n < ok.size(); ++n) EXPECT_FALSE(decode_attach(ok.substr(0, n)).ok()) << n;
+  EXPECT_FALSE(decode_attach(ok + "x").ok());
+  // A count that lies about what follows.
+  std::string lying = ok;
+  lying[0] = '\xff';
+  lying[1] = '\xff';
+  EXPECT_FALSE(decode_attach(lying).ok());
+  // No plugin; a strategy out of range; a flag that is not 0/1.
+  Attach none;
+  EXPECT_FALSE(decode_attach(encode(none)).ok());
+  Attach bad = a;
+  bad.strategy = 99;
+  EXPECT_FALSE(decode_attach(encode(bad)).ok());
+  Detach det;
+  std::string flags = encode(det);
+  flags[0] = 2;
+  EXPECT_FALSE(decode_detach(flags).ok());
+  auto err = decode_detach(flags);
+  EXPECT_NE(err.error().message.find("malformed detach"), std::string::npos);
+}
+
+TEST(Control, FramesRefuseBadLengthAndType) {
+  std::string f = frame_bytes(MsgType::kStatus, encode(StatusQuery{}));
+  auto s = split_frame(f);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->used, f.size());
+  EXPECT_EQ(s->frame.type, MsgType::kStatus);
+  EXPECT_EQ(split_frame(f.substr(0, f.size() - 1))->used, 0u);  // partial: wait
+  std::string bad_type = f;
+  bad_type[4] = 99;
+  EXPECT_FALSE(split_frame(bad_type).ok());
+  std::string huge = f;
+  huge[3] = '\x7f';
+  EXPECT_FALSE(split_frame(huge).ok());
+}
+
+TEST(Control, FramesAndFdOverASocket) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  Reply r;
+  r.message = "hello";
+  r.text = std::string(200000, 'x');  // more than one socket buffer
+  std::thread sender([&] {
+    ASSERT_TRUE(send_frame(sv[0], MsgType::kReply, encode(r), pipefd[1]).ok());
+  });
+  int got_fd = -1;
+  auto frame = recv_frame(sv[1], 5000, &got_fd);
+  sender.join();
+  ASSERT_TRUE(frame.ok()) << frame.error().message;
+  ASSERT_GE(got_fd, 0);
+  EXPECT_EQ(write(got_fd, "z", 1), 1);  // the passed fd is the pipe's write end
+  char c = 0;
+  EXPECT_EQ(read(pipefd[0], &c, 1), 1);
+  EXPECT_EQ(c, 'z');
+  auto d = decode_reply(frame->payload);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->text.size(), 200000u);
+  close(got_fd);
+  // The peer gone: a clear error, not a signal.
+  close(sv[0]);
+  EXPECT_FALSE(recv_frame(sv[1], 1000).ok());
+  EXPECT_FALSE(send_frame(sv[1], MsgType::kStatus, "").ok());
+  close(sv[1]);
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+}  // namespace
+}  // namespace ftjit::control
