@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli/agent_unload.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 
 #include <chrono>
@@ -28,12 +29,34 @@ std::string mapped_agent(pid_t pid) {
   return "";
 }
 
+// Whether the agent's control thread (named "ftjit-agent") still exists:
+// until the kernel has reaped it, it may be running our code (or
+// libstdc++'s, which goes with us if the program is C) on its way out.
+bool agent_thread_alive(pid_t pid) {
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(task.c_str());
+  if (d == nullptr) return false;
+  bool alive = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(task + "/" + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "ftjit-agent") alive = true;
+  }
+  closedir(d);
+  return alive;
+}
+
 }  // namespace
 
 Status unload_agent(pid_t pid, AgentConnection& conn) {
   // The agent closes every connection as its thread ends.
   auto end = control::recv_frame(conn.fd(), 10000);
   if (end) return make_error(FTJIT_E_SYSTEM, "the agent did not stop its thread for the unload");
+  for (int i = 0; i < 500 && agent_thread_alive(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (agent_thread_alive(pid)) return make_error(FTJIT_E_SYSTEM, "the agent's thread did not end: it stays loaded (inert)");
   std::string path = mapped_agent(pid);
   if (path.empty()) return {};
   auto target = inject::inspect_target(pid);

@@ -21,7 +21,7 @@ namespace {
 struct AttachOptions {
   TraceOptions trace;
   int pid = 0;
-  bool unload = false;
+  bool keep_agent = false;
 };
 
 constexpr std::chrono::milliseconds kInjectTimeout{15000};
@@ -65,7 +65,7 @@ int run_attach(const AttachOptions& o) {
   t.command = "ftjit attach";
   t.pid = o.pid;
   t.connect_wait_ms = 5000;
-  t.unload = o.unload;
+  t.unload = !o.keep_agent;
   return drive_session(t, o.trace);
 }
 
@@ -76,8 +76,9 @@ void add_attach_command(CLI::App& app, std::function<int()>* run) {
   CLI::App* cmd = app.add_subcommand("attach", "Attach tracer plugins to a running process");
   cmd->add_option("-p,--pid", o->pid, "The process")->required()->check(CLI::PositiveNumber);
   add_trace_options(cmd, &o->trace);
-  cmd->add_flag("--unload", o->unload,
-                "After detaching, unload the agent from the process (every hook undone)");
+  cmd->add_flag("--keep-agent", o->keep_agent,
+                "After detaching, leave the agent loaded (inert) for a quicker next attach; by "
+                "default it is unloaded, every hook undone");
   cmd->footer(
       "Examples:\n"
       "  ftjit attach -p 1234 --duration 5                       calls per function for 5 s\n"

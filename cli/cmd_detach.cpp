@@ -14,7 +14,7 @@ namespace {
 struct DetachOptions {
   int pid = 0;
   bool no_report = false;
-  bool unload = false;
+  bool keep_agent = false;
 };
 
 int run_detach(const DetachOptions& o) {
@@ -24,7 +24,7 @@ int run_detach(const DetachOptions& o) {
   };
   auto conn = AgentConnection::connect(o.pid);
   if (!conn) return fail(conn.error().message);
-  if (!(*conn)->hello().attached && !o.unload) {
+  if (!(*conn)->hello().attached && o.keep_agent) {
     return fail("process " + std::to_string(o.pid) + " is not being traced");
   }
   // Detaching may need code (other plugins' sites re-routed): serve it.
@@ -32,12 +32,12 @@ int run_detach(const DetachOptions& o) {
   if (!generator) return fail(generator.error().message);
   control::Detach d;
   d.report = !o.no_report;
-  d.unload = o.unload;
+  d.unload = !o.keep_agent;
   auto reply = (*conn)->request(control::MsgType::kDetach, control::encode(d));
   if (!reply) return fail(reply.error().message);
   std::fwrite(reply->text.data(), 1, reply->text.size(), stdout);
   if (reply->code != 0) return fail(reply->message);
-  if (o.unload) {
+  if (!o.keep_agent) {
     generator->reset();
     if (auto st = unload_agent(o.pid, **conn); !st) return fail(st.error().message);
   }
@@ -51,9 +51,9 @@ void add_detach_command(CLI::App& app, std::function<int()>* run) {
   CLI::App* cmd = app.add_subcommand("detach", "Detach the tracers from a process and print the report");
   cmd->add_option("-p,--pid", o->pid, "The traced process")->required()->check(CLI::PositiveNumber);
   cmd->add_flag("--no-report", o->no_report, "Detach without the plugins' report");
-  cmd->add_flag("--unload", o->unload,
-                "Then unload the agent: every hook it installed is undone and the process "
-                "dlcloses it (also when nothing is attached)");
+  cmd->add_flag("--keep-agent", o->keep_agent,
+                "Leave the agent loaded (inert). By default it is unloaded: every hook it "
+                "installed is undone and the process dlcloses it (also when nothing is attached)");
   cmd->callback([run, o] { *run = [o] { return run_detach(*o); }; });
 }
 

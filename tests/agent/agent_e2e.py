@@ -201,6 +201,18 @@ class Target:
         st = self.state()
         check(st not in ("t", "T", "Z", "X"), "%s: target %d is in state %s" % (what, self.pid, st))
 
+    def check_no_ftjit(self, what):
+        """After a detach that unloads the agent: no mapping of ours is
+        left (agent, plugins, trampolines, memfd text aliases), and the
+        target's code is mapped from its file again."""
+        with open("/proc/%d/maps" % self.pid) as f:
+            maps = f.read()
+        left = [l for l in maps.splitlines() if "ftjit" in l.split(None, 5)[-1]
+                and os.path.realpath(self.path) not in l]
+        check(not left, "%s: ftjit mappings left: %r" % (what, left))
+        check(any(os.path.realpath(self.path) in l and "r-xp" in l for l in maps.splitlines()),
+              "%s: the target's text is not mapped from its file" % what)
+
     def code(self, paths=None):
         """The bytes of every executable mapping of paths (default: the
         target), by address range: ftjit may replace a mapping of the file
@@ -448,9 +460,9 @@ def attach_status_sigint():
         check(counts.get("spin_step", 0) > 0, "attach: spin_step %r" % counts)
         t.check_code(before, "after SIGINT")
         t.check_running("after SIGINT")
+        t.check_no_ftjit("after SIGINT")
         r = ftjit("status", "-p", str(t.pid))
-        expect_ok(r, "status after detach")
-        check(re.search(r"^attached: no$", r.out, re.M), "status after detach: %r" % r.out)
+        expect_error(r, "status after detach", r"^ftjit status: no ftjit agent in process %d" % t.pid)
         t.command("call 10", "called 10 ")
         t.finish("attach, SIGINT")
     finally:
@@ -480,8 +492,7 @@ def attach_cli_killed():
         check(counts == call_counts(50), "detach: counts %r, want %r" % (counts, call_counts(50)))
         t.check_code(before, "after detach")
         t.check_running("after detach")
-        r = ftjit("status", "-p", str(t.pid))
-        check(re.search(r"^attached: no$", r.out, re.M), "status after detach: %r" % r.out)
+        t.check_no_ftjit("after detach")
         # And a new session can start.
         r = ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
                   "--filter", "fn_*", "--duration", "0.2")
@@ -596,13 +607,21 @@ def errors_detach_not_traced():
         # No agent in the process at all.
         r = ftjit("detach", "-p", str(t.pid))
         expect_error(r, "detach (no agent)", r"^ftjit detach: no ftjit agent in process %d" % t.pid)
-        # An agent, but no session: after a complete attach/detach.
-        r = ftjit("attach", "-p", str(t.pid), "--filter", "fn_*", "--duration", "0.2")
+        # An agent, but no session: after an attach that kept it loaded.
+        r = ftjit("attach", "-p", str(t.pid), "--filter", "fn_*", "--duration", "0.2",
+                  "--keep-agent")
         expect_ok(r, "attach")
-        r = ftjit("detach", "-p", str(t.pid))
+        r = ftjit("status", "-p", str(t.pid))
+        expect_ok(r, "status (agent kept)")
+        check(re.search(r"^attached: no$", r.out, re.M), "status (agent kept): %r" % r.out)
+        r = ftjit("detach", "-p", str(t.pid), "--keep-agent")
         expect_error(r, "detach (not attached)",
                      r"^ftjit detach: process %d is not being traced$" % t.pid)
         t.check_running("after detach")
+        # A plain detach unloads the inert agent.
+        r = ftjit("detach", "-p", str(t.pid))
+        expect_ok(r, "detach (unload the kept agent)")
+        t.check_no_ftjit("after the unload")
         t.command("call 10", "called 10 ")
         t.finish("detach not traced")
     finally:
@@ -750,14 +769,17 @@ def trampolines(pid):
 
 
 def attach_cycles():
-    """Ten attach/detach cycles, each with exact counts; the code restored."""
+    """Ten attach/detach cycles, each with exact counts; the code restored.
+    The first nine keep the agent (trampolines must not pile up in it), the
+    last unloads it (nothing of ftjit left); one more attach loads it anew."""
     t = Target(args.target, spinners=2)
     try:
         before = t.code()
-        for i in range(10):
+        for i in range(11):
+            keep = ["--keep-agent"] if i < 9 else []
             a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
                             "--filter", "fn_*", "--strategy",
-                            ("generated", "list", "auto")[i % 3])
+                            ("generated", "list", "auto")[i % 3], *keep)
             wait_attached(t.pid)
             t.command("call %d" % (i + 1), "called %d " % (i + 1))
             a.send_signal(signal.SIGINT)
@@ -768,8 +790,11 @@ def attach_cycles():
             t.check_code(before, "after cycle %d" % i)
             if i == 2:  # every strategy once: shared trampolines may stay
                 kept = trampolines(t.pid)
-        check(trampolines(t.pid) == kept, "trampolines after 3 cycles: %s, after 10: %s" %
-              (kept, trampolines(t.pid)))
+            if i == 8:
+                check(trampolines(t.pid) == kept, "trampolines after 3 cycles: %s, after 9: %s" %
+                      (kept, trampolines(t.pid)))
+            if i >= 9:
+                t.check_no_ftjit("after unloading cycle %d" % i)
         t.finish("cycles")
     finally:
         t.kill()
