@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
                "-fpatchable-function-entry by patching their entry NOPs live."};
   app.footer(
       "Examples:\n"
+      "  ftjit run -- ./server --port 8080     start a program with `count` attached\n"
+      "  ftjit attach -p 1234 --duration 5     count calls in a running process for 5 s\n"
+      "  ftjit attach -p 1234 --plugin latency --filter 'db_*'   until Ctrl-C\n"
+      "  ftjit status -p 1234                  what is attached, per function\n"
       "  ftjit plugins                         the tracer plugins and their options\n"
       "  ftjit list ./server --filter 'http_*' patchable functions of a file\n"
       "  ftjit bench --section hooks           what tracing costs on this machine");
