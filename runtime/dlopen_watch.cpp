@@ -21,6 +21,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log.h"
+
 #include "runtime/engine.h"
 #include "runtime/module_scan.h"
 #include "runtime/thread_control.h"
@@ -231,8 +233,8 @@ void Engine::loader_changed() {
   if (inert()) return;
   const auto t0 = std::chrono::steady_clock::now();
   auto r = refresh_locked();
-  if (!r) spdlog::warn("ftjit: refresh after a dlopen/dlclose: {}", r.error().message);
-  if (Status st = release_if_much_retired(); !st) spdlog::warn("ftjit: {}", st.error().message);
+  if (!r) ftjit::log().warn("ftjit: refresh after a dlopen/dlclose: {}", r.error().message);
+  if (Status st = release_if_much_retired(); !st) ftjit::log().warn("ftjit: {}", st.error().message);
   ++dlopen_refreshes_;
   dlopen_patch_ns_ += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
@@ -254,7 +256,7 @@ Result<size_t> Engine::refresh_locked() {
   Status hooks;
   if (unwind_hooks_active()) hooks = install_unwind_hooks();
   if (options_.watch_dlopen) {
-    if (Status st = install_dlopen_watch(); !st) spdlog::warn("ftjit: dlopen watch: {}", st.error().message);
+    if (Status st = install_dlopen_watch(); !st) ftjit::log().warn("ftjit: dlopen watch: {}", st.error().message);
   }
   attach_new_sites(first_module);
   FTJIT_TRY(std::move(hooks));
@@ -297,7 +299,7 @@ void Engine::forget_unloaded_modules() {
       }
     }
     if (alive) continue;
-    spdlog::debug("ftjit: {} was unloaded; its {} sites are forgotten", m.path, m.found.size());
+    ftjit::log().debug("ftjit: {} was unloaded; its {} sites are forgotten", m.path, m.found.size());
     m.gone = true;
     ++modules_unloaded_;
     const uint32_t first = m.first_site, end = m.first_site + static_cast<uint32_t>(m.found.size());
@@ -361,7 +363,7 @@ void Engine::attach_new_sites(size_t first_module) {
     for (size_t mi = first_module; mi < modules_.size(); ++mi) {
       auto selected = select_sites(rec->filter, mi, mi + 1);
       if (!selected) {
-        spdlog::warn("ftjit: {}: {}", modules_[mi]->path, selected.error().message);
+        ftjit::log().warn("ftjit: {}: {}", modules_[mi]->path, selected.error().message);
         ++new_module_skips_;
         continue;
       }
@@ -375,7 +377,7 @@ void Engine::attach_new_sites(size_t first_module) {
         }
       }
       if (unusable != 0) {
-        spdlog::warn("ftjit: {}: {} selected sites hold no patchable NOP sled (patched by "
+        ftjit::log().warn("ftjit: {}: {} selected sites hold no patchable NOP sled (patched by "
                      "someone else?); left alone",
                      modules_[mi]->path, unusable);
         new_module_skips_ += unusable;
@@ -388,7 +390,7 @@ void Engine::attach_new_sites(size_t first_module) {
       Status st = commit(rec, old, std::move(merged));
       if (!st) {
         rec->sites = std::move(old);
-        spdlog::warn("ftjit: {} left untraced: {}", modules_[mi]->path, st.error().message);
+        ftjit::log().warn("ftjit: {} left untraced: {}", modules_[mi]->path, st.error().message);
         ++new_module_skips_;
       }
     }

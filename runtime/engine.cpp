@@ -14,6 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log.h"
+
 #include "core/glob.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/grace.h"
@@ -116,7 +118,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   if (options.watch_dlopen) dlopen_watch_start(engine.get());
   auto added = engine->refresh_modules();
   if (!added) return fail(added.take_error());
-  spdlog::debug("ftjit: engine created, {} sites in {} modules, sync via {}", engine->sites_.size(),
+  ftjit::log().debug("ftjit: engine created, {} sites in {} modules, sync via {}", engine->sites_.size(),
                 engine->modules_.size(), engine->sync_.uses_membarrier() ? "membarrier" : "signals");
   return engine;
 }
@@ -226,17 +228,17 @@ Engine::~Engine() {
       OpsRecord* rec = ops_.back().get();
       std::vector<uint32_t> old = std::move(rec->sites);
       Status st = commit(rec, old, {});
-      if (!st) spdlog::error("ftjit: detach at teardown: {}", st.error().message);
+      if (!st) ftjit::log().error("ftjit: detach at teardown: {}", st.error().message);
       rec->silence_exits();
       rec->ops->internal = nullptr;
       retired_.records.push_back(std::move(ops_.back()));
       ops_.pop_back();
     }
     Status st = restore_original_sleds();
-    if (!st) spdlog::error("ftjit: restoring sleds at teardown: {}", st.error().message);
+    if (!st) ftjit::log().error("ftjit: restoring sleds at teardown: {}", st.error().message);
     st = release_after_grace();
     if (!st) {
-      spdlog::error("ftjit: {}; trampoline memory is kept", st.error().message);
+      ftjit::log().error("ftjit: {}; trampoline memory is kept", st.error().message);
       for (auto& a : arenas_) a.release();
     }
     for (auto& alias : aliases_) alias->restore_file_mapping();

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log.h"
+
 #include "runtime/engine.h"
 #include "runtime/grace.h"
 
@@ -447,7 +449,7 @@ Status Engine::release_after_grace() {
   if (!st) {
     // Keep everything: a thread may still be inside. It is retried at the
     // next grace period.
-    spdlog::warn("ftjit: {}", st.error().message);
+    ftjit::log().warn("ftjit: {}", st.error().message);
     return st;
   }
   for (auto& [arena, addr] : retired_.trampolines) {

@@ -18,6 +18,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log.h"
+
 #include "plugins/host/host_internal.h"
 
 namespace ftjit::plugins::detail {
@@ -68,7 +70,7 @@ void svc_log(ftjit_plugin_ctx* ctx, int level, const char* fmt, ...) {
   std::string msg = vformat(fmt, ap);
   va_end(ap);
   const char* who = ctx != nullptr ? instance_of(ctx)->name() : "plugin";
-  spdlog::log(spd_level(level), "{}: {}", who, msg);
+  ftjit::log().log(spd_level(level), "{}: {}", who, msg);
 }
 
 void svc_set_error(ftjit_plugin_ctx* ctx, const char* fmt, ...) {

@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/log.h"
+
 #include "plugins/host/host_internal.h"
 #include "plugins/host/tsc_clock.h"
 
@@ -345,11 +347,11 @@ Status TraceSession::report() {
   // Not on the output: a tsv report must stay exactly the plugins' lines.
   Totals t = totals();
   if (t.events_dropped != 0) {
-    spdlog::warn("ftjit: {} events dropped because a plugin's buffer was full "
+    ftjit::log().warn("ftjit: {} events dropped because a plugin's buffer was full "
                  "(a larger buffer may help)", t.events_dropped);
   }
   if (t.recursion_drops != 0) {
-    spdlog::info("ftjit: {} traced calls made from inside callbacks ran untraced",
+    ftjit::log().info("ftjit: {} traced calls made from inside callbacks ran untraced",
                  t.recursion_drops);
   }
   if (!failed.empty()) return make_error(FTJIT_E_SYSTEM, failed);
@@ -376,7 +378,7 @@ TraceSession::~TraceSession() {
   if (!st) {
     // A traced thread may still run plugin code or write its blocks: keep
     // code and memory mapped for the life of the process.
-    spdlog::error("ftjit: {}; the plugins stay loaded", st.error().message);
+    ftjit::log().error("ftjit: {}; the plugins stay loaded", st.error().message);
     for (auto& inst : instances_) {
       inst->plugin.library.leak();
       (void)inst.release();

@@ -5,6 +5,8 @@
 //
 // Its objects are never destroyed: the control thread may still be running
 // while exit() runs static destructors, so there are none.
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "runtime/agent/agent_session.h"
 #include "runtime/agent/control_server.h"
+#include "runtime/log.h"
 
 namespace ftjit::agent {
 namespace {
@@ -56,8 +59,20 @@ void forget_preload() {
 }
 
 __attribute__((constructor)) void agent_init() {
-  // The program's stderr is the program's: the agent reports to the CLI.
-  spdlog::set_level(std::getenv("FTJIT_AGENT_LOG") ? spdlog::level::debug : spdlog::level::off);
+  // The program's stdout, stderr and spdlog settings are the program's:
+  // the agent's own logger writes nothing (the CLI gets the errors), or,
+  // with FTJIT_AGENT_LOG set, everything to stderr.
+  std::shared_ptr<spdlog::logger> logger;
+  if (std::getenv("FTJIT_AGENT_LOG") != nullptr) {
+    logger = std::make_shared<spdlog::logger>("ftjit-agent",
+                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger->set_level(spdlog::level::debug);
+  } else {
+    logger = std::make_shared<spdlog::logger>("ftjit-agent",
+                                              std::make_shared<spdlog::sinks::null_sink_mt>());
+    logger->set_level(spdlog::level::off);
+  }
+  set_logger(std::move(logger));
   int wait_ms = 0;
   if (const char* w = std::getenv("FTJIT_AGENT_WAIT_MS")) wait_ms = std::atoi(w);
   ::unsetenv("FTJIT_AGENT_WAIT_MS");
