@@ -169,7 +169,7 @@ bool ControlServer::handle_frame(int fd) {
   int passed_fd = -1;
   // The peer already sent something (poll said so); a whole frame must
   // follow promptly, or the peer is not a CLI of ours.
-  auto frame = control::recv_frame(fd, 5000, &passed_fd);
+  auto frame = control::recv_frame(fd, 5000, &passed_fd, control::kMaxRequest);
   if (!frame) return false;
   auto reply_with = [&](const control::Reply& r) {
     std::lock_guard<std::mutex> lock(send_mu_);

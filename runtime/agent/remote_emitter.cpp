@@ -43,7 +43,7 @@ Result<std::vector<uint8_t>> RemoteEmitter::ask(const std::string& payload) cons
   while (!fds_.empty()) {
     int fd = fds_.back();
     auto sent = control::send_frame(fd, control::MsgType::kGenerate, payload);
-    auto frame = sent ? control::recv_frame(fd, kGenerateTimeoutMs)
+    auto frame = sent ? control::recv_frame(fd, kGenerateTimeoutMs, nullptr, control::kMaxRequest)
                       : Result<control::Frame>(sent.take_error());
     if (frame && frame->type == control::MsgType::kGenerated) {
       auto g = control::decode_generated(frame->payload);

@@ -42,6 +42,7 @@ inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
+inline constexpr uint32_t kMaxRequest = 1u << 20;  // what the agent accepts
 
 enum class MsgType : uint16_t {
   kHello = 1,
@@ -154,7 +155,10 @@ std::string frame_bytes(MsgType type, std::string_view payload);
 ftjit::Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd = -1);
 // Receives one frame; `*received_fd` (if given) gets an fd passed with it,
 // or -1. Fails on EOF ("connection closed"), timeout, or a bad frame.
-Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd = nullptr);
+// `max_len` bounds what the peer may make us allocate (the agent takes
+// requests, which are small, with kMaxRequest).
+Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd = nullptr,
+                         uint32_t max_len = kMaxFrame);
 
 // Where the agent of process `pid` (as it sees itself) listens, relative to
 // the target's root: /tmp/ftjit-UID/PID.sock, in a 0700 directory.

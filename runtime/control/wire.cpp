@@ -111,7 +111,7 @@ Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd) {
   return {};
 }
 
-Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd) {
+Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd, uint32_t max_len) {
   if (received_fd != nullptr) *received_fd = -1;
   std::string buf;
   char header[kHeader];
@@ -164,7 +164,7 @@ Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd) {
   }
   uint32_t len;
   std::memcpy(&len, header, 4);
-  if (len < 2 || len > kMaxFrame) {
+  if (len < 2 || len > kMaxFrame || len > max_len) {
     return fail(make_error(FTJIT_E_INVALID_ARGUMENT, "malformed frame: length " + std::to_string(len)));
   }
   buf.assign(header, kHeader);

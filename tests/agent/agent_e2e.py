@@ -601,6 +601,67 @@ def errors_output():
         t.kill()
 
 
+def errors_hostile_messages():
+    """Whatever reaches the agent's socket: a malformed frame, a lying
+    length, an unknown type, a bad payload, a stray fd, half a frame then
+    silence. Each is refused or dropped; the process runs on, untouched,
+    and a real session works afterwards."""
+    import socket
+    t = Target(args.target, spinners=1)
+    try:
+        before = t.code()
+        r = ftjit("attach", "-p", str(t.pid), "--filter", "fn_*", "--duration", "0.1",
+                  "--keep-agent")
+        expect_ok(r, "attach (loads the agent)")
+        path = "/proc/%d/root/tmp/ftjit-%d/%d.sock" % (t.pid, os.getuid(), t.pid)
+
+        def frame(kind, payload):
+            return struct.pack("<IH", len(payload) + 2, kind) + payload
+
+        attach_payload = struct.pack("<I", 0) * 3 + struct.pack("<i", 0)  # no plugin...
+        evil = [
+            b"\xff\xff\xff\xff\x05\x00",               # 4 GiB frame
+            struct.pack("<IH", 0x3fffffff, 5),          # 1 GiB: over the request bound
+            frame(99, b"x"),                            # unknown type
+            frame(5, b"\xff\xff\xff\x7f"),              # attach with a lying count
+            frame(5, attach_payload),                   # attach, truncated
+            frame(6, b"\x07\x00"),                      # detach with a bad flag
+            frame(7, b""),                              # status, truncated
+            frame(4, b"\x00" * 12),                     # an answer nobody asked for
+            b"\x10\x00",                                # half a header, then close
+        ]
+        for i, data in enumerate(evil):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.settimeout(10)
+            c.connect(path)
+            hello = c.recv(64)
+            check(len(hello) >= 6, "hostile %d: no hello" % i)
+            if i == 3:  # with a stray fd
+                rd, wr = os.pipe()
+                socket.send_fds(c, [data], [wr])
+                os.close(rd)
+                os.close(wr)
+            else:
+                c.sendall(data)
+            c.shutdown(socket.SHUT_WR)
+            try:
+                while c.recv(4096):
+                    pass
+            except OSError:
+                pass
+            c.close()
+            t.check_running("after hostile message %d" % i)
+        t.check_code(before, "after the hostile messages")
+        t.command("call 10", "called 10 ")
+        r = ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
+                  "--filter", "fn_*", "--duration", "0.3")
+        expect_ok(r, "attach after the hostile messages")
+        t.check_no_ftjit("after the last detach")
+        t.finish("hostile messages")
+    finally:
+        t.kill()
+
+
 def errors_detach_not_traced():
     t = Target(args.target, spinners=1)
     try:
@@ -1020,6 +1081,7 @@ SCENARIOS = {
     "errors.plugin": errors_plugin,
     "errors.output": errors_output,
     "errors.detach_not_traced": errors_detach_not_traced,
+    "errors.hostile_messages": errors_hostile_messages,
 }
 
 

@@ -101,6 +101,19 @@ TEST(Control, FramesRefuseBadLengthAndType) {
   EXPECT_FALSE(split_frame(huge).ok());
 }
 
+TEST(Control, RequestBoundRefusesBigFrames) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Reply r;
+  r.text = std::string(kMaxRequest, 'x');  // fine as a reply, not as a request
+  std::thread sender([&] { (void)send_frame(sv[0], MsgType::kReply, encode(r)); });
+  auto frame = recv_frame(sv[1], 5000, nullptr, kMaxRequest);
+  EXPECT_FALSE(frame.ok());
+  close(sv[1]);  // the sender, blocked on a full buffer, gets an error
+  sender.join();
+  close(sv[0]);
+}
+
 TEST(Control, FramesAndFdOverASocket) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
