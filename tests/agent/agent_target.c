@@ -32,12 +32,12 @@
 #define TRACED __attribute__((noinline, noipa))
 #define UNTRACED __attribute__((noinline, patchable_function_entry(0, 0)))
 
-static volatile long sink;
+static atomic_long sink;  // keeps the spinning alive; the value is never read
 
-TRACED long fn_alpha(long x) { return x * 3 + 1; }
+TRACED long fn_alpha(long x) { return (long)((unsigned long)x * 3 + 1); }
 TRACED long fn_beta(long x) { return (x ^ 0x5a5a) + 7; }
 TRACED long fn_gamma(long x) { return x % 1000 + 11; }
-TRACED long spin_step(long x) { return x * 2654435761L + 1; }
+TRACED long spin_step(long x) { return (long)((unsigned long)x * 2654435761UL + 1); }
 
 static int block_pipe[2];
 static sem_t block_entered;
@@ -56,7 +56,7 @@ UNTRACED static void* spinner(void* arg) {
   long v = (long)arg;
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     for (int i = 0; i < 1000; ++i) v = spin_step(v);
-    sink = v;
+    atomic_store_explicit(&sink, v, memory_order_relaxed);
   }
   return NULL;
 }
