@@ -662,6 +662,33 @@ def errors_hostile_messages():
         t.kill()
 
 
+def errors_other_isa():
+    """A 32-bit x86 process: refused before anything touches it, with one
+    line naming its ISA; it sleeps on, untouched."""
+    if not args.other_isa or not os.path.exists(args.other_isa):
+        sys.exit(77)
+    try:
+        p = subprocess.Popen([args.other_isa])
+    except OSError:
+        sys.exit(77)  # this kernel cannot run 32-bit x86 programs
+    try:
+        time.sleep(0.1)
+        if p.poll() is not None:
+            sys.exit(77)
+        r = ftjit("attach", "-p", str(p.pid), "--duration", "0.1")
+        expect_error(r, "attach to a 32-bit x86 process",
+                     r"^ftjit attach: process %d is a 32-bit x86 program; ftjit attach serves "
+                     r"x86-64 processes$" % p.pid)
+        with open("/proc/%d/stat" % p.pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()[0]
+        check(st == "S", "32-bit process in state %s after the refusal" % st)
+        with open("/proc/%d/status" % p.pid) as f:
+            check("TracerPid:\t0" in f.read(), "32-bit process left traced")
+    finally:
+        p.kill()
+        p.wait()
+
+
 def errors_detach_not_traced():
     t = Target(args.target, spinners=1)
     try:
@@ -1082,6 +1109,7 @@ SCENARIOS = {
     "errors.output": errors_output,
     "errors.detach_not_traced": errors_detach_not_traced,
     "errors.hostile_messages": errors_hostile_messages,
+    "errors.other_isa": errors_other_isa,
 }
 
 
@@ -1092,6 +1120,7 @@ def main():
     ap.add_argument("--target", required=True)
     ap.add_argument("--target-slot", required=True)
     ap.add_argument("--dlib", required=True)
+    ap.add_argument("--other-isa", default="")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("scenario", nargs="?")
     args = ap.parse_args()
