@@ -151,6 +151,17 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
   }
 }
 
+// A scan of `redirects` with this ISA's relocation types.
+ScanState scan_state(std::span<const Redirect> redirects = g_redirects) {
+  ScanState st;
+  const IsaTraits& t = process_backend().traits();
+  st.jump_slot = t.reloc_jump_slot;
+  st.glob_dat = t.reloc_glob_dat;
+  st.abs64 = t.reloc_abs64;
+  st.redirects = redirects;
+  return st;
+}
+
 int scan_module(dl_phdr_info* info, size_t, void* arg) {
   auto* st = static_cast<ScanState*>(arg);
   const ElfW(Dyn)* dyn = nullptr;
@@ -203,10 +214,7 @@ Status install_unwind_hooks() {
   for (Redirect& r : g_redirects) {
     if (*r.real == nullptr) *r.real = dlsym(RTLD_DEFAULT, r.name);
   }
-  ScanState st;
-  st.jump_slot = process_backend().traits().reloc_jump_slot;
-  st.glob_dat = process_backend().traits().reloc_glob_dat;
-  st.abs64 = process_backend().traits().reloc_abs64;
+  ScanState st = scan_state();
   if (g_get_cfa == nullptr) g_get_cfa = reinterpret_cast<GetCfaFn>(dlsym(RTLD_DEFAULT, "_Unwind_GetCFA"));
   dl_iterate_phdr(scan_module, &st);
   g_active.store(true, std::memory_order_release);
@@ -227,11 +235,7 @@ Status uninstall_unwind_hooks() {
 
 Status undo_got_redirects(std::span<const GotRedirect> redirects) {
   std::lock_guard<std::mutex> lock(g_mu);
-  ScanState st;
-  st.jump_slot = process_backend().traits().reloc_jump_slot;
-  st.glob_dat = process_backend().traits().reloc_glob_dat;
-  st.abs64 = process_backend().traits().reloc_abs64;
-  st.redirects = redirects;
+  ScanState st = scan_state(redirects);
   st.undo = true;
   dl_iterate_phdr(scan_module, &st);
   if (!st.error.empty()) return make_error(FTJIT_E_SYSTEM, "cannot restore GOT slots: " + st.error);
@@ -241,11 +245,7 @@ Status undo_got_redirects(std::span<const GotRedirect> redirects) {
 Status redirect_got_slots(std::span<const GotRedirect> redirects) {
   // The same lock as the unwinder's hooks: both toggle RELRO pages.
   std::lock_guard<std::mutex> lock(g_mu);
-  ScanState st;
-  st.jump_slot = process_backend().traits().reloc_jump_slot;
-  st.glob_dat = process_backend().traits().reloc_glob_dat;
-  st.abs64 = process_backend().traits().reloc_abs64;
-  st.redirects = redirects;
+  ScanState st = scan_state(redirects);
   dl_iterate_phdr(scan_module, &st);
   if (!st.error.empty()) return make_error(FTJIT_E_SYSTEM, "cannot redirect GOT slots: " + st.error);
   return {};
