@@ -95,9 +95,9 @@ struct TrampolineRequest {
   bool save_fp = true;           // save/restore the FP argument registers
   bool honour_direct = false;    // continue to regs->direct when it is set
   int64_t counts_tls_offset = 0;   // per-thread entry counter (the exit
-                                   // counter and the reentrancy guard
-                                   // follow it), from the thread pointer
-                                   // (see runtime/thread_control.h)
+                                   // counter follows it; together they
+                                   // are the reentrancy guard), from the
+                                   // thread pointer (runtime/thread_control.h)
   uint64_t recursion_drops = 0;    // a uint64_t incremented (atomically)
                                    // when the guard skips the callback
   // The exit trampoline (0: none). A parent_ip equal to it means this

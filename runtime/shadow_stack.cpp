@@ -185,19 +185,19 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-bool guard_enter() {
-  if (ftjit_trampoline_counts.in_callback != 0) {
+bool guard_enter(uint64_t own) {
+  if (open_trampoline_entries() != own) {
     g_recursion_drops.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  ftjit_trampoline_counts.in_callback = 1;
+  if (own == 0) ++ftjit_trampoline_counts.entries;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   return true;
 }
 
-void guard_leave() {
+void guard_leave(uint64_t own) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  ftjit_trampoline_counts.in_callback = 0;
+  if (own == 0) ++ftjit_trampoline_counts.exits;
 }
 
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
@@ -304,7 +304,8 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
   // Inside a callback (a signal handler's traced code returning while the
   // thread was in one, say) the bookkeeping still happens; only the
   // callbacks are skipped and counted.
-  const bool run = guard_enter();
+  // The exit trampoline counted its own entry: that one is ours.
+  const bool run = guard_enter(1);
   pop_unwound(s, run, [&](const ShadowEntry&) { return s->depth > d; });
   const ShadowEntry e = s->e[d - 1];
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -313,7 +314,7 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
   if (run) {
     ExitRecord* r = e.record();
     if (r->live.load(std::memory_order_acquire)) r->func(e.ip, caller_of(s, e), r->ops, regs);
-    guard_leave();
+    guard_leave(1);
   }
   return e.ret;
 }

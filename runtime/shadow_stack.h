@@ -101,9 +101,12 @@ ShadowCounters shadow_counters();
 // Traced calls skipped by the reentrancy guard (trampolines increment it).
 extern std::atomic<uint64_t> g_recursion_drops;
 
-// The reentrancy guard of the calling thread, for C++ paths (the
-// trampolines use the same word).
-bool guard_enter();   // false: already inside a callback (a drop was counted)
-void guard_leave();
+// The reentrancy guard of the calling thread, for C++ paths. The
+// trampolines' counters are the guard (runtime/thread_control.h): a thread
+// runs ftjit code while entries > exits. `own` is how many of those the
+// caller itself accounts for (1 for the exit trampoline's pop, which
+// counted its own entry); guard_enter(0) counts an entry for its region.
+bool guard_enter(uint64_t own = 0);   // false: already inside (a drop was counted)
+void guard_leave(uint64_t own = 0);
 
 }  // namespace ftjit

@@ -21,7 +21,7 @@
 
 extern "C" {
 __thread ftjit::TrampolineCounts ftjit_trampoline_counts
-    __attribute__((tls_model("initial-exec"))) = {0, 0, 0};
+    __attribute__((tls_model("initial-exec"))) = {0, 0};
 }
 
 namespace ftjit {

@@ -26,13 +26,14 @@ namespace ftjit {
 // Initial-exec TLS, so generated code reaches them at a fixed offset from
 // the thread pointer.
 //
-// `in_callback` is the reentrancy guard: nonzero while the thread runs a
-// callback (set and cleared by the trampolines around the call, and by the
-// exit path). A trampoline reached while it is set runs no callback.
+// They are the reentrancy guard too: a trampoline that finds another one
+// of the thread's entries still open (entries - exits > 1 once it counted
+// its own) is running under a callback, and runs no callback itself. C++
+// paths that call callbacks outside a trampoline open an entry of their
+// own (guard_enter in runtime/shadow_stack.h).
 struct TrampolineCounts {
   uint64_t entries;
   uint64_t exits;
-  uint64_t in_callback;
 };
 extern "C" __thread TrampolineCounts ftjit_trampoline_counts
     __attribute__((tls_model("initial-exec")));
@@ -41,10 +42,21 @@ extern "C" __thread TrampolineCounts ftjit_trampoline_counts
 // base); exits is 8 bytes after it.
 int64_t trampoline_counts_tls_offset();
 
-// Whether the calling thread is inside a trampoline right now.
-inline bool inside_trampoline() {
-  return ftjit_trampoline_counts.entries != ftjit_trampoline_counts.exits;
+// entries - exits of the calling thread. A signal handler that runs
+// between the two reads may run trampolines of its own, which advance both
+// counters alike: entries is read again to see that, as the trampolines do.
+inline uint64_t open_trampoline_entries() {
+  const volatile uint64_t* entries = &ftjit_trampoline_counts.entries;
+  const volatile uint64_t* exits = &ftjit_trampoline_counts.exits;
+  for (;;) {
+    const uint64_t e = *entries;
+    const uint64_t x = *exits;
+    if (*entries == e) return e - x;
+  }
 }
+
+// Whether the calling thread is inside a trampoline right now.
+inline bool inside_trampoline() { return open_trampoline_entries() != 0; }
 
 // Installs the control signal handler (idempotent). The signal is
 // SIGRTMAX-3 unless FTJIT_SIGNAL names another number.

@@ -13,29 +13,41 @@
 //     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
 //     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
 //
-//     The first instruction counts an entry (fs:[tls]) and the last but one
-//     an exit (fs:[tls+8]) in per-thread counters; runtime/grace reads them
-//     to know when no thread can still be inside a trampoline to be freed.
-//     fs:[tls+16] is the reentrancy guard: set around the callback; a
-//     trampoline that finds it set (a callback calling traced code, a
-//     signal handler running traced code inside one) only counts a drop:
+//     Per-thread counters at fs:[tls] (entries) and fs:[tls+8] (exits):
+//     the first instruction counts an entry and the last but one an exit;
+//     runtime/grace reads them to know when no thread can still be inside
+//     a trampoline to be freed. They are the reentrancy guard too: a
+//     thread already running ftjit code (a callback calling traced code, a
+//     signal handler running traced code inside one) has entries - exits
+//     > 1 once it has counted this entry, and only counts a drop:
 //
 //         inc   fs:[tls]              ; entries
-//         cmp   byte fs:[tls+16], 0
+//         ...   frame, save rdi..r10
+//     again:
+//         mov   rax, fs:[tls]         ; entries - exits, read so that a
+//         mov   rdx, fs:[tls+8]       ; signal handler's trampolines in
+//         cmp   rax, fs:[tls]         ; between (both counters moved
+//         jne   again                 ; alike) are seen and read past
+//         sub   rax, rdx
+//         cmp   rax, 1
 //         jne   nested
-//         mov   byte fs:[tls+16], 1
-//         ...   frame, call, restore
-//         mov   byte fs:[tls+16], 0
+//         ...   save FP, call, restore
+//         mov   rsp, [rsp+F]
 //         inc   fs:[tls+8]            ; exits
 //         ret
 //     nested:
-//         lock inc qword [drops] ; inc fs:[tls+8] ; ret
+//         reload rax, rdx ; mov rsp, [rsp+F] ; lock inc [drops]
+//         inc fs:[tls+8] ; ret
+//
+//     No guard byte is set and cleared around the callback: two stores
+//     fewer a call, for the store ports a trampoline is short of.
 //
 // (d) The exit trampoline (one per process; a hooked function returns into
 //     it because its return address was replaced, ftrace function_graph's
 //     return_to_handler):
 //
-//     r11-8     the slot that held the replaced return address
+//     r11-8     the slot that held the replaced return address: never
+//               written here, the shadow stack reads it until pop returns
 //     ...       (alignment)
 //     rsp+48    r11: the stack pointer on arrival
 //     rsp+32    xmm1                     -+
@@ -68,6 +80,7 @@ static_assert(sizeof(ftjit_regs) == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
 constexpr int32_t kExitFrame = 48;   // ftjit_ret_regs; the saved rsp follows
+constexpr int32_t kSlotBytes = 8;    // the replaced return address, below the exit's arrival
 
 class X86_64Emitter final : public TrampolineEmitter {
  public:
@@ -106,6 +119,40 @@ asmjit::x86::Mem tls_word(int64_t offset) {
   return m;
 }
 
+// The guard, once the argument registers are saved (rax and rdx are free):
+// goes to `nested` unless this trampoline's entry is the thread's only one
+// in progress. A signal handler between two loads may run trampolines of
+// its own, which leave both counters advanced by the same amount: reading
+// entries again tells whether that happened, and then we read again.
+void emit_guard(asmjit::x86::Assembler& a, int64_t tls, asmjit::Label nested) {
+  using namespace asmjit::x86;
+  asmjit::Label again = a.newLabel();
+  a.bind(again);
+  a.mov(rax, tls_word(tls));
+  a.mov(rdx, tls_word(tls + 8));
+  a.cmp(rax, tls_word(tls));
+  a.jne(again);
+  a.sub(rax, rdx);
+  a.cmp(rax, 1);
+  a.jne(nested);
+}
+
+// The frame of (c) or (d): realigned to 16 below the arrival stack
+// pointer, which stays in r11 and at rsp+frame. The `keep` bytes just below
+// the arrival are left untouched (the exit trampoline's slot: the shadow
+// stack reads it until pop returns).
+void emit_frame_enter(asmjit::x86::Assembler& a, int32_t frame, int32_t keep) {
+  using namespace asmjit::x86;
+  a.mov(r11, rsp);
+  a.sub(rsp, frame + 8 + keep);
+  a.and_(rsp, -16);
+  a.mov(qword_ptr(rsp, frame), r11);
+}
+
+void emit_frame_leave(asmjit::x86::Assembler& a, int32_t frame) {
+  a.mov(asmjit::x86::rsp, asmjit::x86::qword_ptr(asmjit::x86::rsp, frame));
+}
+
 Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     const TrampolineRequest& req, uint64_t place) const {
   using namespace asmjit;
@@ -119,22 +166,14 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   }
 
   const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
-  Mem entries = tls_word(req.counts_tls_offset);
   Mem exits = tls_word(req.counts_tls_offset + 8);
-  Mem guard = tls_word(req.counts_tls_offset + 16);
-  guard.setSize(1);
   static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
   Label nested = a.newLabel();
 
-  a.inc(entries);
-  a.cmp(guard, 0);
-  a.jne(nested);
-  a.mov(guard, 1);
-  a.mov(r11, rsp);
-  a.sub(rsp, frame + 8);
-  a.and_(rsp, -16);
-  a.mov(qword_ptr(rsp, frame), r11);
+  a.inc(tls_word(req.counts_tls_offset));
+  emit_frame_enter(a, frame, 0);
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
+  emit_guard(a, req.counts_tls_offset, nested);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
   if (req.save_fp) {
     for (int i = 0; i < 8; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
@@ -165,8 +204,10 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   a.mov(rcx, rsp);                         // regs
   if (req.source == OpsSource::kImmediate) {
     a.mov(rdx, imm(req.ops));
-    int64_t rel = static_cast<int64_t>(req.func - (place + 64));
-    if (fits_rel32(rel) && fits_rel32(static_cast<int64_t>(req.func - place))) {
+    // Near enough for a rel32 call from anywhere in this trampoline?
+    const int64_t lo = static_cast<int64_t>(req.func - place) - 4096;
+    const int64_t hi = static_cast<int64_t>(req.func - place) + 4096;
+    if (fits_rel32(lo) && fits_rel32(hi)) {
       a.call(imm(req.func));
     } else {
       a.mov(rax, imm(req.func));
@@ -187,8 +228,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   }
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
   if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
-  a.mov(rsp, qword_ptr(rsp, frame));
-  a.mov(guard, 0);
+  emit_frame_leave(a, frame);
   a.inc(exits);
   if (req.honour_direct) {
     Label to_direct = a.newLabel();
@@ -196,16 +236,19 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     a.jnz(to_direct);
     a.ret();
     a.bind(to_direct);
-    // Continue into the direct trampoline as if the site had called it: the
-    // return address into entry+5 is on top of the stack again.
+    // Continue into the direct trampoline as if the site had called it:
+    // the return address into entry+5 is on top of the stack again.
     a.jmp(r11);
   } else {
     a.ret();
   }
 
   // Called from inside a callback: count it, run nothing (not even a
-  // direct trampoline: it is tracer code too).
+  // direct trampoline: it is tracer code too). Only rax and rdx changed.
   a.bind(nested);
+  a.mov(rax, qword_ptr(rsp, 48));
+  a.mov(rdx, qword_ptr(rsp, 16));
+  emit_frame_leave(a, frame);
   a.mov(r11, imm(req.recursion_drops));
   a.lock().inc(qword_ptr(r11));
   a.inc(exits);
@@ -223,17 +266,13 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   Assembler a(&code);
   Mem entries = tls_word(req.counts_tls_offset);
   Mem exits = tls_word(req.counts_tls_offset + 8);
-
   a.inc(entries);
-  a.mov(r11, rsp);
-  a.sub(rsp, kExitFrame + 8);
-  a.and_(rsp, -16);
-  a.mov(qword_ptr(rsp, kExitFrame), r11);
+  emit_frame_enter(a, kExitFrame, kSlotBytes);
   a.mov(qword_ptr(rsp, 0), rax);
   a.mov(qword_ptr(rsp, 8), rdx);
   a.movaps(xmmword_ptr(rsp, 16), xmm0);
   a.movaps(xmmword_ptr(rsp, 32), xmm1);
-  a.lea(rdi, qword_ptr(r11, -8));          // the replaced slot
+  a.lea(rdi, qword_ptr(r11, -8));        // the replaced slot
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
   a.call(rax);
@@ -242,7 +281,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.mov(rdx, qword_ptr(rsp, 8));
   a.movaps(xmm0, xmmword_ptr(rsp, 16));
   a.movaps(xmm1, xmmword_ptr(rsp, 32));
-  a.mov(rsp, qword_ptr(rsp, kExitFrame));
+  emit_frame_leave(a, kExitFrame);
   a.inc(exits);
   a.jmp(r11);
   return finish(code, place);

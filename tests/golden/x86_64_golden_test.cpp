@@ -121,14 +121,18 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 
 // The generated trampoline without FP saves, ops and callback immediate:
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          entries++
-//   64 80 3c 25 d0 ff ff ff 00   cmpb   $0,%fs:-0x30       inside a callback?
-//   0f 85 <rel32>                jne    nested
-//   64 c6 04 25 d0 ff ff ff 01   movb   $1,%fs:-0x30       guard on
 //   49 89 e3                     mov    %rsp,%r11          the site's rsp
 //   48 83 ec 58                  sub    $0x58,%rsp
 //   48 83 e4 f0                  and    $-16,%rsp          realigned
 //   4c 89 5c 24 50               mov    %r11,0x50(%rsp)
 //   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
+// again:                                                   the guard:
+//   64 48 8b 04 25 c0 ff ff ff   mov    %fs:-0x40,%rax     entries
+//   64 48 8b 14 25 c8 ff ff ff   mov    %fs:-0x38,%rdx     exits
+//   64 48 3b 04 25 c0 ff ff ff   cmp    %fs:-0x40,%rax     a signal handler
+//   75 e3                        jne    again              ran trampolines?
+//   48 29 d0 / 48 83 f8 01       sub %rdx,%rax / cmp $1,%rax
+//   0f 85 <rel32>                jne    nested             not the only one
 //   49 8b 3b                     mov    (%r11),%rdi        return address
 //   48 83 ef 05                  sub    $0x5,%rdi          ip
 //   49 8b 73 08                  mov    0x8(%r11),%rsi     parent_ip
@@ -139,10 +143,11 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   e8 <rel32>                   call   func
 //   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
 //   48 8b 64 24 50               mov    0x50(%rsp),%rsp
-//   64 c6 04 25 d0 ff ff ff 00   movb   $0,%fs:-0x30       guard off
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
 // nested:
+//   48 8b 44 24 30 / 48 8b 54 24 10  restore rax, rdx (all the guard used)
+//   48 8b 64 24 50               mov    0x50(%rsp),%rsp
 //   49 bb <drops>                movabs $drops,%r11
 //   f0 49 ff 03                  lock incq (%r11)
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
@@ -158,12 +163,14 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff64803c25d0ffffff000f85a500000064c60425d0ffffff01"
-            "4989e34883ec584883e4f04c895c2450"
+            "6448ff0425c0ffffff4989e34883ec584883e4f04c895c2450"
             "48893c244889742408488954241048894c24184c894424204c894c242848894424304c89542438"
-            "498b3b4883ef05498b73084d8d5b084c895c24484889e148ba8877665544332211e8820ff0ff"
+            "64488b0425c0ffffff64488b1425c8ffffff64483b0425c0ffffff75e3"
+            "4829d04883f8010f855c000000"
+            "498b3b4883ef05498b73084d8d5b084c895c24484889e148ba8877665544332211e8700ff0ff"
             "488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b4424304c8b542438"
-            "488b64245064c60425d0ffffff006448ff0425c8ffffffc3"
+            "488b6424506448ff0425c8ffffffc3"
+            "488b442430488b542410488b642450"
             "49bb00002000007f0000f049ff036448ff0425c8ffffffc3");
 }
 
@@ -171,7 +178,9 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
 // the real return address, restore, jump there.
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
 //   49 89 e3                     mov    %rsp,%r11          rsp on arrival
-//   48 83 ec 38 / 48 83 e4 f0    sub $0x38,%rsp / and $-16,%rsp
+//   48 83 ec 40 / 48 83 e4 f0    sub $0x40,%rsp / and $-16,%rsp
+//                                (8 more than the frame: the slot below the
+//                                arrival rsp is not ours to write)
 //   4c 89 5c 24 30               mov    %r11,0x30(%rsp)
 //   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
 //   0f 29 44 24 10 / 0f 29 4c 24 20  movaps %xmm0,0x10(%rsp) / %xmm1,0x20(%rsp)
@@ -188,7 +197,7 @@ TEST(X86Golden, ExitTrampoline) {
   auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff4989e34883ec384883e4f04c895c2430"
+            "6448ff0425c0ffffff4989e34883ec404883e4f04c895c2430"
             "4889042448895424080f294424100f294c2420498d7bf84889e6"
             "48b800300000007f0000ffd04989c3488b0424488b5424080f284424100f284c2420"
             "488b6424306448ff0425c8ffffff41ffe3");
