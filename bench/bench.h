@@ -114,7 +114,12 @@ class Tracer {
   ftjit_status detach();
 
   ftjit_ops ops{};
-  std::uint64_t hits = 0;
+  // On a cache line of its own. The call-ops trampoline loads ops.func at
+  // every call; with this counter, which the callback increments, on the
+  // same line, call-ops measured 33 ns a call instead of 5 (same binary,
+  // FP-saving trampoline, this Xeon VM). A tracer's own data belongs apart
+  // from its ftjit_ops; ftjit.h says so.
+  alignas(64) std::uint64_t hits = 0;
   const std::string pattern;
 
  private:

@@ -60,17 +60,6 @@ void NamePattern::classify() {
   }
 }
 
-bool NamePattern::name_matches(std::string_view text) const {
-  switch (shape) {
-    case Shape::kAny: return true;
-    case Shape::kLiteral: return text == fixed;
-    case Shape::kPrefix: return text.starts_with(fixed);
-    case Shape::kSuffix: return text.ends_with(fixed);
-    case Shape::kGlob: break;
-  }
-  return glob_match(name, text);
-}
-
 Result<Filter> Filter::compile(const std::vector<std::string>& include,
                                const std::vector<std::string>& exclude) {
   Filter f;
@@ -85,32 +74,6 @@ Result<Filter> Filter::compile(const std::vector<std::string>& include,
     f.exclude_.push_back(std::move(p.value()));
   }
   return f;
-}
-
-bool Filter::match_one(const NamePattern& p, std::string_view module_base,
-                       std::string_view name, std::string_view demangled) {
-  if (!p.module.empty() && !glob_match(p.module, module_base)) return false;
-  if (p.name_matches(name)) return true;
-  // C names demangle to themselves: skip the second test when it is the
-  // same text (same storage, or equal).
-  return !demangled.empty() && demangled.data() != name.data() && demangled != name &&
-         p.name_matches(demangled);
-}
-
-bool Filter::matches(std::string_view module_base, std::string_view name,
-                     std::string_view demangled) const {
-  bool in = include_.empty();
-  for (const auto& p : include_) {
-    if (match_one(p, module_base, name, demangled)) {
-      in = true;
-      break;
-    }
-  }
-  if (!in) return false;
-  for (const auto& p : exclude_) {
-    if (match_one(p, module_base, name, demangled)) return false;
-  }
-  return true;
 }
 
 std::string Filter::describe() const {
