@@ -29,6 +29,10 @@ namespace {
 std::atomic<const EntryWrite*> g_batch{nullptr};
 std::atomic<size_t> g_batch_n{0};
 std::atomic<const Backend*> g_batch_backend{nullptr};
+// While the first step is also the verification (see Patcher::apply), a
+// trapped site runs what it held (`from`): the batch may still be rolled
+// back. Once every site is verified, it runs what it becomes (`to`).
+std::atomic<bool> g_batch_committed{false};
 std::atomic<int> g_readers{0};
 std::atomic<uint64_t> g_traps{0};
 struct sigaction g_previous_trap_action;
@@ -72,10 +76,11 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
     const EntryWrite* w = std::lower_bound(
         batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.entry < a; });
     if (w != end && w->entry == addr) {
-      Insn to;
-      std::memcpy(to.bytes, &w->to, sizeof w->to);
-      to.size = static_cast<uint8_t>(backend->traits().call_bytes);
-      TrapFixup fix = backend->emulate(addr, to);
+      Insn insn;
+      const bool committed = g_batch_committed.load(std::memory_order_acquire);
+      std::memcpy(insn.bytes, committed ? &w->to : &w->from, sizeof w->to);
+      insn.size = static_cast<uint8_t>(backend->traits().call_bytes);
+      TrapFixup fix = backend->emulate(addr, insn);
       if (fix.push) {
         reg_sp(uc) -= 8;
         *reinterpret_cast<uint64_t*>(reg_sp(uc)) = fix.push_value;
@@ -97,7 +102,8 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
   chain_trap(sig, si, ucv);
 }
 
-void publish_batch(const Backend* backend, std::span<const EntryWrite> writes) {
+void publish_batch(const Backend* backend, std::span<const EntryWrite> writes, bool committed) {
+  g_batch_committed.store(committed, std::memory_order_relaxed);
   g_batch_backend.store(backend, std::memory_order_relaxed);
   g_batch_n.store(writes.size(), std::memory_order_relaxed);
   g_batch.store(writes.data(), std::memory_order_release);
@@ -155,50 +161,109 @@ void Patcher::uninstall_trap_handler() {
 
 uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relaxed); }
 
+namespace {
+
+// The bytes one step writes at a site.
+inline void write_step(const WriteStep& s, uint32_t size, const EntryWrite& w) {
+  // A few bytes per site: a plain loop beats a memcpy call here.
+  uint32_t n = s.size != 0 ? s.size : size - s.offset;
+  const uint8_t* src = s.from_new ? reinterpret_cast<const uint8_t*>(&w.to) + s.offset : s.fill;
+  uint8_t* dst = w.rw + s.offset;
+  for (uint32_t b = 0; b < n; ++b) dst[b] = src[b];
+}
+
+inline bool holds(const EntryWrite& w, uint32_t size) {
+  const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
+  const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
+  bool same = true;
+  for (uint32_t b = 0; b < size; ++b) same &= now[b] == expect[b];
+  return same;
+}
+
+Error unexpected_bytes(const EntryWrite& w, uint32_t size, uint64_t* failed_entry) {
+  if (failed_entry != nullptr) *failed_entry = w.entry;
+  const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
+  return make_error(FTJIT_E_UNEXPECTED_BYTES,
+                    "at " + hex_addr(w.entry) + ": expected " + hex_bytes(expect, size) +
+                        ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(w.entry), size) +
+                        "; nothing was patched");
+}
+
+}  // namespace
+
 Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
                       uint64_t* failed_entry) {
   last_batch_syncs_ = 0;
   const uint32_t size = backend_.traits().call_bytes;
+  const LiveProtocol& protocol = backend_.live_protocol();
   // Sites are far apart in a large batch: fetch the code lines a few sites
   // ahead so that the misses overlap instead of queueing.
   constexpr size_t kAhead = 16;
-  // 1. Verify every site before writing any.
-  for (size_t i = 0; i < writes.size(); ++i) {
-    const EntryWrite& w = writes[i];
-    if (i + kAhead < writes.size()) __builtin_prefetch(reinterpret_cast<const void*>(writes[i + kAhead].entry));
-    const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
-    bool same = true;
-    const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
-    for (uint32_t b = 0; b < size; ++b) same &= now[b] == expect[b];
-    if (!same) {
-      if (failed_entry != nullptr) *failed_entry = w.entry;
-      return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                        "at " + hex_addr(w.entry) + ": expected " +
-                            hex_bytes(expect, size) + ", found " + hex_bytes(now, size) +
-                            "; nothing was patched");
+  // Every site is verified before any can run its new instruction. When the
+  // first step only plants a trap (x86-64's int3), verifying a site and
+  // planting its trap are one pass over the code instead of two: a thread
+  // that traps meanwhile runs the site's old instruction, and a site that
+  // fails puts every trap planted so far back before anything else is
+  // written. Otherwise the verification is a pass of its own.
+  const bool fuse = !writes.empty() && protocol.n_steps > 0 && !protocol.steps[0].from_new;
+  if (!fuse) {
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (i + kAhead < writes.size()) __builtin_prefetch(reinterpret_cast<const void*>(writes[i + kAhead].entry));
+      if (!holds(writes[i], size)) return unexpected_bytes(writes[i], size, failed_entry);
     }
   }
-  // 2. Slots first: a site must never reach the call-ops trampoline before
-  //    its slot holds the ops. An aligned 8-byte store is atomic.
-  for (const SlotWrite& s : slots) {
-    reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
+  if (writes.empty()) {
+    // Slots alone: an aligned 8-byte store is atomic.
+    for (const SlotWrite& s : slots) {
+      reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
+    }
+    return {};
   }
-  if (writes.empty()) return {};
 
-  // 3. The backend's steps, each for the whole batch, then one sync.
   FTJIT_TRY(install_trap_handler());
-  publish_batch(&backend_, writes);
-  const LiveProtocol& protocol = backend_.live_protocol();
-  for (uint8_t step = 0; step < protocol.n_steps; ++step) {
-    const WriteStep& s = protocol.steps[step];
+  publish_batch(&backend_, writes, /*committed=*/!fuse);
+  uint8_t step = 0;
+  if (fuse) {
+    const WriteStep& first = protocol.steps[0];
     for (size_t i = 0; i < writes.size(); ++i) {
       const EntryWrite& w = writes[i];
       if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
-      // A few bytes per site: a plain loop beats a memcpy call here.
-      uint32_t n = s.size != 0 ? s.size : size - s.offset;
-      const uint8_t* src = s.from_new ? reinterpret_cast<const uint8_t*>(&w.to) + s.offset : s.fill;
-      uint8_t* dst = w.rw + s.offset;
-      for (uint32_t b = 0; b < n; ++b) dst[b] = src[b];
+      if (!holds(w, size)) {
+        Error e = unexpected_bytes(w, size, failed_entry);
+        // Back to what each trapped site held; threads that trap until the
+        // sync below are run through `from` by the handler.
+        for (size_t k = 0; k < i; ++k) {
+          const EntryWrite& back = writes[k];
+          const uint32_t n = first.size != 0 ? first.size : size - first.offset;
+          const auto* src = reinterpret_cast<const uint8_t*>(&back.from) + first.offset;
+          for (uint32_t b = 0; b < n; ++b) back.rw[first.offset + b] = src[b];
+        }
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (i > 0) (void)sync_.sync();
+        retract_batch();
+        return e;
+      }
+      write_step(first, size, w);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    (void)sync_.sync();
+    ++last_batch_syncs_;
+    step = 1;
+  }
+  // Slots before any site can run its new instruction: a site must never
+  // reach the call-ops trampoline before its slot holds the ops. An aligned
+  // 8-byte store is atomic.
+  for (const SlotWrite& s : slots) {
+    reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
+  }
+  g_batch_committed.store(true, std::memory_order_release);
+
+  // The backend's (remaining) steps, each for the whole batch, then one sync.
+  for (; step < protocol.n_steps; ++step) {
+    const WriteStep& s = protocol.steps[step];
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
+      write_step(s, size, writes[i]);
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // A failing sync cannot happen with membarrier registered; with the

@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "ftjit/ftjit.h"
 #include "tests/e2e/traced.h"
@@ -111,6 +113,83 @@ TEST(Robustness, SledPatchedAfterDiscoveryIsRefusedAndNothingIsWritten) {
   EXPECT_EQ(traced_many[0](1), 101);
   EXPECT_EQ(count_calls_hits, 1);
   ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
+std::atomic<long> g_rollback_hits{0};
+void count_rollback(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) { ++g_rollback_hits; }
+
+// The sleds were verified when the sites became one NOP; another tool then
+// rewrites the last site of the batch. The batch verifies each site as it
+// plants its trap, so every other site has a trap by the time the bad one
+// is found: they must all go back to what they held, with not one callback
+// run by the threads that hit them meanwhile.
+TEST(Robustness, ForeignRewriteFoundMidBatchPutsBackEveryTrapPlanted) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  // Keeps the engine from restoring the compiler's sleds between attaches.
+  ftjit_ops keeper = make_ops(count_calls, FTJIT_STRATEGY_GENERATED);
+  ftjit_ops ops = make_ops(count_rollback, FTJIT_STRATEGY_GENERATED);
+  EXPECT_EQ(attach_one(e, &keeper, "traced_add"), FTJIT_OK) << ftjit_last_error();
+  // traced_many_1*, not traced_many_500, which the test above leaves
+  // rewritten. The batch's sites: those that hold a call while attached.
+  EXPECT_EQ(attach_one(e, &ops, "traced_many_1*"), FTJIT_OK) << ftjit_last_error();
+  std::vector<int> mine;
+  for (int i = 0; i < TRACED_MANY; ++i) {
+    if (*reinterpret_cast<const uint8_t*>(traced_many[i]) == 0xe8) mine.push_back(i);
+  }
+  EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  ASSERT_GT(mine.size(), 100u);
+  int want[TRACED_MANY];
+  for (int i : mine) want[i] = traced_many[i](1);
+
+  int last = mine[0];
+  for (int i : mine) {
+    if (reinterpret_cast<uintptr_t>(traced_many[i]) > reinterpret_cast<uintptr_t>(traced_many[last])) {
+      last = i;
+    }
+  }
+  uint8_t before[TRACED_MANY][5];
+  for (int i : mine) std::memcpy(before[i], reinterpret_cast<const void*>(traced_many[i]), 5);
+  const uint8_t other[5] = {0x0f, 0x0b, 0x90, 0x90, 0x90};  // ud2
+  patch_foreign(reinterpret_cast<void*>(traced_many[last]), other, 5);
+
+  g_rollback_hits = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<long> calls{0};
+  std::thread caller([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i : mine) {
+        if (i == last) continue;
+        int (*volatile fn)(int) = traced_many[i];
+        (void)fn(i);
+        calls.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  while (calls.load() < static_cast<long>(mine.size())) std::this_thread::yield();
+  for (int round = 0; round < 300; ++round) {
+    EXPECT_EQ(attach_one(e, &ops, "traced_many_1*"), FTJIT_E_UNEXPECTED_BYTES);
+    EXPECT_NE(std::string(ftjit_last_error()).find("found 0f 0b 90 90 90"), std::string::npos)
+        << ftjit_last_error();
+  }
+  stop = true;
+  caller.join();
+  EXPECT_EQ(g_rollback_hits.load(), 0);
+  for (int i : mine) {
+    if (i == last) continue;
+    EXPECT_EQ(std::memcmp(before[i], reinterpret_cast<const void*>(traced_many[i]), 5), 0)
+        << "traced_many_" << i;
+  }
+
+  // The victim put back, the batch goes through and traces every site.
+  patch_foreign(reinterpret_cast<void*>(traced_many[last]), before[last], 5);
+  EXPECT_EQ(attach_one(e, &ops, "traced_many_1*"), FTJIT_OK) << ftjit_last_error();
+  g_rollback_hits = 0;
+  for (int i : mine) EXPECT_EQ(traced_many[i](1), want[i]);
+  EXPECT_EQ(g_rollback_hits.load(), static_cast<long>(mine.size()));
+  EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  EXPECT_EQ(ftjit_detach(e, &keeper), FTJIT_OK);
   ftjit_engine_destroy(e);
 }
 
