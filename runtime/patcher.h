@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Writes code live: one batch of site rewrites, in the backend's step order,
 // with one sync per step for the whole batch (3 on x86-64, whatever the
-// batch size). Verifies every site before writing any.
+// batch size). No site runs its new instruction before every site has been
+// verified; a site that fails leaves every site as it was.
 #pragma once
 
 #include <atomic>
@@ -58,9 +59,11 @@ class Patcher {
   static void uninstall_trap_handler();
 
   // Verifies all, stores `slots` (before any entry can reach them), then
-  // rewrites the entries. `writes` must be sorted by entry. On a verify
-  // failure nothing is written, the error gives the address, the expected
-  // and the found bytes, and *failed_entry (if given) the site's entry.
+  // rewrites the entries. `writes` must be sorted by entry. When the first
+  // step only plants a trap, verifying and planting are one pass, and the
+  // traps are taken back if a site fails. On a verify failure every site
+  // and slot is as it was, the error gives the address, the expected and
+  // the found bytes, and *failed_entry (if given) the site's entry.
   Status apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
                uint64_t* failed_entry = nullptr);
 
