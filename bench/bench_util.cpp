@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "bench/bench.h"
+#include "bench/direct_tramp.h"
 #include "bench/bench_target.h"
 
 namespace ftjit_bench {
@@ -123,6 +124,12 @@ ftjit_stats Engine::stats() const {
 // ---------------------------------------------------------------------------
 // Tracer
 // ---------------------------------------------------------------------------
+
+// Called by ftjit_bench_direct_tramp_c (direct_tramp.S): a C function with
+// the least a tracer callback does, count.
+extern "C" __attribute__((noinline)) void ftjit_bench_count_direct_hit() {
+  ++ftjit_bench_direct_hits;
+}
 
 extern "C" __attribute__((noinline)) void ftjit_bench_count_entry(std::uint64_t, std::uint64_t,
                                                                   ftjit_ops *ops, ftjit_regs *) {

@@ -38,6 +38,29 @@ ftjit_bench_direct_tramp_irrelevant:
 	ret
 	.size ftjit_bench_direct_tramp_irrelevant, .-ftjit_bench_direct_tramp_irrelevant
 
+	.p2align 4
+	.globl ftjit_bench_direct_tramp_c
+	.hidden ftjit_bench_direct_tramp_c
+	.type ftjit_bench_direct_tramp_c, @function
+/* The floor of every trampoline that calls C: one call to a C function
+ * that counts (ftjit_bench_count_direct_hit), keeping only what bench_leaf
+ * needs (rdi; the pushes keep the call 16-aligned). A real trampoline
+ * must keep every argument register and pass ip, parent_ip, ops and regs:
+ * whatever it costs beyond this row is what that costs.
+ *
+ *   rsp+16 -> return address into bench_leaf (entry + 5)
+ *   rsp+8     rdi
+ *   rsp       (padding) */
+ftjit_bench_direct_tramp_c:
+	endbr64
+	push %rdi
+	push %rdi
+	call ftjit_bench_count_direct_hit
+	pop %rdi
+	pop %rdi
+	ret
+	.size ftjit_bench_direct_tramp_c, .-ftjit_bench_direct_tramp_c
+
 	.bss
 	.p2align 6		/* own cache line: not shared with the callbacks'
 				   counters */
