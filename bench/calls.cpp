@@ -38,12 +38,11 @@ constexpr int kTracerCounts[] = {0, 1, 2, 10, 100, 200};
 struct Cell {
   int relevant;
   int irrelevant;
-  std::uint32_t flags;  // FTJIT_OPS_F_* of every tracer of the cell, and:
+  std::uint32_t flags;  // FTJIT_OPS_F_* of every tracer of the cell
+  // Direct only: the caller-supplied trampoline calls a C function
+  // (bench/direct_tramp.S), the floor of every trampoline that calls C.
+  bool calls_c = false;
 };
-// Bench-only cell flag (never given to the engine): the direct tracer's
-// trampoline calls a C function (bench/direct_tramp.S), the floor of
-// every trampoline that calls C.
-constexpr std::uint32_t kCellDirectCallsC = 1u << 31;
 
 // Seed 000's shape: R=0 with every I, R=1 with every I, then I=0 with the
 // larger R (the seed lists R=1,I=0 twice; we measure it once). `full` gives
@@ -60,7 +59,7 @@ std::vector<Cell> cell_plan(ftjit_strategy strategy, bool full) {
   if (strategy == FTJIT_STRATEGY_GENERATED || strategy == FTJIT_STRATEGY_CALL_OPS) {
     cells.push_back({1, 0, FTJIT_OPS_F_NO_FP});
   }
-  if (strategy == FTJIT_STRATEGY_DIRECT) cells.push_back({1, 0, kCellDirectCallsC});
+  if (strategy == FTJIT_STRATEGY_DIRECT) cells.push_back({1, 0, 0, true});
   return cells;
 }
 
@@ -104,7 +103,7 @@ std::string CallsRun::cell_name(const Cell &cell) const {
                      " R=" + std::to_string(cell.relevant) +
                      " I=" + std::to_string(cell.irrelevant);
   if (cell.flags & FTJIT_OPS_F_NO_FP) name += " no_fp";
-  if (cell.flags & kCellDirectCallsC) name += " c_call";
+  if (cell.calls_c) name += " c_call";
   return name;
 }
 
@@ -185,8 +184,7 @@ ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
   // Irrelevant first: a list walk then meets them before the relevant ones,
   // the worst case the seed's table is about.
   for (int k = 0; k < cell.irrelevant; ++k) {
-    auto t = std::make_unique<Tracer>("bench_other_" + std::to_string(k), strategy_,
-                                      cell.flags & ~kCellDirectCallsC);
+    auto t = std::make_unique<Tracer>("bench_other_" + std::to_string(k), strategy_, cell.flags);
     if (direct) {
       t->ops.direct_trampoline =
           reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_irrelevant);
@@ -198,14 +196,12 @@ ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
     // Direct: one caller-supplied trampoline, and R-1 ordinary tracers that
     // must coexist with it on the same site.
     const bool this_direct = direct && j == 0;
-    auto t = std::make_unique<Tracer>("bench_leaf",
-                                      direct && !this_direct ? FTJIT_STRATEGY_AUTO : strategy_,
-                                      cell.flags & ~kCellDirectCallsC);
+    auto t = std::make_unique<Tracer>(
+        "bench_leaf", direct && !this_direct ? FTJIT_STRATEGY_AUTO : strategy_, cell.flags);
     if (this_direct) {
       t->ops.direct_trampoline =
-          (cell.flags & kCellDirectCallsC)
-              ? reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_c)
-              : reinterpret_cast<const void *>(&ftjit_bench_direct_tramp);
+          cell.calls_c ? reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_c)
+                       : reinterpret_cast<const void *>(&ftjit_bench_direct_tramp);
     }
     if (const ftjit_status st = t->attach(*engine_); st != FTJIT_OK) return st;
     tracers.relevant.push_back(std::move(t));
@@ -253,9 +249,7 @@ void CallsRun::run_cell(const Cell &cell) {
   row.set("strategy", strategy_key(strategy_))
       .set("R", cell.relevant)
       .set("I", cell.irrelevant)
-      .set("flags", (cell.flags & FTJIT_OPS_F_NO_FP)   ? "no_fp"
-                    : (cell.flags & kCellDirectCallsC) ? "c_call"
-                                                       : "");
+      .set("flags", (cell.flags & FTJIT_OPS_F_NO_FP) ? "no_fp" : cell.calls_c ? "c_call" : "");
   Table &table = report_.table(
       "calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
 

@@ -163,13 +163,30 @@ uint64_t Patcher::traps_emulated() { return g_traps.load(std::memory_order_relax
 
 namespace {
 
-// The bytes one step writes at a site.
-inline void write_step(const WriteStep& s, uint32_t size, const EntryWrite& w) {
+// Writes the bytes step `s` covers at a site, read from `src`.
+inline void write_range(const WriteStep& s, uint32_t size, const EntryWrite& w,
+                        const uint8_t* src) {
   // A few bytes per site: a plain loop beats a memcpy call here.
-  uint32_t n = s.size != 0 ? s.size : size - s.offset;
-  const uint8_t* src = s.from_new ? reinterpret_cast<const uint8_t*>(&w.to) + s.offset : s.fill;
+  const uint32_t n = s.size != 0 ? s.size : size - s.offset;
   uint8_t* dst = w.rw + s.offset;
   for (uint32_t b = 0; b < n; ++b) dst[b] = src[b];
+}
+
+// Step `s`'s part of an instruction word (a site's `from` or `to`).
+inline const uint8_t* bytes_of(const uint64_t& insn, const WriteStep& s) {
+  return reinterpret_cast<const uint8_t*>(&insn) + s.offset;
+}
+
+// The bytes one step writes at a site.
+inline void write_step(const WriteStep& s, uint32_t size, const EntryWrite& w) {
+  write_range(s, size, w, s.from_new ? bytes_of(w.to, s) : s.fill);
+}
+
+// Aligned 8-byte stores: atomic.
+inline void store_slots(std::span<const SlotWrite> slots) {
+  for (const SlotWrite& s : slots) {
+    reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
+  }
 }
 
 inline bool holds(const EntryWrite& w, uint32_t size) {
@@ -205,19 +222,16 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
   // that traps meanwhile runs the site's old instruction, and a site that
   // fails puts every trap planted so far back before anything else is
   // written. Otherwise the verification is a pass of its own.
-  const bool fuse = !writes.empty() && protocol.n_steps > 0 && !protocol.steps[0].from_new;
+  if (writes.empty()) {
+    store_slots(slots);
+    return {};
+  }
+  const bool fuse = protocol.n_steps > 0 && !protocol.steps[0].from_new;
   if (!fuse) {
     for (size_t i = 0; i < writes.size(); ++i) {
       if (i + kAhead < writes.size()) __builtin_prefetch(reinterpret_cast<const void*>(writes[i + kAhead].entry));
       if (!holds(writes[i], size)) return unexpected_bytes(writes[i], size, failed_entry);
     }
-  }
-  if (writes.empty()) {
-    // Slots alone: an aligned 8-byte store is atomic.
-    for (const SlotWrite& s : slots) {
-      reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
-    }
-    return {};
   }
 
   FTJIT_TRY(install_trap_handler());
@@ -232,12 +246,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
         Error e = unexpected_bytes(w, size, failed_entry);
         // Back to what each trapped site held; threads that trap until the
         // sync below are run through `from` by the handler.
-        for (size_t k = 0; k < i; ++k) {
-          const EntryWrite& back = writes[k];
-          const uint32_t n = first.size != 0 ? first.size : size - first.offset;
-          const auto* src = reinterpret_cast<const uint8_t*>(&back.from) + first.offset;
-          for (uint32_t b = 0; b < n; ++b) back.rw[first.offset + b] = src[b];
-        }
+        for (size_t k = 0; k < i; ++k) write_range(first, size, writes[k], bytes_of(writes[k].from, first));
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (i > 0) (void)sync_.sync();
         retract_batch();
@@ -251,11 +260,8 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
     step = 1;
   }
   // Slots before any site can run its new instruction: a site must never
-  // reach the call-ops trampoline before its slot holds the ops. An aligned
-  // 8-byte store is atomic.
-  for (const SlotWrite& s : slots) {
-    reinterpret_cast<std::atomic<uint64_t>*>(s.rw)->store(s.value, std::memory_order_release);
-  }
+  // reach the call-ops trampoline before its slot holds the ops.
+  store_slots(slots);
   g_batch_committed.store(true, std::memory_order_release);
 
   // The backend's (remaining) steps, each for the whole batch, then one sync.
