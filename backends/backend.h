@@ -25,6 +25,11 @@ struct IsaTraits {
   uint32_t slot_align = 0;     // alignment the slot needs for atomic stores
   int64_t branch_reach = 0;    // +- reach of the site's call instruction
   uint32_t code_align = 0;     // alignment of emitted trampolines
+  // A site whose return is hooked jumps (no call) to a stub of its own,
+  // which jumps on to the trampoline held in the stub's word: see
+  // Backend::encode_stub. stub_bytes apart; the word at stub_word_offset.
+  uint32_t stub_bytes = 0;
+  uint32_t stub_word_offset = 0;
   // Relocation types of GOT slots (exit hooks redirect a few of them).
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
@@ -100,6 +105,14 @@ struct TrampolineRequest {
                                    // thread pointer (runtime/thread_control.h)
   uint64_t recursion_drops = 0;    // a uint64_t incremented (atomically)
                                    // when the guard skips the callback
+  // Entered from a site's stub (a jump, see Backend::encode_stub) rather
+  // than by the site's call. Such a trampoline ends in the function by a
+  // call, through `call_and_land`, when the callbacks hooked the return
+  // (the return address slot holds `exit_trampoline`): the function's
+  // return is then one the return-stack predictor expects. Otherwise it
+  // jumps to entry+call_bytes, the return address untouched.
+  bool entered_by_stub = false;
+  uint64_t call_and_land = 0;
   // The exit trampoline (0: none). A parent_ip equal to it means this
   // frame's return address was replaced already (another ops hooked this
   // call, or a hooked function tail-called this one): the trampoline then
@@ -109,14 +122,19 @@ struct TrampolineRequest {
   uint64_t real_return = 0;
 };
 
-// The one exit trampoline a process needs: a traced function whose return
-// address was replaced returns into it; it saves the return registers,
-// asks `pop` (uint64_t pop(uint64_t slot, ftjit_ret_regs*)) for the real
-// return address (slot: where the replaced one was), restores them and
-// jumps there.
+// The one exit trampoline a process needs. Two entries:
+//  - at place + landing_offset, the landing: a traced function whose
+//    return address was replaced returns into it; it saves the return
+//    registers, asks `pop` (uint64_t pop(uint64_t slot, ftjit_ret_regs*))
+//    for the real return address (slot: where the replaced one was),
+//    restores them and returns there;
+//  - at place, call-and-land, for trampolines entered by a stub: counts
+//    the trampoline's exit and calls the function body (its address in the
+//    ISA's scratch register), so that the call returns to the landing.
 struct ExitTrampolineRequest {
   uint64_t pop = 0;
   int64_t counts_tls_offset = 0;
+  uint32_t landing_offset = 0;
 };
 
 // Turns trampoline requests into bytes for a given address. In-process
@@ -154,6 +172,18 @@ class Backend : public TrampolineEmitter {
   // 9-byte value stalled store forwarding, and the caller words the error
   // with the site's name anyway.)
   virtual bool encode_call(uint64_t entry, uint64_t target, Insn* out) const = 0;
+
+  // Encodes a jump from `entry` to `target` (a site's stub); false if out
+  // of reach.
+  virtual bool encode_jump(uint64_t entry, uint64_t target, Insn* out) const = 0;
+
+  // The code of the stub at `stub` (traits().stub_bytes, into `out`) for
+  // the site at `entry`: it makes the stack look as if the site had called
+  // the trampoline (return address entry+call_bytes on top), without a
+  // call, and jumps to the trampoline whose address the stub's word holds
+  // (written separately, at stub_word_offset: changing trampolines is a
+  // data store, not a code change). false if out of reach.
+  virtual bool encode_stub(uint64_t stub, uint64_t entry, uint8_t* out) const = 0;
 
   // The ordered steps that turn one instruction at a site into another
   // while other threads may execute the site.

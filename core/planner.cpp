@@ -36,13 +36,15 @@ Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies) {
 }
 
 SiteTarget target_for(Route route, const RouteAddresses& a) {
+  // A direct trampoline is the caller's: entered by the site's call only.
+  const uint64_t stub = a.via_stub ? SiteTarget::kViaStub : 0;
   switch (route) {
     case Route::kNone:
     case Route::kInvalid: return {};
-    case Route::kGenerated: return {a.single_generated, 0};
-    case Route::kCallOps: return {a.call_ops_trampoline, a.single_ops};
-    case Route::kCallOpsMux: return {a.call_ops_trampoline, a.mux_ops};
-    case Route::kList: return {a.list_trampoline, 0};
+    case Route::kGenerated: return {a.single_generated | stub, 0};
+    case Route::kCallOps: return {a.call_ops_trampoline | stub, a.single_ops};
+    case Route::kCallOpsMux: return {a.call_ops_trampoline | stub, a.mux_ops};
+    case Route::kList: return {a.list_trampoline | stub, 0};
     case Route::kDirect: return {a.single_direct, 0};
   }
   return {};
@@ -51,7 +53,10 @@ SiteTarget target_for(Route route, const RouteAddresses& a) {
 SiteAction decide(const SiteTarget& applied, const SiteTarget& desired) {
   if (desired.call == 0) return applied.call == 0 ? SiteAction::kLeave : SiteAction::kDisable;
   if (applied.call == 0) return SiteAction::kEnable;
-  if (applied.call != desired.call) return SiteAction::kRetarget;
+  if (applied.call != desired.call) {
+    return applied.via_stub() && desired.via_stub() ? SiteAction::kStubOnly
+                                                    : SiteAction::kRetarget;
+  }
   return slot_changes(applied, desired) ? SiteAction::kSlotOnly : SiteAction::kLeave;
 }
 

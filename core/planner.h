@@ -40,10 +40,16 @@ Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies);
 
 // What a site's entry calls (0 = disabled) and what its slot holds (0 =
 // whatever it held: the slot is only read by the call-ops trampoline).
+// With kViaStub set in `call` (trampolines are aligned: the bit is free),
+// an ops hooks the site's return: the entry jumps to the site's stub,
+// whose word holds the trampoline (backends/backend.h, encode_stub).
 struct SiteTarget {
+  static constexpr uint64_t kViaStub = 1;
   uint64_t call = 0;
   uint64_t slot = 0;
   bool operator==(const SiteTarget&) const = default;
+  bool via_stub() const { return (call & kViaStub) != 0; }
+  uint64_t trampoline() const { return call & ~kViaStub; }
 };
 
 // The addresses a route resolves to, for one site.
@@ -54,6 +60,7 @@ struct RouteAddresses {
   uint64_t single_generated = 0;        // its generated trampoline
   uint64_t single_direct = 0;           // its direct trampoline
   uint64_t mux_ops = 0;                 // the site's multiplexer
+  bool via_stub = false;                // an ops hooks the return
 };
 
 SiteTarget target_for(Route route, const RouteAddresses& a);
@@ -63,8 +70,10 @@ enum class SiteAction : uint8_t {
   kLeave,     // nothing to write
   kEnable,    // nop -> call
   kDisable,   // call -> nop
-  kRetarget,  // call -> another call
+  kRetarget,  // call -> another call (or jump to the stub, or back)
   kSlotOnly,  // same call, new slot value: one aligned store, no protocol
+  kStubOnly,  // jump to the stub either way, which gets a new trampoline:
+              // a store into the stub's word (and the slot if it changes)
 };
 
 SiteAction decide(const SiteTarget& applied, const SiteTarget& desired);
@@ -73,6 +82,12 @@ SiteAction decide(const SiteTarget& applied, const SiteTarget& desired);
 // trampoline must never read a stale slot).
 inline bool slot_changes(const SiteTarget& applied, const SiteTarget& desired) {
   return desired.slot != 0 && desired.slot != applied.slot;
+}
+
+// Whether the site's stub word must be written before the entry is (the
+// stub must never jump to a stale trampoline).
+inline bool stub_changes(const SiteTarget& applied, const SiteTarget& desired) {
+  return desired.via_stub() && desired.call != applied.call;
 }
 
 }  // namespace ftjit

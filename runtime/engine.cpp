@@ -85,6 +85,7 @@ void Engine::on_fork_child() {
   // exist here. The lists are only read.
   for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo());
   for (const auto& a : arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo());
+  for (const auto& a : stub_arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo());
 }
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
@@ -206,6 +207,7 @@ Engine::~Engine() {
     // touch the parent's. Free memory only (dropping the child's writable
     // views changes nothing for the parent); keep trampolines mapped.
     for (auto& a : arenas_) a->keep_code_mapped();
+    for (auto& a : stub_arenas_) a->keep_code_mapped();
     // The child's patched sites still reach wrappers, multiplexers and list
     // tables after this: keep them, reachable (for leak checkers) from a
     // global that outlives the engine.
@@ -240,6 +242,7 @@ Engine::~Engine() {
     if (!st) {
       ftjit::log().error("ftjit: {}; trampoline memory is kept", st.error().message);
       for (auto& a : arenas_) a.release();
+      for (auto& a : stub_arenas_) a.release();
     }
     for (auto& alias : aliases_) alias->restore_file_mapping();
   }
@@ -485,7 +488,7 @@ std::vector<SiteInfo> Engine::sites() const {
     const SiteRecord& s = sites_[i];
     if (modules_[s.module]->gone) continue;
     out.push_back({s.entry, &name_of(i), &demangled_of(i), &modules_[s.module]->path, s.route,
-                   s.applied.call, s.ops.size()});
+                   s.applied.trampoline(), s.ops.size()});
   }
   return out;
 }

@@ -91,6 +91,8 @@ struct OpsRecord {
   // its wrapper when it has an exit callback or a thread filter.
   ftjit_ops* target = nullptr;
   std::unique_ptr<HookedOps> hooked;
+  // Whether it hooks returns: its sites are then entered through stubs.
+  bool hooks_returns() const { return hooked && hooked->exit != nullptr; }
   // Once detached: frames it hooked may return long after, silently.
   void silence_exits() {
     if (hooked && hooked->exit) hooked->exit->live.store(false, std::memory_order_release);
@@ -104,6 +106,12 @@ struct OpsRecord {
 
 struct ModuleRecord {
   CodeArena* arena = nullptr;  // trampoline memory within reach of it all
+  // The stubs of its sites (backends/backend.h, encode_stub), one per site
+  // in site order, made with the first exit hook on one of them; each
+  // written the first time its site needs it, then never changed (only its
+  // word is).
+  CodeArena* stubs = nullptr;
+  std::vector<bool> stub_written;
   std::string path;
   std::string base;  // basename, what filters match
   uint64_t load_bias = 0;
@@ -201,11 +209,27 @@ class Engine {
   uint8_t* writable_fast(uint64_t addr, size_t n) const {
     return last_alias_ != nullptr && last_alias_->contains(addr, n) ? last_alias_->rw(addr) : nullptr;
   }
-  // What site `s` holds when it calls `call` (0: its disabled state).
-  Insn encoded(const SiteRecord& s, uint64_t call) const {
+  // The stub of site `index` (its module's stubs exist).
+  uint64_t stub_of(uint32_t index) const {
+    const SiteRecord& s = sites_[index];
+    const ModuleRecord& m = *modules_[s.module];
+    return m.stubs->lo() + uint64_t{index - m.first_site} * backend_.traits().stub_bytes;
+  }
+  // Makes site `index`'s stub (and its module's stub memory) if missing;
+  // returns the writable alias of its word.
+  Result<uint64_t*> stub_word(uint32_t index);
+  // What site `index` holds when it calls `call` (0: its disabled state).
+  Insn encoded(uint32_t index, uint64_t call) const {
+    const SiteRecord& s = sites_[index];
     if (call != 0) {
       Insn insn;
-      backend_.encode_call(s.entry, call, &insn);  // in reach: encoded once already
+      // In reach: encoded once already.
+      const SiteTarget t{call, 0};
+      if (t.via_stub()) {
+        backend_.encode_jump(s.entry, stub_of(index), &insn);
+      } else {
+        backend_.encode_call(s.entry, call, &insn);
+      }
       return insn;
     }
     // Until the one-time init the entry holds what the compiler wrote (a
@@ -228,6 +252,8 @@ class Engine {
   static constexpr int kListTrampoline = 0;
   static constexpr int kCallOpsTrampoline = 1;
   static constexpr int kCallOpsNoFpTrampoline = 2;
+  // Each of the three entered by a site's stub (exit hooks): + kByStub.
+  static constexpr int kByStub = 3;
 
   const Backend& backend_;
   const Insn nop_;  // backend_.encode_nop(), asked once
@@ -257,8 +283,12 @@ class Engine {
   std::vector<EntryWrite> writes_;
   std::vector<SlotWrite> slots_;
   std::vector<std::unique_ptr<CodeArena>> arenas_;
-  // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP.
-  std::map<CodeArena*, std::array<uint64_t, 3>> shared_;
+  // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP;
+  // [3..5] the same entered by stubs.
+  std::map<CodeArena*, std::array<uint64_t, 6>> shared_;
+  // Modules' stub memory (ModuleRecord::stubs): trampoline memory too, for
+  // grace periods and fork, but never handed out for trampolines.
+  std::vector<std::unique_ptr<CodeArena>> stub_arenas_;
   std::unique_ptr<ListTable> list_table_;
   // Retired by the last commit, freed after its grace period.
   struct Retired {

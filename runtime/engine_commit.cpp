@@ -64,6 +64,8 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   }
   RouteAddresses a;
   OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
+  for (size_t k = 0; k < s.ops.size() && !a.via_stub; ++k) a.via_stub = s.ops[k]->hooks_returns();
+  const int by_stub = a.via_stub ? kByStub : 0;
   if (route == Route::kDirect) {
     a.single_direct = reinterpret_cast<uint64_t>(single->ops->direct_trampoline);
     return target_for(route, a);
@@ -105,13 +107,14 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
       if (addr) a.single_generated = addr.value();
       break;
     case Route::kCallOps:
-      addr = shared((single->target->flags & FTJIT_OPS_F_NO_FP) ? kCallOpsNoFpTrampoline
-                                                             : kCallOpsTrampoline);
+      addr = shared(by_stub + ((single->target->flags & FTJIT_OPS_F_NO_FP)
+                                   ? kCallOpsNoFpTrampoline
+                                   : kCallOpsTrampoline));
       if (addr) a.call_ops_trampoline = addr.value();
       a.single_ops = reinterpret_cast<uint64_t>(single->target);
       break;
     case Route::kCallOpsMux: {
-      addr = shared(kCallOpsTrampoline);
+      addr = shared(by_stub + kCallOpsTrampoline);
       if (addr) a.call_ops_trampoline = addr.value();
       std::vector<ftjit_ops*> list;
       for (size_t k = 0; k < s.ops.size(); ++k) list.push_back(s.ops[k]->target);
@@ -120,7 +123,7 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
       break;
     }
     case Route::kList:
-      addr = shared(kListTrampoline);
+      addr = shared(by_stub + kListTrampoline);
       if (addr) a.list_trampoline = addr.value();
       break;
     default:
@@ -249,6 +252,13 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
       if (!rw) return fail(rw.take_error());
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), t.slot});
     }
+    // The stub's word is stored with the slots: before the entry jumps to
+    // the stub, and, when only the word changes, at the same point.
+    if (stub_changes(s.applied, t)) {
+      auto word = stub_word(i);
+      if (!word) return fail(word.take_error());
+      slots.push_back({word.value(), t.trampoline()});
+    }
     // ftrace's check_record: what this site's entry must do.
     const SiteAction action = decide(s.applied, t);
     if (action == SiteAction::kEnable || action == SiteAction::kDisable ||
@@ -273,13 +283,14 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
         inits.push_back({s.entry, rw, call_bytes});
         s.initialized = true;
       }
-      from = p.old_initialized != s.initialized ? nop_ : encoded(s, s.applied.call);
+      from = p.old_initialized != s.initialized ? nop_ : encoded(i, s.applied.call);
       if (t.call == 0) {
-        to = encoded(s, 0);
+        to = encoded(i, 0);
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
-        if (!backend_.encode_call(s.entry, t.call, &to)) {
+        if (t.via_stub() ? !backend_.encode_jump(s.entry, stub_of(i), &to)
+                         : !backend_.encode_call(s.entry, t.call, &to)) {
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }

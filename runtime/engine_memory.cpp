@@ -54,7 +54,44 @@ bool Engine::in_trampoline_memory(uint64_t pc) const {
   for (const auto& a : arenas_) {
     if (a->contains(pc)) return true;
   }
+  for (const auto& a : stub_arenas_) {
+    if (a->contains(pc)) return true;
+  }
   return false;
+}
+
+Result<uint64_t*> Engine::stub_word(uint32_t index) {
+  const SiteRecord& s = sites_[index];
+  ModuleRecord& m = *modules_[s.module];
+  const IsaTraits& traits = backend_.traits();
+  if (m.stubs == nullptr) {
+    // Every stub within reach of every site of the module, whose entries
+    // span at most the distance between its first and last one.
+    const uint64_t first = sites_[m.first_site].entry;
+    const uint64_t last = sites_[m.first_site + m.found.size() - 1].entry;
+    const int64_t reach = traits.branch_reach - static_cast<int64_t>(last - first);
+    if (reach <= 0) return make_error(FTJIT_E_OUT_OF_RANGE, "module too large for site stubs");
+    auto a = CodeArena::create_near(first, reach, m.found.size() * traits.stub_bytes);
+    if (!a) return a.take_error();
+    if (a.value()->allocate(m.found.size() * traits.stub_bytes, traits.code_align) !=
+        a.value()->lo()) {
+      return make_error(FTJIT_E_INTERNAL, "site stub memory is not where it was mapped");
+    }
+    m.stubs = a.value().get();
+    m.stub_written.assign(m.found.size(), false);
+    stub_arenas_.push_back(std::move(a.value()));
+  }
+  const uint64_t stub = stub_of(index);
+  uint8_t* rw = m.stubs->rw(stub);
+  const uint32_t k = index - m.first_site;
+  if (!m.stub_written[k]) {
+    // Written before any site jumps to it: the batch's syncs come after.
+    if (!backend_.encode_stub(stub, s.entry, rw)) {
+      return make_error(FTJIT_E_OUT_OF_RANGE, "a site cannot reach its stub");
+    }
+    m.stub_written[k] = true;
+  }
+  return reinterpret_cast<uint64_t*>(rw + traits.stub_word_offset);
 }
 
 namespace {
@@ -92,6 +129,9 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
                        : reinterpret_cast<uint64_t>(rec->target->func);
   req.save_fp = !(rec->target->flags & FTJIT_OPS_F_NO_FP);
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
+  // Its only route, generated, carries it alone: by stub iff it hooks returns.
+  req.entered_by_stub = rec->hooks_returns();
+  req.call_and_land = exit_call_and_land_address();
   req.exit_trampoline = exit_trampoline_address();
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = false;
@@ -109,12 +149,16 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
 Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   auto& slots = shared_[arena];
   if (slots[which] != 0) return slots[which];
+  const int index = which;
   TrampolineRequest req;
   req.counts_tls_offset = tls_offset_;
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   req.exit_trampoline = exit_trampoline_address();
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = true;
+  req.entered_by_stub = which >= kByStub;
+  req.call_and_land = exit_call_and_land_address();
+  which %= kByStub;
   if (which == kListTrampoline) {
     req.source = OpsSource::kImmediate;
     req.func = reinterpret_cast<uint64_t>(&ftjit_list_dispatch);
@@ -127,7 +171,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   size_t bytes = 0;
   auto place = place_trampoline(backend_, arena, req, &bytes);
   if (!place) return place;
-  slots[which] = *place;
+  slots[index] = *place;
   trampoline_sizes_[*place] = bytes;
   ++trampolines_;
   trampoline_bytes_ += bytes;

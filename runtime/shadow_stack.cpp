@@ -76,7 +76,11 @@ __thread uint32_t t_stack_slot __attribute__((tls_model("initial-exec"))) = 0;
 pthread_key_t g_exit_key;
 std::once_flag g_prepare_once;
 Status g_prepare_status;
-std::atomic<uint64_t> g_exit_trampoline{0};
+std::atomic<uint64_t> g_exit_trampoline{0};   // the landing
+std::atomic<uint64_t> g_call_and_land{0};     // just before it
+// Where the landing lies in the exit trampoline's code: call-and-land fits
+// before it.
+constexpr uint32_t kLandingOffset = 16;
 
 ShadowStack* create_stack() {
   for (int pass = 0; pass < 2; ++pass) {
@@ -228,6 +232,7 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     ExitTrampolineRequest req;
     req.pop = reinterpret_cast<uint64_t>(&ftjit_shadow_pop);
     req.counts_tls_offset = counts_tls_offset;
+    req.landing_offset = kLandingOffset;
     uint64_t place = reinterpret_cast<uint64_t>(m);
     auto code = process_backend().emit_exit_trampoline(req, place);
     if (!code || code->size() > page) {
@@ -244,7 +249,8 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
       munmap(m, page);
       return;
     }
-    g_exit_trampoline.store(place, std::memory_order_release);
+    g_call_and_land.store(place, std::memory_order_release);
+    g_exit_trampoline.store(place + kLandingOffset, std::memory_order_release);
   });
   if (!g_prepare_status) return make_error(g_prepare_status.error().code,
                                            g_prepare_status.error().message);
@@ -252,6 +258,7 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
 }
 
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
+uint64_t exit_call_and_land_address() { return g_call_and_land.load(std::memory_order_acquire); }
 
 void shadow_prune(const uint64_t* slot) {
   ShadowStack* s = t_stack;
@@ -400,13 +407,18 @@ void put_back_parked() {
 Status shadow_put_back_all(int timeout_ms) {
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_acquire);
   if (tramp == 0) return {};
+  const uint64_t call_and_land = g_call_and_land.load(std::memory_order_acquire);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     // A thread that just returned into the trampoline (its slot consumed,
     // its entry not popped yet), or is inside it or any other trampoline
-    // or callback, must finish first: its entry is still needed.
+    // or callback, must finish first: its entry is still needed. So must
+    // one about to call a hooked body from call-and-land (its entry pushed,
+    // the return address about to be replaced by the call).
     auto ran = stop_the_world_if(
-        [&](const ThreadSnapshot& t) { return t.entries == t.exits && t.pc != tramp; },
+        [&](const ThreadSnapshot& t) {
+          return t.entries == t.exits && (t.pc < call_and_land || t.pc > tramp);
+        },
         put_back_parked);
     if (!ran) return ran.take_error();
     if (*ran) return {};

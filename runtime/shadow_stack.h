@@ -41,9 +41,13 @@ struct ExitRecord {
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
 
 // The exit trampoline, emitted once per process into memory that is never
-// unmapped (hooked frames can outlive any engine). 0 until prepared.
+// unmapped (hooked frames can outlive any engine). 0 until prepared. Its
+// address is the landing, where hooked frames return (what their slots
+// hold); call-and-land, where trampolines entered by a stub call the body
+// of a hooked function from, lies just before it (backends/backend.h).
 Status prepare_exit_trampoline(int64_t counts_tls_offset);
 uint64_t exit_trampoline_address();
+uint64_t exit_call_and_land_address();
 
 // Reports the hooked frames that a function entered with its return
 // address at `slot` proves gone (longjmp'd over, unwound): called before

@@ -13,6 +13,8 @@
 //                 0f 1f 44 00 xx   (clang; 16 emits xx=00, 14 xx=08)
 //     disabled    0f 1f 44 00 00   nopl 0(%rax,%rax)   once, all stopped
 //     enabled     e8 <rel32>       call trampoline     live, int3 protocol
+//     hooked      e9 <rel32>       jmp stub            live, int3 protocol
+//                 (an ops hooks the return: see (c))
 //
 //     The slot holds 8 x 0x90 until call-ops stores an ops pointer there; it
 //     is never executed (it lies before the symbol), so it is plain data.
@@ -24,6 +26,19 @@
 //     rsp = 8 mod 16 by the ABI, but not always in practice: GCC calls
 //     its own static functions without realigning (-fipa-stack-alignment)
 //     when the callee needs no alignment, so trampolines realign.
+//
+// (c) A hooked site's stub, one per site, in memory of the engine's near the
+//     module (stride kStubBytes). A call into the trampoline would leave a
+//     return-stack-buffer entry that no return consumes; the stub builds
+//     the same stack without one, and the trampoline then calls the body
+//     (x86_64_emitter.cpp, (e)):
+//
+//     stub+0    4c 8d 1d <rel32>   lea  r11, [rip -> entry+5]
+//     stub+7    41 53              push r11        ; as if the site called
+//     stub+9    ff 25 01 00 00 00  jmp  [stub+16]  ; the trampoline
+//     stub+15   cc
+//     stub+16   <8-byte word>      the trampoline's address: a data store
+//                                  retargets the stub, no code changes
 //
 // Live rewrite order (each step for every site of a batch, then one sync):
 //   1. write int3 (cc) over the first byte: a thread reaching the site now
@@ -86,16 +101,37 @@ class X86_64Backend final : public Backend {
     return true;
   }
 
+  bool encode_jump(uint64_t entry, uint64_t target, Insn* out) const override {
+    if (!encode_call(entry, target, out)) return false;
+    out->bytes[0] = kJmpRel32;
+    return true;
+  }
+
+  bool encode_stub(uint64_t stub, uint64_t entry, uint8_t* out) const override {
+    constexpr uint8_t kStub[kStubWordOffset] = {0x4c, 0x8d, 0x1d, 0, 0, 0, 0,  // lea r11, [rip+rel]
+                                                0x41, 0x53,                    // push r11
+                                                0xff, 0x25, 0x01, 0, 0, 0,     // jmp [rip+1]
+                                                kInt3};
+    static_assert(kStubWordOffset == 15 + 1);  // jmp's next insn + 1
+    const int64_t rel = static_cast<int64_t>(entry + kSiteBytes - (stub + 7));
+    if (!fits_rel32(rel)) return false;
+    std::memcpy(out, kStub, sizeof kStub);
+    const int32_t rel32 = static_cast<int32_t>(rel);
+    std::memcpy(out + 3, &rel32, 4);
+    std::memset(out + kStubWordOffset, 0, kStubBytes - kStubWordOffset);
+    return true;
+  }
+
   const LiveProtocol& live_protocol() const override { return protocol_; }
 
   TrapFixup emulate(uint64_t entry, const Insn& to) const override {
     TrapFixup fix;
-    if (to.bytes[0] == kCallRel32) {
+    if (to.bytes[0] == kCallRel32 || to.bytes[0] == kJmpRel32) {
       int32_t rel;
       std::memcpy(&rel, to.bytes + 1, 4);
       fix.pc = entry + kSiteBytes + int64_t{rel};
-      fix.push = true;
-      fix.push_value = entry + kSiteBytes;
+      fix.push = to.bytes[0] == kCallRel32;
+      fix.push_value = fix.push ? entry + kSiteBytes : 0;
     } else {
       fix.pc = entry + to.size;
     }
@@ -116,6 +152,7 @@ class X86_64Backend final : public Backend {
  private:
   const TrampolineEmitter& emitter_;
   IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16,
+                    kStubBytes, kStubWordOffset,
                     /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6,
                     /*R_X86_64_64*/ 1};
   // int3 over the first byte; the new tail; the new first byte.

@@ -79,7 +79,10 @@ static_assert(offsetof(ftjit_regs, fp) == 80);
 static_assert(sizeof(ftjit_regs) == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
-constexpr int32_t kExitFrame = 48;   // ftjit_ret_regs; the saved rsp follows
+// The exit frame: ftjit_ret_regs (rax rdx xmm0 xmm1), xmm2-15, then rcx
+// rsi rdi r8 r9 r10, then the saved rsp.
+constexpr int32_t kExitGprs = 16 + 16 * 16;
+constexpr int32_t kExitFrame = kExitGprs + 6 * 8;
 constexpr int32_t kSlotBytes = 8;    // the replaced return address, below the exit's arrival
 
 class X86_64Emitter final : public TrampolineEmitter {
@@ -151,6 +154,47 @@ void emit_frame_enter(asmjit::x86::Assembler& a, int32_t frame, int32_t keep) {
 
 void emit_frame_leave(asmjit::x86::Assembler& a, int32_t frame) {
   a.mov(asmjit::x86::rsp, asmjit::x86::qword_ptr(asmjit::x86::rsp, frame));
+}
+
+// The end of a trampoline entered by a stub ((e)): registers restored, rsp
+// back at arrival, [rsp] = entry+5 (the stub's push), [rsp+8] = the return
+// address slot; r11 free (or the direct trampoline, if `to_direct`).
+// `land_word` labels the word that holds call-and-land's address
+// (emit_call_and_land_word).
+void emit_stub_tail(asmjit::x86::Assembler& a, const TrampolineRequest& req,
+                    const asmjit::x86::Mem& exits, asmjit::Label land_word,
+                    asmjit::Label* to_direct) {
+  using namespace asmjit::x86;
+  if (to_direct != nullptr) {
+    a.test(r11, r11);
+    a.jnz(*to_direct);
+  }
+  asmjit::Label plain = a.newLabel();
+  a.mov(r11, asmjit::imm(req.exit_trampoline));
+  a.cmp(qword_ptr(rsp, 8), r11);
+  a.jne(plain);
+  // Hooked: the slot holds the landing, the real return address is on the
+  // shadow stack. Drop both words and call the body from call-and-land,
+  // which counts our exit.
+  a.pop(r11);
+  a.add(rsp, 8);
+  a.jmp(ptr(land_word));
+  // Not hooked (a thread filter said no, the shadow stack was full): on
+  // into the body, whose return address is untouched. A jump, not a ret:
+  // nothing was called, so no return-stack entry is ours to consume.
+  a.bind(plain);
+  a.inc(exits);
+  a.pop(r11);
+  a.jmp(r11);
+}
+
+// The word that jmp above reads: call-and-land is in the exit trampoline's
+// page, anywhere in the address space.
+void emit_call_and_land_word(asmjit::x86::Assembler& a, const TrampolineRequest& req,
+                             asmjit::Label land_word) {
+  a.align(asmjit::AlignMode::kData, 8);
+  a.bind(land_word);
+  a.embedUInt64(req.call_and_land);
 }
 
 Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
@@ -229,18 +273,24 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
   if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
   emit_frame_leave(a, frame);
-  a.inc(exits);
-  if (req.honour_direct) {
-    Label to_direct = a.newLabel();
-    a.test(r11, r11);
-    a.jnz(to_direct);
+  Label to_direct = a.newLabel();
+  Label land_word = a.newLabel();
+  if (req.entered_by_stub) {
+    emit_stub_tail(a, req, exits, land_word, req.honour_direct ? &to_direct : nullptr);
+  } else {
+    a.inc(exits);
+    if (req.honour_direct) {
+      a.test(r11, r11);
+      a.jnz(to_direct);
+    }
     a.ret();
+  }
+  if (req.honour_direct) {
     a.bind(to_direct);
     // Continue into the direct trampoline as if the site had called it:
     // the return address into entry+5 is on top of the stack again.
+    if (req.entered_by_stub) a.inc(exits);
     a.jmp(r11);
-  } else {
-    a.ret();
   }
 
   // Called from inside a callback: count it, run nothing (not even a
@@ -252,8 +302,21 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   a.mov(r11, imm(req.recursion_drops));
   a.lock().inc(qword_ptr(r11));
   a.inc(exits);
-  a.ret();
+  if (req.entered_by_stub) {
+    a.pop(r11);
+    a.jmp(r11);
+  } else {
+    a.ret();
+  }
+  if (req.entered_by_stub) emit_call_and_land_word(a, req, land_word);
   return finish(code, place);
+}
+
+// (f)'s first entry: counts the exit of the trampoline that jumped here and
+// calls the body at r11, returning to the landing.
+void emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
+  a.inc(tls_word(req.counts_tls_offset + 8));
+  a.call(asmjit::x86::r11);
 }
 
 Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
@@ -261,29 +324,63 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   using namespace asmjit;
   using namespace asmjit::x86;
 
+  // Call-and-land must end exactly at the landing: measure it, pad before.
+  size_t prefix = 0;
+  {
+    CodeHolder scratch;
+    FTJIT_TRY(start_code(scratch, place));
+    Assembler s(&scratch);
+    emit_call_and_land(s, req);
+    prefix = s.offset();
+  }
+  if (prefix > req.landing_offset) {
+    return make_error(FTJIT_E_INTERNAL, "exit trampoline: landing offset too small");
+  }
   CodeHolder code;
   FTJIT_TRY(start_code(code, place));
   Assembler a(&code);
   Mem entries = tls_word(req.counts_tls_offset);
   Mem exits = tls_word(req.counts_tls_offset + 8);
+  for (size_t i = prefix; i < req.landing_offset; ++i) a.nop();
+  emit_call_and_land(a, req);
+
+  // Every register a caller may expect to survive: GCC's -fipa-ra lets a
+  // caller keep values in call-clobbered registers across a call to a
+  // function it saw clobber none of them, and the callbacks may.
+  static const Gp kKept[6] = {rcx, rsi, rdi, r8, r9, r10};
+  Label landing = a.newLabel(), again = a.newLabel();
+  a.bind(landing);
   a.inc(entries);
-  emit_frame_enter(a, kExitFrame, kSlotBytes);
+  a.mov(qword_ptr(rsp, -kSlotBytes - 8), r11);
+  emit_frame_enter(a, kExitFrame, kSlotBytes + 8);
   a.mov(qword_ptr(rsp, 0), rax);
   a.mov(qword_ptr(rsp, 8), rdx);
-  a.movaps(xmmword_ptr(rsp, 16), xmm0);
-  a.movaps(xmmword_ptr(rsp, 32), xmm1);
-  a.lea(rdi, qword_ptr(r11, -8));        // the replaced slot
+  for (int i = 0; i < 16; ++i) a.movaps(xmmword_ptr(rsp, 16 + 16 * i), xmm(i));
+  for (int i = 0; i < 6; ++i) a.mov(qword_ptr(rsp, kExitGprs + 8 * i), kKept[i]);
+  a.bind(again);
+  a.mov(rdi, qword_ptr(rsp, kExitFrame));
+  a.sub(rdi, kSlotBytes);                // the replaced slot
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
   a.call(rax);
-  a.mov(r11, rax);
+  // A chain (the frame was hooked twice: two ops, a tail call): the entry
+  // popped returns to the landing itself, with this very slot. Pop again.
+  a.lea(r11, ptr(landing));
+  a.cmp(rax, r11);
+  a.je(again);
+  // The real return address back into the slot, which we return through:
+  // where the caller's own call left its return-stack entry.
+  a.mov(rdi, qword_ptr(rsp, kExitFrame));
+  a.mov(qword_ptr(rdi, -kSlotBytes), rax);
   a.mov(rax, qword_ptr(rsp, 0));
   a.mov(rdx, qword_ptr(rsp, 8));
-  a.movaps(xmm0, xmmword_ptr(rsp, 16));
-  a.movaps(xmm1, xmmword_ptr(rsp, 32));
+  for (int i = 0; i < 16; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 16 + 16 * i));
+  for (int i = 0; i < 6; ++i) a.mov(kKept[i], qword_ptr(rsp, kExitGprs + 8 * i));
   emit_frame_leave(a, kExitFrame);
+  a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));
   a.inc(exits);
-  a.jmp(r11);
+  a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
+  a.ret();
   return finish(code, place);
 }
 

@@ -229,8 +229,11 @@ std::string encode(const Generate& m) {
   w.put(t.recursion_drops);
   w.put(t.exit_trampoline);
   w.put(t.real_return);
+  w.put<uint8_t>(t.entered_by_stub);
+  w.put(t.call_and_land);
   w.put(m.exit.pop);
   w.put(m.exit.counts_tls_offset);
+  w.put(m.exit.landing_offset);
   w.put(m.place);
   return w.take();
 }
@@ -251,8 +254,11 @@ Result<Generate> decode_generate(std::string_view payload) {
   t.recursion_drops = r.get<uint64_t>();
   t.exit_trampoline = r.get<uint64_t>();
   t.real_return = r.get<uint64_t>();
+  t.entered_by_stub = r.flag() != 0;
+  t.call_and_land = r.get<uint64_t>();
   m.exit.pop = r.get<uint64_t>();
   m.exit.counts_tls_offset = r.get<int64_t>();
+  m.exit.landing_offset = r.get<uint32_t>();
   m.place = r.get<uint64_t>();
   return r.finish("generate", std::move(m));
 }

@@ -20,6 +20,8 @@
 #include "tests/e2e/traced.h"
 
 extern "C" int test_call_misaligned(int (*fn)(int, int), int a, int b);  // misaligned_call.S
+extern "C" int test_call_keeping_registers(int (*fn)(int, int),
+                                           uint64_t out[12]);  // register_keeping_call.S
 
 namespace {
 
@@ -224,6 +226,60 @@ TEST_P(ExitHookTest, EntryWithAMisalignedStack) {
   ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
   ASSERT_EQ(log_.events.size(), 20u);
   EXPECT_EQ(static_cast<int>(log_.events[19].ret0), 109);
+}
+
+TEST_P(ExitHookTest, CallerKeepsItsCallClobberedRegisters) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer's hooks in traced_add clobber registers themselves";
+#endif
+  // GCC's -fipa-ra: a caller that saw its callee write none of rcx, rdx,
+  // rsi, rdi, r8-r10, xmm2.. keeps values there across the call. The entry
+  // trampoline, the callbacks' C code and the exit path must not lose them.
+  const uint64_t want[12] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109,
+                             0x110a, 0x2202, 0x2203, 0x2204, 0x2205, 0x2206};
+  uint64_t out[12] = {};
+  ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], want[i]) << "untraced, register " << i;
+  ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
+  for (int round = 0; round < 3; ++round) {
+    std::memset(out, 0, sizeof out);
+    ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], want[i]) << "traced, register " << i;
+  }
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  EXPECT_EQ(log_.events.size(), 6u);
+}
+
+TEST_P(ExitHookTest, HookedSiteJumpsToItsStubUntilDetached) {
+  // An exit-hooked site is entered by a jump (to a stub of its own), so
+  // that the function's return is one the CPU predicts; a second ops with
+  // an exit changes only the stub's word; detach puts the bytes back.
+  uint8_t before[5];
+  std::memcpy(before, reinterpret_cast<const void*>(&traced_add), sizeof before);
+  ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
+  uint8_t hooked[5];
+  std::memcpy(hooked, reinterpret_cast<const void*>(&traced_add), sizeof hooked);
+  EXPECT_EQ(hooked[0], 0xe9);
+  EXPECT_EQ(call_add(20, 22), 42);
+  Log second;
+  ftjit_ops_init(&second.ops);
+  second.ops.func = on_entry;
+  second.ops.exit_func = on_exit;
+  second.ops.private_data = &second;
+  second.ops.strategy = GetParam();
+  const char* name = "traced_add";
+  ftjit_filter f{&name, 1, nullptr, 0};
+  ASSERT_EQ(ftjit_attach(engine_, &second.ops, &f), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(std::memcmp(hooked, reinterpret_cast<const void*>(&traced_add), 5), 0);
+  EXPECT_EQ(call_add(1, 2), 3);
+  ASSERT_EQ(ftjit_detach(engine_, &second.ops), FTJIT_OK);
+  EXPECT_EQ(call_add(3, 4), 7);
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  EXPECT_EQ(std::memcmp(before, reinterpret_cast<const void*>(&traced_add), 5), 0);
+  EXPECT_EQ(log_.events.size(), 6u);
+  ASSERT_EQ(second.events.size(), 2u);
+  EXPECT_EQ(static_cast<int>(second.events[1].ret0), 3);
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
 }
 
 __attribute__((noinline)) int call_tail(int a, int b) {

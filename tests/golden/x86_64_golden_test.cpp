@@ -174,33 +174,135 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
             "49bb00002000007f0000f049ff036448ff0425c8ffffffc3");
 }
 
-// The exit trampoline: realign, save the return registers, ask pop() for
-// the real return address, restore, jump there.
+// The exit trampoline: call-and-land, then the landing at +16.
+//   90 90 90 90                  nop x4                     (padding)
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           call-and-land:
+//   41 ff d3                     call   *%r11               the body
+// landing (+16):
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
-//   49 89 e3                     mov    %rsp,%r11          rsp on arrival
-//   48 83 ec 40 / 48 83 e4 f0    sub $0x40,%rsp / and $-16,%rsp
-//                                (8 more than the frame: the slot below the
-//                                arrival rsp is not ours to write)
-//   4c 89 5c 24 30               mov    %r11,0x30(%rsp)
+//   4c 89 5c 24 f0               mov    %r11,-0x10(%rsp)    kept below the slot
+//   49 89 e3                     mov    %rsp,%r11           rsp on arrival
+//   48 81 ec 58 01 00 00         sub    $0x158,%rsp         (16 more than the
+//   48 83 e4 f0                  and    $-16,%rsp           frame: slot, r11)
+//   4c 89 9c 24 40 01 00 00      mov    %r11,0x140(%rsp)
 //   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
-//   0f 29 44 24 10 / 0f 29 4c 24 20  movaps %xmm0,0x10(%rsp) / %xmm1,0x20(%rsp)
-//   49 8d 7b f8                  lea    -0x8(%r11),%rdi    the replaced slot
+//   0f 29 44 24 10 ...           movaps %xmm0..15 -> 0x10..0x100(%rsp)
+//   48 89 8c 24 10 01 00 00 ...  mov    %rcx %rsi %rdi %r8 %r9 %r10 -> 0x110..
+// again:
+//   48 8b bc 24 40 01 00 00      mov    0x140(%rsp),%rdi
+//   48 83 ef 08                  sub    $0x8,%rdi           the replaced slot
 //   48 89 e6                     mov    %rsp,%rsi
 //   48 b8 <pop> ff d0            movabs $pop,%rax ; call *%rax
-//   49 89 c3                     mov    %rax,%r11
-//   ... restore ...              mov 0x30(%rsp),%rsp ; incq %fs:-0x38
-//   41 ff e3                     jmp    *%r11
+//   4c 8d 1d 0e ff ff ff         lea    landing(%rip),%r11
+//   4c 39 d8 / 74 d9             cmp %r11,%rax / je again   a chain: pop again
+//   48 8b bc 24 40 01 00 00      mov    0x140(%rsp),%rdi
+//   48 89 47 f8                  mov    %rax,-0x8(%rdi)     real address -> slot
+//   ... restore ...              rax rdx xmm0..15 rcx..r10
+//   48 8b a4 24 40 01 00 00      mov    0x140(%rsp),%rsp
+//   4c 8b 5c 24 f0               mov    -0x10(%rsp),%r11
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38
+//   48 8d 64 24 f8               lea    -0x8(%rsp),%rsp     onto the slot
+//   c3                           ret
 TEST(X86Golden, ExitTrampoline) {
   ExitTrampolineRequest r;
   r.pop = 0x7f0000003000ull;
   r.counts_tls_offset = -0x40;
+  r.landing_offset = 16;
   auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff4989e34883ec404883e4f04c895c2430"
-            "4889042448895424080f294424100f294c2420498d7bf84889e6"
-            "48b800300000007f0000ffd04989c3488b0424488b5424080f284424100f284c2420"
-            "488b6424306448ff0425c8ffffff41ffe3");
+            "909090906448ff0425c8ffffff41ffd3"
+            "6448ff0425c0ffffff4c895c24f04989e34881ec580100004883e4f04c899c2440010000"
+            "4889042448895424080f294424100f294c24200f295424300f295c24400f296424500f296c2460"
+            "0f297424700f29bc2480000000440f29842490000000440f298c24a0000000440f299424b00000"
+            "00440f299c24c0000000440f29a424d0000000440f29ac24e0000000440f29b424f0000000440f"
+            "29bc240001000048898c24100100004889b424180100004889bc24200100004c89842428010000"
+            "4c898c24300100004c89942438010000"
+            "488bbc24400100004883ef084889e648b800300000007f0000ffd04c8d1d0effffff4c39d874d9"
+            "488bbc2440010000488947f8"
+            "488b0424488b5424080f284424100f284c24200f285424300f285c24400f286424500f286c2460"
+            "0f287424700f28bc2480000000440f28842490000000440f288c24a0000000440f289424b00000"
+            "00440f289c24c0000000440f28a424d0000000440f28ac24e0000000440f28b424f0000000440f"
+            "28bc2400010000488b8c2410010000488bb42418010000488bbc24200100004c8b842428010000"
+            "4c8b8c24300100004c8b942438010000"
+            "488ba424400100004c8b5c24f06448ff0425c8ffffff488d6424f8c3");
+  r.landing_offset = 8;  // call-and-land does not fit before it
+  EXPECT_FALSE(x86().emit_exit_trampoline(r, 0x7f0000100000ull).ok());
+}
+
+// A trampoline entered by a site's stub ends by calling the body through
+// call-and-land when the return was hooked, else jumps to it:
+//   49 bb <landing>              movabs $landing,%r11
+//   4c 39 5c 24 08               cmp    %r11,0x8(%rsp)      the slot hooked?
+//   0f 85 <rel32>                jne    plain
+//   41 5b                        pop    %r11                entry+5
+//   48 83 c4 08                  add    $0x8,%rsp           the slot: free
+//   ff 25 <rel32>                jmp    *word(%rip)         call-and-land
+// plain:
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           exits++
+//   41 5b / 41 ff e3             pop %r11 ; jmp *%r11       on to entry+5
+// ... nested: the same jump; then the word: call-and-land's address.
+TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
+  TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
+  r.ops = 0x1122334455667788ull;
+  r.func = 0x7f0000001000ull;
+  r.save_fp = false;
+  r.counts_tls_offset = -0x40;
+  r.entered_by_stub = true;
+  r.exit_trampoline = 0x7f0000300010ull;
+  r.call_and_land = 0x7f0000300000ull;
+  r.real_return = 0x7f0000400000ull;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  const std::string h = hex(code->data(), code->size());
+  EXPECT_NE(h.find("49bb10003000007f00004c395c24080f850c000000415b4883c408ff2539000000"
+                   "6448ff0425c8ffffff415b41ffe3"),
+            std::string::npos)
+      << h;
+  // The nested path jumps on too, and the word follows.
+  EXPECT_EQ(h.substr(h.size() - 44), "6448ff0425c8ffffff415b41ffe300003000007f0000");
+}
+
+// A site's stub: the site's return address pushed as if the site had
+// called, then on through the word at +16.
+//   4c 8d 1d <rel32>             lea    entry+5(%rip),%r11
+//   41 53                        push   %r11
+//   ff 25 01 00 00 00            jmp    *0x1(%rip)          the word at +16
+//   cc                           int3
+TEST(X86Golden, StubPushesTheReturnAddressAndJumpsThroughItsWord) {
+  EXPECT_EQ(x86().traits().stub_bytes, 24u);
+  EXPECT_EQ(x86().traits().stub_word_offset, 16u);
+  uint8_t stub[24];
+  ASSERT_TRUE(x86().encode_stub(0x7f0000100000ull, 0x7f0000000000ull, stub));
+  EXPECT_EQ(hex(stub, 16), "4c8d1dfeffefff4153ff2501000000cc");
+  // What asmjit assembles for the same.
+  asmjit::CodeHolder code;
+  code.init(asmjit::Environment(asmjit::Arch::kX64), 0x7f0000100000ull);
+  asmjit::x86::Assembler a(&code);
+  a.lea(asmjit::x86::r11, asmjit::x86::ptr(0x7f0000000005ull));
+  a.push(asmjit::x86::r11);
+  a.jmp(asmjit::x86::ptr(0x7f0000100010ull));
+  code.flatten();
+  code.resolveUnresolvedLinks();
+  code.relocateToBase(0x7f0000100000ull);
+  std::vector<uint8_t> out(code.codeSize());
+  code.copyFlattenedData(out.data(), out.size());
+  EXPECT_EQ(hex(out.data(), out.size()), hex(stub, 15));
+  EXPECT_FALSE(x86().encode_stub(0x7f0000100000ull, 0x100000000000ull, stub));
+}
+
+TEST(X86Golden, JumpToTheStubIsE9AndEmulatedWithoutPush) {
+  Insn jump;
+  ASSERT_TRUE(x86().encode_jump(0x1000, 0x2000, &jump));
+  EXPECT_EQ(hex(jump), "e9fb0f0000");
+  EXPECT_FALSE(x86().encode_jump(0x1000, 0x100001000ull, &jump));
+  ASSERT_TRUE(x86().encode_jump(0x1000, 0x2000, &jump));
+  TrapFixup f = x86().emulate(0x1000, jump);
+  EXPECT_EQ(f.pc, 0x2000u);
+  EXPECT_FALSE(f.push);
+  EXPECT_EQ(run_protocol(call_at(0x1000, 0x3000), jump),
+            (std::vector<std::string>{"ccfb1f0000", "ccfb0f0000", "e9fb0f0000"}));
 }
 
 // With an exit trampoline known, a parent_ip equal to it (this frame's

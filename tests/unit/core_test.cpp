@@ -150,6 +150,39 @@ TEST(Planner, TargetsPerRoute) {
   EXPECT_EQ(target_for(Route::kDirect, a), (SiteTarget{5, 0}));
 }
 
+TEST(Planner, ExitHookedSitesGoThroughTheirStub) {
+  RouteAddresses a;
+  a.list_trampoline = 16;
+  a.call_ops_trampoline = 32;
+  a.single_ops = 3;
+  a.single_generated = 48;
+  a.single_direct = 64;
+  a.mux_ops = 6;
+  a.via_stub = true;
+  const SiteTarget g = target_for(Route::kGenerated, a);
+  EXPECT_TRUE(g.via_stub());
+  EXPECT_EQ(g.trampoline(), 48u);
+  EXPECT_EQ(target_for(Route::kCallOps, a), (SiteTarget{33, 3}));
+  EXPECT_EQ(target_for(Route::kCallOpsMux, a), (SiteTarget{33, 6}));
+  EXPECT_EQ(target_for(Route::kList, a), (SiteTarget{17, 0}));
+  // A direct trampoline is the caller's: always called.
+  EXPECT_FALSE(target_for(Route::kDirect, a).via_stub());
+}
+
+TEST(Planner, StubStateChanges) {
+  const uint64_t s = SiteTarget::kViaStub;
+  EXPECT_EQ(decide({0, 0}, {16 | s, 0}), SiteAction::kEnable);
+  EXPECT_EQ(decide({16, 0}, {16 | s, 0}), SiteAction::kRetarget);   // call -> jump
+  EXPECT_EQ(decide({16 | s, 0}, {16, 0}), SiteAction::kRetarget);   // jump -> call
+  EXPECT_EQ(decide({16 | s, 0}, {32 | s, 0}), SiteAction::kStubOnly);
+  EXPECT_EQ(decide({16 | s, 0}, {0, 0}), SiteAction::kDisable);
+  EXPECT_EQ(decide({16 | s, 1}, {16 | s, 2}), SiteAction::kSlotOnly);
+  EXPECT_TRUE(stub_changes({0, 0}, {16 | s, 0}));
+  EXPECT_TRUE(stub_changes({16 | s, 0}, {32 | s, 0}));
+  EXPECT_FALSE(stub_changes({16 | s, 0}, {16 | s, 0}));
+  EXPECT_FALSE(stub_changes({16 | s, 0}, {32, 0}));  // the stub is left behind
+}
+
 TEST(Planner, StateChanges) {
   EXPECT_EQ(decide({0, 0}, {0, 0}), SiteAction::kLeave);
   EXPECT_EQ(decide({0, 0}, {7, 0}), SiteAction::kEnable);
