@@ -75,12 +75,13 @@ void run_hooks_section(const BenchOptions &opts, Report &report) {
   }
   Table &table = report.table("hooks", "hooks: entry and exit hooks on bench_leaf (ns per call)");
   table.notes.push_back(
-      "exit hooks replace the return address (shadow stack); overhead = per-call minus the "
+      "exit hooks replace the return address (shadow stack); the site jumps to a stub and the "
+      "trampoline calls the body, so the return is predicted; overhead = per-call minus the "
       "untraced bench_leaf of the same run");
   table.notes.push_back(
       "floor: a leaf that replaces its own return address and jumps back, no callback: the "
-      "CPU's price for a return its return-stack predictor did not expect, which every exit "
-      "hook by return-address replacement pays once per call");
+      "CPU's price for a return its return-stack predictor did not expect, which an exit hook "
+      "that only replaces the return address would pay once per call (ftjit's do not)");
 
   std::vector<double> untraced = time_reps(opts);
   if (ftjit_bench_ra_floor(4) != 13) report.add_error("hooks: ra_floor leaf computes wrongly");

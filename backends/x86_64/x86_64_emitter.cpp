@@ -42,20 +42,62 @@
 //     No guard byte is set and cleared around the callback: two stores
 //     fewer a call, for the store ports a trampoline is short of.
 //
-// (d) The exit trampoline (one per process; a hooked function returns into
-//     it because its return address was replaced, ftrace function_graph's
-//     return_to_handler):
+// (d) Why sites with exit hooks are entered by a jump. A return address
+//     replaced in place makes the function's `ret` go where the CPU's
+//     return-stack buffer did not predict (10-12 ns a call here: the
+//     hooks bench's floor). So nothing calls the trampoline: the site
+//     jumps to its stub (x86_64_backend.cpp, (c)), which pushes entry+5 and
+//     jumps to the trampoline; the trampoline runs as in (c) and, if the
+//     callbacks hooked the return, calls the body itself:
+//
+//       parent:  call f        RSB: ..., parent
+//       f:       jmp  stub     (no call: nothing pushed on the RSB)
+//       stub:    push entry+5 ; jmp [word] -> trampoline (e)
+//       (e):     ... ; jmp call-and-land
+//       (f):     call r11      RSB: ..., parent, landing
+//       f body:  ret           -> landing, predicted
+//       landing: ... ; ret     -> parent, predicted
+//
+// (e) The end of a trampoline entered by a stub, registers restored, rsp
+//     back at its arrival ([rsp] = entry+5, [rsp+8] = the return address
+//     slot, which holds the landing if a callback hooked the return):
+//
+//         mov   r11, landing
+//         cmp   [rsp+8], r11
+//         jne   plain
+//         pop   r11                   ; entry+5
+//         add   rsp, 8                ; the slot: the shadow stack has it
+//         jmp   [call_and_land]       ; (f) counts our exit
+//     plain:
+//         inc   fs:[tls+8]
+//         pop   r11
+//         jmp   r11                   ; into the body, return untouched
+//
+// (f) The exit trampoline, one per process, never unmapped (hooked frames
+//     can outlive any engine): call-and-land, then the landing where every
+//     hooked frame returns (ftrace function_graph's return_to_handler):
+//
+//     place+0      nop padding
+//                  inc  fs:[tls+8]    ; the calling trampoline's exit
+//                  call r11           ; the body; returns to:
+//     place+16     landing:
 //
 //     r11-8     the slot that held the replaced return address: never
-//               written here, the shadow stack reads it until pop returns
+//               written here until pop returned, the shadow stack reads it
+//     r11-16    r11 as the function returned it
 //     ...       (alignment)
-//     rsp+48    r11: the stack pointer on arrival
-//     rsp+32    xmm1                     -+
-//     rsp+16    xmm0                      |  ftjit_ret_regs
-//     rsp+0     rax rdx                  -+
+//     rsp+320   r11: the stack pointer on arrival
+//     rsp+272   rcx rsi rdi r8 r9 r10
+//     rsp+48    xmm2..xmm15
+//     rsp+16    xmm0 xmm1                -+
+//     rsp+0     rax rdx                  -+ ftjit_ret_regs
 //
-//     pop(slot, regs) returns the real return address; we jump to it
-//     through r11 (free at a return: caller-saved, no return value).
+//     Every call-clobbered register is kept, not just the return values:
+//     GCC's -fipa-ra lets a caller keep values in registers its callee was
+//     seen not to write, across the call. pop(slot, regs) returns the real
+//     return address; a chain (the frame hooked twice) pops again. The
+//     address goes back into the slot and a `ret` takes it, consuming the
+//     parent's own return-stack entry.
 #include "backends/x86_64/x86_64_backend.h"
 
 #include <asmjit/x86.h>
