@@ -29,14 +29,34 @@ extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_
 }
 
 IpSet::IpSet(std::span<const uint64_t> ips) {
-  size_t cap = std::bit_ceil(ips.size() * 2 + 2);
-  table_.assign(cap, 0);
+  // Page changes along the input bound the distinct pages (equal when the
+  // input is sorted, as it is per module).
+  size_t runs = 0;
+  uint64_t last = 0;
+  for (uint64_t ip : ips) {
+    runs += page_key(ip) != last;
+    last = page_key(ip);
+  }
+  const size_t cap = std::bit_ceil(runs * 2 + 2);
+  table_.assign(cap, Slot{0, 0});
   mask_ = cap - 1;
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));
+  bits_.reserve(runs * kWordsPerPage);
+  last = 0;
+  size_t at = 0;  // the current page's bitmap
   for (uint64_t ip : ips) {
-    size_t i = slot_of(ip);
-    while (table_[i] != 0 && table_[i] != ip) i = (i + 1) & mask_;
-    table_[i] = ip;
+    const uint64_t page = page_key(ip);
+    if (page != last) {
+      size_t i = slot_of(page);
+      while (table_[i].page != 0 && table_[i].page != page) i = (i + 1) & mask_;
+      if (table_[i].page == 0) {
+        table_[i] = Slot{page, bits_.size()};
+        bits_.resize(bits_.size() + kWordsPerPage, 0);
+      }
+      at = table_[i].bits;
+      last = page;
+    }
+    bits_[at + ((ip & kPageMask) >> 6)] |= uint64_t{1} << (ip & 63);
   }
 }
 

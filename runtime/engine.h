@@ -282,6 +282,7 @@ class Engine {
   std::vector<Planned> plan_;
   std::vector<EntryWrite> writes_;
   std::vector<SlotWrite> slots_;
+  std::vector<uint64_t> entries_;  // a fresh attach's entries, for its ip set
   std::vector<std::unique_ptr<CodeArena>> arenas_;
   // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP;
   // [3..5] the same entered by stubs.

@@ -157,6 +157,12 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   // write itself at a million sites.
   if (writes.size() < changed.size()) writes.resize(changed.size());
   size_t n_writes = 0;
+  // A fresh attach changes exactly its sites: the loop gathers their
+  // entries for the ip set on the way (a pass of its own over a million
+  // site records costs more than the set).
+  const bool fresh = old_sites.empty();
+  std::vector<uint64_t>& entries = entries_;
+  if (fresh && entries.size() < changed.size()) entries.resize(changed.size());
   std::vector<ftjit_strategy> scratch;
   std::vector<OpsRecord*> affected{rec};
   TrampolineCache cache;
@@ -229,6 +235,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     p.mux.reset();
     Route route = route_for(s, &scratch);
     any_list |= route == Route::kList;
+    if (fresh) entries[k] = s.entry;
     SiteTarget t;
     // The common case: one ops, the same as the previous site's, in the
     // same module: the same target (a multiplexer is per site: never).
@@ -315,13 +322,23 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
   if (any_list || any_ipset) {
     for (OpsRecord* r : affected) {
       const std::vector<uint32_t>& rs = r == rec ? new_sites : r->sites;
-      bool needs = std::any_of(rs.begin(), rs.end(),
-                               [&](uint32_t i) { return sites_[i].route == Route::kList; });
+      // Fresh: every site of rec changed, and any_list says whether one
+      // is list-routed (the other affected ops' are in rs too).
+      bool needs = r == rec && fresh
+                       ? any_list
+                       : std::any_of(rs.begin(), rs.end(), [&](uint32_t i) {
+                           return sites_[i].route == Route::kList;
+                         });
       if (needs && (!r->ips || r == rec)) {
-        std::vector<uint64_t> ips;
-        ips.reserve(rs.size());
-        for (uint32_t i : rs) ips.push_back(sites_[i].entry);
-        new_ipsets.push_back({r, std::make_unique<IpSet>(ips)});
+        if (r == rec && fresh) {
+          new_ipsets.push_back(
+              {r, std::make_unique<IpSet>(std::span<const uint64_t>(entries.data(), rs.size()))});
+        } else {
+          std::vector<uint64_t> ips;
+          ips.reserve(rs.size());
+          for (uint32_t i : rs) ips.push_back(sites_[i].entry);
+          new_ipsets.push_back({r, std::make_unique<IpSet>(ips)});
+        }
         list_changed = true;
       } else if (!needs && r->ips) {
         new_ipsets.push_back({r, nullptr});

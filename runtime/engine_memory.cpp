@@ -100,7 +100,7 @@ Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
                                   const TrampolineRequest& req, size_t* bytes) {
   // Emit once at a provisional address to learn the size, then again at the
   // real one (sizes only shrink or stay: rel32 calls get nearer).
-  constexpr size_t kMaxTrampoline = 512;
+  constexpr size_t kMaxTrampoline = 768;
   uint64_t place = arena->allocate(kMaxTrampoline, backend.traits().code_align);
   if (place == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
   auto code = backend.emit_trampoline(req, place);

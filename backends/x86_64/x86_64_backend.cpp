@@ -33,12 +33,15 @@
 //     the same stack without one, and the trampoline then calls the body
 //     (x86_64_emitter.cpp, (e)):
 //
-//     stub+0    4c 8d 1d <rel32>   lea  r11, [rip -> entry+5]
-//     stub+7    41 53              push r11        ; as if the site called
-//     stub+9    ff 25 01 00 00 00  jmp  [stub+16]  ; the trampoline
-//     stub+15   cc
-//     stub+16   <8-byte word>      the trampoline's address: a data store
+//     stub+0    ff 35 0a 00 00 00  push [stub+16]  ; as if the site called
+//     stub+6    ff 25 0c 00 00 00  jmp  [stub+24]  ; the trampoline
+//     stub+12   cc cc cc cc
+//     stub+16   entry+5            the site's return address
+//     stub+24   <8-byte word>      the trampoline's address: a data store
 //                                  retargets the stub, no code changes
+//
+//     No register is touched: a caller may keep values in any register the
+//     function does not write (GCC's -fipa-ra), r11 included.
 //
 // Live rewrite order (each step for every site of a batch, then one sync):
 //   1. write int3 (cc) over the first byte: a thread reaching the site now
@@ -108,17 +111,15 @@ class X86_64Backend final : public Backend {
   }
 
   bool encode_stub(uint64_t stub, uint64_t entry, uint8_t* out) const override {
-    constexpr uint8_t kStub[kStubWordOffset] = {0x4c, 0x8d, 0x1d, 0, 0, 0, 0,  // lea r11, [rip+rel]
-                                                0x41, 0x53,                    // push r11
-                                                0xff, 0x25, 0x01, 0, 0, 0,     // jmp [rip+1]
-                                                kInt3};
-    static_assert(kStubWordOffset == 15 + 1);  // jmp's next insn + 1
-    const int64_t rel = static_cast<int64_t>(entry + kSiteBytes - (stub + 7));
-    if (!fits_rel32(rel)) return false;
-    std::memcpy(out, kStub, sizeof kStub);
-    const int32_t rel32 = static_cast<int32_t>(rel);
-    std::memcpy(out + 3, &rel32, 4);
-    std::memset(out + kStubWordOffset, 0, kStubBytes - kStubWordOffset);
+    (void)stub;  // position-independent: both words are rip-relative
+    constexpr uint8_t kCode[12] = {0xff, 0x35, 10, 0, 0, 0,   // push [rip+10] = [stub+16]
+                                   0xff, 0x25, 12, 0, 0, 0};  // jmp  [rip+12] = [stub+24]
+    static_assert(kStubReturnOffset == 6 + 10 && kStubWordOffset == 12 + 12);
+    std::memcpy(out, kCode, sizeof kCode);
+    std::memset(out + sizeof kCode, kInt3, kStubReturnOffset - sizeof kCode);
+    const uint64_t ret = entry + kSiteBytes;
+    std::memcpy(out + kStubReturnOffset, &ret, 8);
+    std::memset(out + kStubWordOffset, 0, 8);
     return true;
   }
 

@@ -2,16 +2,26 @@
 // x86-64 trampolines, emitted with asmjit (sites: x86_64_backend.cpp).
 //
 // (c) The trampoline frame. r11 keeps the stack pointer the site's call
-//     left, then rsp goes down by F+8 and is rounded down to 16:
+//     left (the caller's r11 goes below it first), then rsp goes down by
+//     F+8+24 and is rounded down to 16:
 //
 //     r11+8     parent return address    -> parent_ip
 //     r11       return into entry+5      -> ip = it - 5
+//     r11-8     the caller's r11          \  outside the frame, inside
+//     r11-16    direct to continue to      | the arrival's red zone: read
+//     r11-24    return hooked? (by stub)  /  after rsp is back at r11
 //     ...       (0 or 8 bytes of alignment)
 //     rsp+F     r11, to restore rsp from
+//     rsp+208   xmm8..xmm15                  (with FP)
 //     rsp+80    xmm0..xmm7 (16 B each)   -+
 //     rsp+72    sp at the traced entry    |  ftjit_regs, passed as `regs`
-//     rsp+64    direct (0 = none)         |  F = 208, or 80 without FP
+//     rsp+64    direct (0 = none)         |  F = 336, or 80 without FP
 //     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
+//
+//     Every register comes back, r11 and xmm8-15 included: GCC's -fipa-ra
+//     lets a caller keep values in call-clobbered registers across a call
+//     to a function it saw not write them. (Without FP saves the callbacks
+//     promise to leave vector registers alone.)
 //
 //     Per-thread counters at fs:[tls] (entries) and fs:[tls+8] (exits):
 //     the first instruction counts an entry and the last but one an exit;
@@ -54,24 +64,25 @@
 //       f:       jmp  stub     (no call: nothing pushed on the RSB)
 //       stub:    push entry+5 ; jmp [word] -> trampoline (e)
 //       (e):     ... ; jmp call-and-land
-//       (f):     call r11      RSB: ..., parent, landing
+//       (f):     call entry+5  RSB: ..., parent, landing
 //       f body:  ret           -> landing, predicted
 //       landing: ... ; ret     -> parent, predicted
 //
-// (e) The end of a trampoline entered by a stub, registers restored, rsp
-//     back at its arrival ([rsp] = entry+5, [rsp+8] = the return address
-//     slot, which holds the landing if a callback hooked the return):
+// (e) The end of a trampoline entered by a stub. Before the registers are
+//     restored, it notes below the arrival whether the return address slot
+//     holds the landing (a callback hooked the return); then, with every
+//     register restored and rsp back at its arrival ([rsp] = entry+5,
+//     [rsp+8] = the slot):
 //
-//         mov   r11, landing
-//         cmp   [rsp+8], r11
-//         jne   plain
-//         pop   r11                   ; entry+5
-//         add   rsp, 8                ; the slot: the shadow stack has it
-//         jmp   [call_and_land]       ; (f) counts our exit
+//         cmp   byte [rsp-24], 0
+//         je    plain
+//         add   rsp, 16               ; entry+5 and the slot: the shadow
+//                                     ; stack has the real return address
+//         jmp   [call_and_land]       ; (f) counts our exit, calls entry+5
 //     plain:
 //         inc   fs:[tls+8]
-//         pop   r11
-//         jmp   r11                   ; into the body, return untouched
+//         add   rsp, 8
+//         jmp   [rsp-8]               ; into the body, return untouched
 //
 // (f) The exit trampoline, one per process, never unmapped (hooked frames
 //     can outlive any engine): call-and-land, then the landing where every
@@ -79,7 +90,7 @@
 //
 //     place+0      nop padding
 //                  inc  fs:[tls+8]    ; the calling trampoline's exit
-//                  call r11           ; the body; returns to:
+//                  call [rsp-16]      ; the body (entry+5); returns to:
 //     place+16     landing:
 //
 //     r11-8     the slot that held the replaced return address: never
@@ -113,12 +124,21 @@ namespace {
 
 using namespace x86_64;
 
-constexpr int32_t kFrameWithFp = 208;
+constexpr int32_t kFrameWithFp = 336;   // ftjit_regs, then xmm8..xmm15
 constexpr int32_t kFrameNoFp = 80;
+// Below a trampoline's arrival stack pointer, outside its frame: the
+// caller's r11, the direct trampoline to continue to (0: none), and whether
+// the return was hooked (stub-entered trampolines). Within the 128-byte red
+// zone of the arrival, so a signal frame never lands on them after rsp is
+// back there.
+constexpr int32_t kR11Below = -8;
+constexpr int32_t kDirectBelow = -16;
+constexpr int32_t kHookedBelow = -24;
+constexpr int32_t kKeepBelow = 24;
 static_assert(offsetof(ftjit_regs, direct) == 64);
 static_assert(offsetof(ftjit_regs, sp) == 72);
 static_assert(offsetof(ftjit_regs, fp) == 80);
-static_assert(sizeof(ftjit_regs) == kFrameWithFp);
+static_assert(sizeof(ftjit_regs) + 8 * 16 == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
 // The exit frame: ftjit_ret_regs (rax rdx xmm0 xmm1), xmm2-15, then rcx
@@ -198,36 +218,37 @@ void emit_frame_leave(asmjit::x86::Assembler& a, int32_t frame) {
   a.mov(asmjit::x86::rsp, asmjit::x86::qword_ptr(asmjit::x86::rsp, frame));
 }
 
-// The end of a trampoline entered by a stub ((e)): registers restored, rsp
-// back at arrival, [rsp] = entry+5 (the stub's push), [rsp+8] = the return
-// address slot; r11 free (or the direct trampoline, if `to_direct`).
-// `land_word` labels the word that holds call-and-land's address
-// (emit_call_and_land_word).
-void emit_stub_tail(asmjit::x86::Assembler& a, const TrampolineRequest& req,
-                    const asmjit::x86::Mem& exits, asmjit::Label land_word,
-                    asmjit::Label* to_direct) {
+// On into the body at entry+5 (on top of the stack, the stub's push)
+// without a return: nothing called us, no return-stack entry is ours.
+void emit_jump_to_body(asmjit::x86::Assembler& a) {
+  using namespace asmjit::x86;
+  a.add(rsp, 8);
+  a.jmp(qword_ptr(rsp, -8));
+}
+
+// The end of a trampoline entered by a stub ((e)): every register
+// restored, rsp back at its arrival ([rsp] = entry+5, the stub's push;
+// [rsp+8] = the return address slot). `land_word` labels the word holding
+// call-and-land's address (emit_call_and_land_word).
+void emit_stub_tail(asmjit::x86::Assembler& a, const asmjit::x86::Mem& exits,
+                    asmjit::Label land_word, asmjit::Label* to_direct) {
   using namespace asmjit::x86;
   if (to_direct != nullptr) {
-    a.test(r11, r11);
-    a.jnz(*to_direct);
+    a.cmp(qword_ptr(rsp, kDirectBelow), 0);
+    a.jne(*to_direct);
   }
   asmjit::Label plain = a.newLabel();
-  a.mov(r11, asmjit::imm(req.exit_trampoline));
-  a.cmp(qword_ptr(rsp, 8), r11);
-  a.jne(plain);
+  a.cmp(byte_ptr(rsp, kHookedBelow), 0);
+  a.je(plain);
   // Hooked: the slot holds the landing, the real return address is on the
-  // shadow stack. Drop both words and call the body from call-and-land,
-  // which counts our exit.
-  a.pop(r11);
-  a.add(rsp, 8);
+  // shadow stack. Drop both words and call the body (entry+5, now at
+  // [rsp-16]) from call-and-land, which counts our exit.
+  a.add(rsp, 16);
   a.jmp(ptr(land_word));
-  // Not hooked (a thread filter said no, the shadow stack was full): on
-  // into the body, whose return address is untouched. A jump, not a ret:
-  // nothing was called, so no return-stack entry is ours to consume.
+  // Not hooked (a thread filter said no, the shadow stack was full).
   a.bind(plain);
   a.inc(exits);
-  a.pop(r11);
-  a.jmp(r11);
+  emit_jump_to_body(a);
 }
 
 // The word that jmp above reads: call-and-land is in the exit trampoline's
@@ -257,12 +278,13 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   Label nested = a.newLabel();
 
   a.inc(tls_word(req.counts_tls_offset));
-  emit_frame_enter(a, frame, 0);
+  a.mov(qword_ptr(rsp, kR11Below), r11);
+  emit_frame_enter(a, frame, kKeepBelow);
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
   emit_guard(a, req.counts_tls_offset, nested);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
   if (req.save_fp) {
-    for (int i = 0; i < 8; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
+    for (int i = 0; i < 16; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
   }
 
   a.mov(rdi, qword_ptr(r11));              // return address = entry + 5
@@ -310,20 +332,32 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   }
 
   if (req.save_fp) {
-    for (int i = 0; i < 8; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
+    for (int i = 0; i < 16; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
+  }
+  // The way out, decided while rax and rdx are free, kept just below the
+  // return address where the end reads it once rsp is back there.
+  if (req.honour_direct || req.entered_by_stub) a.mov(rdx, qword_ptr(rsp, frame));
+  if (req.honour_direct) {
+    a.mov(rax, qword_ptr(rsp, 64));
+    a.mov(qword_ptr(rdx, kDirectBelow), rax);
+  }
+  if (req.entered_by_stub) {
+    a.mov(rax, imm(req.exit_trampoline));
+    a.cmp(qword_ptr(rdx, 8), rax);          // the slot holds the landing?
+    a.sete(byte_ptr(rdx, kHookedBelow));
   }
   for (int i = 0; i < 8; ++i) a.mov(kArgRegs[i], qword_ptr(rsp, i * 8));
-  if (req.honour_direct) a.mov(r11, qword_ptr(rsp, 64));
   emit_frame_leave(a, frame);
+  a.mov(r11, qword_ptr(rsp, kR11Below));
   Label to_direct = a.newLabel();
   Label land_word = a.newLabel();
   if (req.entered_by_stub) {
-    emit_stub_tail(a, req, exits, land_word, req.honour_direct ? &to_direct : nullptr);
+    emit_stub_tail(a, exits, land_word, req.honour_direct ? &to_direct : nullptr);
   } else {
     a.inc(exits);
     if (req.honour_direct) {
-      a.test(r11, r11);
-      a.jnz(to_direct);
+      a.cmp(qword_ptr(rsp, kDirectBelow), 0);
+      a.jne(to_direct);
     }
     a.ret();
   }
@@ -332,25 +366,25 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     // Continue into the direct trampoline as if the site had called it:
     // the return address into entry+5 is on top of the stack again.
     if (req.entered_by_stub) a.inc(exits);
-    a.jmp(r11);
+    a.jmp(qword_ptr(rsp, kDirectBelow));
   }
 
   // Called from inside a callback: count it, run nothing (not even a
   // direct trampoline: it is tracer code too). Only rax and rdx changed.
   a.bind(nested);
+  a.mov(rax, imm(req.recursion_drops));
+  a.lock().inc(qword_ptr(rax));
   a.mov(rax, qword_ptr(rsp, 48));
   a.mov(rdx, qword_ptr(rsp, 16));
   emit_frame_leave(a, frame);
-  a.mov(r11, imm(req.recursion_drops));
-  a.lock().inc(qword_ptr(r11));
+  a.mov(r11, qword_ptr(rsp, kR11Below));
   a.inc(exits);
   if (req.entered_by_stub) {
-    a.pop(r11);
-    a.jmp(r11);
+    emit_jump_to_body(a);
+    emit_call_and_land_word(a, req, land_word);
   } else {
     a.ret();
   }
-  if (req.entered_by_stub) emit_call_and_land_word(a, req, land_word);
   return finish(code, place);
 }
 
@@ -358,7 +392,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
 // calls the body at r11, returning to the landing.
 void emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
   a.inc(tls_word(req.counts_tls_offset + 8));
-  a.call(asmjit::x86::r11);
+  a.call(asmjit::x86::qword_ptr(asmjit::x86::rsp, -16));  // entry+5
 }
 
 Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(

@@ -11,9 +11,11 @@ inline constexpr uint8_t kCallRel32 = 0xe8;                                // ca
 inline constexpr uint8_t kJmpRel32 = 0xe9;                                 // jmp rel32
 inline constexpr uint8_t kInt3 = 0xcc;                                     // int3
 inline constexpr uint32_t kSiteBytes = 5;
-// A site's stub (x86_64_backend.cpp, (c)): 16 bytes of code, the word.
-inline constexpr uint32_t kStubBytes = 24;
-inline constexpr uint32_t kStubWordOffset = 16;
+// A site's stub (x86_64_backend.cpp, (c)): code, the site's return
+// address, the trampoline word.
+inline constexpr uint32_t kStubBytes = 32;
+inline constexpr uint32_t kStubReturnOffset = 16;
+inline constexpr uint32_t kStubWordOffset = 24;
 
 inline bool fits_rel32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 

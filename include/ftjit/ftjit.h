@@ -59,7 +59,12 @@ typedef enum ftjit_strategy {
  * callback may change arg[]; the new values are what the function sees.
  *   x86-64: arg[0..5] = rdi rsi rdx rcx r8 r9, arg[6] = rax (vararg count),
  *           arg[7] = r10 (static chain).
- * fp[] holds xmm0-7 only when the ops did not set FTJIT_OPS_F_NO_FP. */
+ * fp[] holds xmm0-7 only when the ops did not set FTJIT_OPS_F_NO_FP.
+ * Every other register the callback may change is given back too (the
+ * caller may keep values in call-clobbered registers the traced function
+ * does not write: GCC's -fipa-ra), except the upper halves of ymm/zmm
+ * registers: a callback that runs AVX code on a thread whose caller keeps
+ * 256- or 512-bit values across a traced call must save them itself. */
 typedef struct ftjit_regs {
   uint64_t arg[8];
   uint64_t direct;   /* engine-internal: direct trampoline to continue to */
@@ -96,7 +101,7 @@ typedef struct ftjit_thread_filter {
 
 /* Ops flags. */
 #define FTJIT_OPS_F_NO_FP 0x1u /* callback never touches vector/FP state:
-                                  the trampoline skips saving xmm0-7 */
+                                  the trampoline skips saving xmm0-15 */
 
 /* One tracer registration. Initialise with ftjit_ops_init(); the caller owns
  * the memory and must keep it alive until ftjit_detach() returns. `func` is

@@ -21,7 +21,7 @@
 
 extern "C" int test_call_misaligned(int (*fn)(int, int), int a, int b);  // misaligned_call.S
 extern "C" int test_call_keeping_registers(int (*fn)(int, int),
-                                           uint64_t out[12]);  // register_keeping_call.S
+                                           uint64_t out[16]);  // register_keeping_call.S
 
 namespace {
 
@@ -233,21 +233,30 @@ TEST_P(ExitHookTest, CallerKeepsItsCallClobberedRegisters) {
   GTEST_SKIP() << "ThreadSanitizer's hooks in traced_add clobber registers themselves";
 #endif
   // GCC's -fipa-ra: a caller that saw its callee write none of rcx, rdx,
-  // rsi, rdi, r8-r10, xmm2.. keeps values there across the call. The entry
-  // trampoline, the callbacks' C code and the exit path must not lose them.
-  const uint64_t want[12] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109,
-                             0x110a, 0x2202, 0x2203, 0x2204, 0x2205, 0x2206};
-  uint64_t out[12] = {};
+  // rsi, rdi, r8-r11, xmm2.. keeps values there across the call. The site's
+  // stub, the entry trampoline, the callbacks' C code and the exit path
+  // must not lose them.
+  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
+                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  uint64_t out[16] = {};
   ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], want[i]) << "untraced, register " << i;
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], want[i]) << "untraced, register " << i;
   ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
   for (int round = 0; round < 3; ++round) {
     std::memset(out, 0, sizeof out);
     ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
-    for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], want[i]) << "traced, register " << i;
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], want[i]) << "traced, register " << i;
   }
   ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
   EXPECT_EQ(log_.events.size(), 6u);
+  // Entry only: the site calls the trampoline.
+  log_.ops.exit_func = nullptr;
+  ASSERT_EQ(attach({"traced_add"}), FTJIT_OK) << ftjit_last_error();
+  std::memset(out, 0, sizeof out);
+  ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], want[i]) << "entry only, register " << i;
+  ASSERT_EQ(ftjit_detach(engine_, &log_.ops), FTJIT_OK);
+  EXPECT_EQ(log_.events.size(), 7u);
 }
 
 TEST_P(ExitHookTest, HookedSiteJumpsToItsStubUntilDetached) {

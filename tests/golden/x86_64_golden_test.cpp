@@ -121,9 +121,10 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 
 // The generated trampoline without FP saves, ops and callback immediate:
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40          entries++
+//   4c 89 5c 24 f8               mov    %r11,-0x8(%rsp)    the caller's r11
 //   49 89 e3                     mov    %rsp,%r11          the site's rsp
-//   48 83 ec 58                  sub    $0x58,%rsp
-//   48 83 e4 f0                  and    $-16,%rsp          realigned
+//   48 83 ec 70                  sub    $0x70,%rsp         (24 bytes below the
+//   48 83 e4 f0                  and    $-16,%rsp          arrival kept: r11..)
 //   4c 89 5c 24 50               mov    %r11,0x50(%rsp)
 //   48 89 3c 24 ... 4c 89 54 24 38   mov rdi..r10 -> 0..0x38(%rsp)
 // again:                                                   the guard:
@@ -143,13 +144,14 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   e8 <rel32>                   call   func
 //   48 8b 3c 24 ... 4c 8b 54 24 38   restore rdi..r10
 //   48 8b 64 24 50               mov    0x50(%rsp),%rsp
+//   4c 8b 5c 24 f8               mov    -0x8(%rsp),%r11    the caller's r11
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
 // nested:
+//   48 b8 <drops>                movabs $drops,%rax
+//   f0 48 ff 00                  lock incq (%rax)
 //   48 8b 44 24 30 / 48 8b 54 24 10  restore rax, rdx (all the guard used)
-//   48 8b 64 24 50               mov    0x50(%rsp),%rsp
-//   49 bb <drops>                movabs $drops,%r11
-//   f0 49 ff 03                  lock incq (%r11)
+//   48 8b 64 24 50 / 4c 8b 5c 24 f8  rsp, r11
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
 //   c3                           ret
 TEST(X86Golden, GeneratedTrampolineWithoutFp) {
@@ -163,21 +165,21 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "6448ff0425c0ffffff4989e34883ec584883e4f04c895c2450"
+            "6448ff0425c0ffffff4c895c24f84989e34883ec704883e4f04c895c2450"
             "48893c244889742408488954241048894c24184c894424204c894c242848894424304c89542438"
             "64488b0425c0ffffff64488b1425c8ffffff64483b0425c0ffffff75e3"
-            "4829d04883f8010f855c000000"
-            "498b3b4883ef05498b73084d8d5b084c895c24484889e148ba8877665544332211e8700ff0ff"
+            "4829d04883f8010f8561000000"
+            "498b3b4883ef05498b73084d8d5b084c895c24484889e148ba8877665544332211e86b0ff0ff"
             "488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b4424304c8b542438"
-            "488b6424506448ff0425c8ffffffc3"
-            "488b442430488b542410488b642450"
-            "49bb00002000007f0000f049ff036448ff0425c8ffffffc3");
+            "488b6424504c8b5c24f86448ff0425c8ffffffc3"
+            "48b800002000007f0000f048ff00488b442430488b542410"
+            "488b6424504c8b5c24f86448ff0425c8ffffffc3");
 }
 
 // The exit trampoline: call-and-land, then the landing at +16.
-//   90 90 90 90                  nop x4                     (padding)
+//   90 90 90                     nop x3                     (padding)
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           call-and-land:
-//   41 ff d3                     call   *%r11               the body
+//   ff 54 24 f0                  call   *-0x10(%rsp)        the body (entry+5)
 // landing (+16):
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
 //   4c 89 5c 24 f0               mov    %r11,-0x10(%rsp)    kept below the slot
@@ -211,7 +213,7 @@ TEST(X86Golden, ExitTrampoline) {
   auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
-            "909090906448ff0425c8ffffff41ffd3"
+            "9090906448ff0425c8ffffffff5424f0"
             "6448ff0425c0ffffff4c895c24f04989e34881ec580100004883e4f04c899c2440010000"
             "4889042448895424080f294424100f294c24200f295424300f295c24400f296424500f296c2460"
             "0f297424700f29bc2480000000440f29842490000000440f298c24a0000000440f299424b00000"
@@ -230,17 +232,21 @@ TEST(X86Golden, ExitTrampoline) {
   EXPECT_FALSE(x86().emit_exit_trampoline(r, 0x7f0000100000ull).ok());
 }
 
-// A trampoline entered by a site's stub ends by calling the body through
-// call-and-land when the return was hooked, else jumps to it:
-//   49 bb <landing>              movabs $landing,%r11
-//   4c 39 5c 24 08               cmp    %r11,0x8(%rsp)      the slot hooked?
-//   0f 85 <rel32>                jne    plain
-//   41 5b                        pop    %r11                entry+5
-//   48 83 c4 08                  add    $0x8,%rsp           the slot: free
+// A trampoline entered by a site's stub decides its way out while rax and
+// rdx are free, then ends by calling the body through call-and-land when
+// the return was hooked, else jumps to it:
+//   48 8b 54 24 50               mov    0x50(%rsp),%rdx     the arrival rsp
+//   48 b8 <landing>              movabs $landing,%rax
+//   48 39 42 08                  cmp    %rax,0x8(%rdx)      the slot hooked?
+//   0f 94 42 e8                  sete   -0x18(%rdx)         kept below arrival
+//   ... restore rdi..r10, rsp, r11 ...
+//   80 7c 24 e8 00               cmpb   $0x0,-0x18(%rsp)
+//   0f 84 <rel32>                je     plain
+//   48 83 c4 10                  add    $0x10,%rsp          entry+5 and the slot
 //   ff 25 <rel32>                jmp    *word(%rip)         call-and-land
 // plain:
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           exits++
-//   41 5b / 41 ff e3             pop %r11 ; jmp *%r11       on to entry+5
+//   48 83 c4 08 / ff 64 24 f8    add $8,%rsp ; jmp *-0x8(%rsp)   on to entry+5
 // ... nested: the same jump; then the word: call-and-land's address.
 TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
   TrampolineRequest r;
@@ -256,40 +262,41 @@ TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   const std::string h = hex(code->data(), code->size());
-  EXPECT_NE(h.find("49bb10003000007f00004c395c24080f850c000000415b4883c408ff2539000000"
-                   "6448ff0425c8ffffff415b41ffe3"),
+  EXPECT_NE(h.find("488b54245048b810003000007f0000483942080f9442e8"), std::string::npos) << h;
+  EXPECT_NE(h.find("807c24e8000f840a0000004883c410ff2544000000"
+                   "6448ff0425c8ffffff4883c408ff6424f8"),
             std::string::npos)
       << h;
   // The nested path jumps on too, and the word follows.
-  EXPECT_EQ(h.substr(h.size() - 44), "6448ff0425c8ffffff415b41ffe300003000007f0000");
+  EXPECT_EQ(h.substr(h.size() - 50), "6448ff0425c8ffffff4883c408ff6424f800003000007f0000");
 }
 
 // A site's stub: the site's return address pushed as if the site had
-// called, then on through the word at +16.
-//   4c 8d 1d <rel32>             lea    entry+5(%rip),%r11
-//   41 53                        push   %r11
-//   ff 25 01 00 00 00            jmp    *0x1(%rip)          the word at +16
-//   cc                           int3
+// called, then on through the word; no register touched.
+//   ff 35 0a 00 00 00            push   *0x10(stub)         entry+5, at +16
+//   ff 25 0c 00 00 00            jmp    *0x18(stub)         the word, at +24
+//   cc cc cc cc
 TEST(X86Golden, StubPushesTheReturnAddressAndJumpsThroughItsWord) {
-  EXPECT_EQ(x86().traits().stub_bytes, 24u);
-  EXPECT_EQ(x86().traits().stub_word_offset, 16u);
-  uint8_t stub[24];
+  EXPECT_EQ(x86().traits().stub_bytes, 32u);
+  EXPECT_EQ(x86().traits().stub_word_offset, 24u);
+  uint8_t stub[32];
   ASSERT_TRUE(x86().encode_stub(0x7f0000100000ull, 0x7f0000000000ull, stub));
-  EXPECT_EQ(hex(stub, 16), "4c8d1dfeffefff4153ff2501000000cc");
+  EXPECT_EQ(hex(stub, 32),
+            "ff350a000000ff250c000000cccccccc"
+            "05000000007f0000"    // entry+5
+            "0000000000000000");  // the word: written by the engine
   // What asmjit assembles for the same.
   asmjit::CodeHolder code;
   code.init(asmjit::Environment(asmjit::Arch::kX64), 0x7f0000100000ull);
   asmjit::x86::Assembler a(&code);
-  a.lea(asmjit::x86::r11, asmjit::x86::ptr(0x7f0000000005ull));
-  a.push(asmjit::x86::r11);
-  a.jmp(asmjit::x86::ptr(0x7f0000100010ull));
+  a.push(asmjit::x86::qword_ptr(0x7f0000100010ull));
+  a.jmp(asmjit::x86::qword_ptr(0x7f0000100018ull));
   code.flatten();
   code.resolveUnresolvedLinks();
   code.relocateToBase(0x7f0000100000ull);
   std::vector<uint8_t> out(code.codeSize());
   code.copyFlattenedData(out.data(), out.size());
-  EXPECT_EQ(hex(out.data(), out.size()), hex(stub, 15));
-  EXPECT_FALSE(x86().encode_stub(0x7f0000100000ull, 0x100000000000ull, stub));
+  EXPECT_EQ(hex(out.data(), out.size()), hex(stub, 12));
 }
 
 TEST(X86Golden, JumpToTheStubIsE9AndEmulatedWithoutPush) {
@@ -351,9 +358,12 @@ TEST(X86Golden, SlotTrampolineLoadsOpsAndFuncFromTheSite) {
   std::string h = hex(code->data(), code->size());
   EXPECT_NE(h.find("488b57f8"), std::string::npos);  // mov -0x8(%rdi),%rdx: the slot
   EXPECT_NE(h.find("ff5208"), std::string::npos);    // call *0x8(%rdx): ops->func
-  EXPECT_NE(h.find("41ffe3"), std::string::npos);    // jmp *%r11: the direct path
-  // The nested path last: count the drop, count the exit, return.
-  EXPECT_NE(h.find("49bb00002000007f0000f049ff036448ff0425"), std::string::npos);
+  // The direct path: kept below the arrival rsp, tested, jumped through.
+  EXPECT_NE(h.find("488b442440488942f0"), std::string::npos);  // mov 0x40(%rsp),%rax ; mov %rax,-0x10(%rdx)
+  EXPECT_NE(h.find("48837c24f000"), std::string::npos);        // cmpq $0,-0x10(%rsp)
+  EXPECT_NE(h.find("ff6424f0"), std::string::npos);            // jmp *-0x10(%rsp)
+  // The nested path last: count the drop, restore, count the exit, return.
+  EXPECT_NE(h.find("48b800002000007f0000f048ff00"), std::string::npos);
   EXPECT_EQ(code->back(), 0xc3);
 }
 
