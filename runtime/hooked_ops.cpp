@@ -34,9 +34,11 @@ pid_t current_tid() {
 void hooked_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs) {
   auto* h = static_cast<HookedOps*>(ops->private_data);
   if (h->threads && !h->threads->passes()) return;
-  if (h->exit != nullptr) shadow_prune(reinterpret_cast<const uint64_t*>(regs->sp));
-  h->func(ip, parent_ip, h->user, regs);
-  if (h->exit != nullptr) shadow_push(reinterpret_cast<uint64_t*>(regs->sp), ip, h->exit);
+  if (h->exit != nullptr) {
+    shadow_hooked_entry(h->func, h->user, h->exit, ip, parent_ip, regs);
+  } else {
+    h->func(ip, parent_ip, h->user, regs);
+  }
 }
 
 }  // namespace

@@ -176,7 +176,7 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
   return (a >= lo && a < hi) != (b >= lo && b < hi);
 }
 
-[[noreturn]] void lost_return_address(uint64_t slot) {
+[[noreturn]] __attribute__((noinline, cold)) void lost_return_address(uint64_t slot) {
   // Nothing sane is left to return to. Say so plainly rather than jump
   // into the void.
   char msg[160];
@@ -188,21 +188,6 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
 }
 
 }  // namespace
-
-bool guard_enter(uint64_t own) {
-  if (open_trampoline_entries() != own) {
-    g_recursion_drops.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  if (own == 0) ++ftjit_trampoline_counts.entries;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  return true;
-}
-
-void guard_leave(uint64_t own) {
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (own == 0) ++ftjit_trampoline_counts.exits;
-}
 
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
   // Stable addresses, never freed, not even by static destructors: a
@@ -260,7 +245,9 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
 uint64_t exit_call_and_land_address() { return g_call_and_land.load(std::memory_order_acquire); }
 
-void shadow_prune(const uint64_t* slot) {
+namespace {
+
+inline void shadow_prune(const uint64_t* slot) {
   ShadowStack* s = t_stack;
   if (s == nullptr) return;
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
@@ -280,7 +267,7 @@ void shadow_prune(const uint64_t* slot) {
   });
 }
 
-void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
+inline void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
   ShadowStack* s = t_stack;
   if (s == nullptr && (s = create_stack()) == nullptr) {
     g_no_stack_drops.fetch_add(1, std::memory_order_relaxed);
@@ -301,6 +288,15 @@ void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   ++s->depth;
   s->hooks.bump();
+}
+
+}  // namespace
+
+void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
+                         uint64_t parent_ip, ftjit_regs* regs) {
+  shadow_prune(reinterpret_cast<const uint64_t*>(regs->sp));
+  func(ip, parent_ip, ops, regs);
+  shadow_push(reinterpret_cast<uint64_t*>(regs->sp), ip, rec);
 }
 
 extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {

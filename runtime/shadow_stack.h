@@ -25,6 +25,7 @@
 
 #include "core/error.h"
 #include "ftjit/ftjit.h"
+#include "runtime/thread_control.h"
 
 namespace ftjit {
 
@@ -49,14 +50,13 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset);
 uint64_t exit_trampoline_address();
 uint64_t exit_call_and_land_address();
 
-// Reports the hooked frames that a function entered with its return
-// address at `slot` proves gone (longjmp'd over, unwound): called before
-// the entry callbacks, so that exits and entries stay in order.
-void shadow_prune(const uint64_t* slot);
-// Hooks the return of the function entered with its return address at
-// `slot` (its stack pointer at the entry). Called from the entry path,
-// inside the reentrancy guard, after shadow_prune(slot).
-void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec);
+// The entry of an ops that hooks returns, inside the reentrancy guard:
+// reports the hooked frames that a function entered with its return
+// address at regs->sp proves gone (longjmp'd over, unwound), so that exits
+// and entries stay in order; calls the entry callback `func`; then hooks
+// the function's return for `rec`.
+void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
+                         uint64_t parent_ip, ftjit_regs* regs);
 
 // The real return address of the frame whose return address slot is
 // `slot` (it holds the exit trampoline's address): its oldest entry's. The
@@ -110,7 +110,19 @@ extern std::atomic<uint64_t> g_recursion_drops;
 // runs ftjit code while entries > exits. `own` is how many of those the
 // caller itself accounts for (1 for the exit trampoline's pop, which
 // counted its own entry); guard_enter(0) counts an entry for its region.
-bool guard_enter(uint64_t own = 0);   // false: already inside (a drop was counted)
-void guard_leave(uint64_t own = 0);
+// false: already inside (a drop was counted).
+inline bool guard_enter(uint64_t own = 0) {
+  if (open_trampoline_entries() != own) {
+    g_recursion_drops.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (own == 0) ++ftjit_trampoline_counts.entries;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return true;
+}
+inline void guard_leave(uint64_t own = 0) {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (own == 0) ++ftjit_trampoline_counts.exits;
+}
 
 }  // namespace ftjit
