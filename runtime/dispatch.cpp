@@ -29,6 +29,28 @@ extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_
 }
 
 IpSet::IpSet(std::span<const uint64_t> ips) {
+  paged_ = ips.size() > kFlatMax;
+  if (paged_) {
+    build_paged(ips);
+  } else {
+    build_flat(ips);
+  }
+}
+
+void IpSet::build_flat(std::span<const uint64_t> ips) {
+  const size_t cap = std::bit_ceil(ips.size() * 2 + 2);
+  flat_.assign(cap, 0);
+  mask_ = cap - 1;
+  shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));
+  for (uint64_t ip : ips) {
+    if (ip == 0) continue;  // the empty mark; never an entry
+    size_t i = flat_slot(ip);
+    while (flat_[i] != 0 && flat_[i] != ip) i = (i + 1) & mask_;
+    flat_[i] = ip;
+  }
+}
+
+void IpSet::build_paged(std::span<const uint64_t> ips) {
   // Page changes along the input bound the distinct pages (equal when the
   // input is sorted, as it is per module).
   size_t runs = 0;
@@ -38,7 +60,7 @@ IpSet::IpSet(std::span<const uint64_t> ips) {
     last = page_key(ip);
   }
   const size_t cap = std::bit_ceil(runs * 2 + 2);
-  table_.assign(cap, Slot{0, 0});
+  pages_.assign(cap, Slot{0, 0});
   mask_ = cap - 1;
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));
   bits_.reserve(runs * kWordsPerPage);
@@ -47,13 +69,13 @@ IpSet::IpSet(std::span<const uint64_t> ips) {
   for (uint64_t ip : ips) {
     const uint64_t page = page_key(ip);
     if (page != last) {
-      size_t i = slot_of(page);
-      while (table_[i].page != 0 && table_[i].page != page) i = (i + 1) & mask_;
-      if (table_[i].page == 0) {
-        table_[i] = Slot{page, bits_.size()};
+      size_t i = page_slot(page);
+      while (pages_[i].page != 0 && pages_[i].page != page) i = (i + 1) & mask_;
+      if (pages_[i].page == 0) {
+        pages_[i] = Slot{page, bits_.size()};
         bits_.resize(bits_.size() + kWordsPerPage, 0);
       }
-      at = table_[i].bits;
+      at = pages_[i].bits;
       last = page;
     }
     bits_[at + ((ip & kPageMask) >> 6)] |= uint64_t{1} << (ip & 63);

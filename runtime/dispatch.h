@@ -15,20 +15,32 @@
 
 namespace ftjit {
 
-// An immutable set of entry addresses. Pages of 4 KiB that hold at least
-// one: an open-addressing table of page numbers (small: a million
-// functions fill a few thousand pages), each page with a bitmap of its
-// bytes. Built in address order, so building touches memory sequentially;
-// a lookup is one hash of the page, a probe or two, one bit.
+// An immutable set of entry addresses, in one of two forms:
+//  - small sets: an open-addressing table of the addresses themselves, one
+//    load a lookup (the list walker asks every ops, relevant or not);
+//  - large sets: the 4 KiB pages that hold at least one address, in an
+//    open-addressing table (a million functions fill a few thousand
+//    pages), each with a bitmap of its bytes. Built in address order, this
+//    touches memory sequentially: a table of the addresses themselves is
+//    written at random, a cache miss per address (10+ ms a million).
 class IpSet {
  public:
   // `ips` in any order (sites come sorted per module: cheapest so).
   explicit IpSet(std::span<const uint64_t> ips);
   bool contains(uint64_t ip) const {
+    if (!paged_) {
+      size_t i = flat_slot(ip);
+      for (;;) {
+        const uint64_t v = flat_[i];
+        if (v == ip) return ip != 0;  // 0 is the empty mark, never a member
+        if (v == 0) return false;
+        i = (i + 1) & mask_;
+      }
+    }
     const uint64_t page = page_key(ip);
-    size_t i = slot_of(page);
+    size_t i = page_slot(page);
     for (;;) {
-      const Slot& s = table_[i];
+      const Slot& s = pages_[i];
       if (s.page == page) {
         const uint64_t word = bits_[s.bits + ((ip & kPageMask) >> 6)];
         return (word >> (ip & 63)) & 1;
@@ -37,6 +49,9 @@ class IpSet {
       i = (i + 1) & mask_;
     }
   }
+
+  // Sets of more addresses than this are paged.
+  static constexpr size_t kFlatMax = size_t{1} << 16;
 
  private:
   static constexpr unsigned kPageShift = 12;
@@ -48,10 +63,17 @@ class IpSet {
     uint64_t page;   // page_key; 0: empty
     uint64_t bits;   // its bitmap's first word in bits_
   };
-  size_t slot_of(uint64_t page) const {
+  size_t flat_slot(uint64_t ip) const {
+    return static_cast<size_t>((ip >> 2) * 0x9e3779b97f4a7c15ull >> shift_) & mask_;
+  }
+  size_t page_slot(uint64_t page) const {
     return static_cast<size_t>(page * 0x9e3779b97f4a7c15ull >> shift_) & mask_;
   }
-  std::vector<Slot> table_;
+  void build_flat(std::span<const uint64_t> ips);
+  void build_paged(std::span<const uint64_t> ips);
+  bool paged_ = false;
+  std::vector<uint64_t> flat_;  // 0: empty (no entry lies at address 0)
+  std::vector<Slot> pages_;
   std::vector<uint64_t> bits_;
   size_t mask_ = 0;
   unsigned shift_ = 0;
