@@ -131,10 +131,17 @@ struct TrampolineRequest {
 //  - at place, call-and-land, for trampolines entered by a stub: counts
 //    the trampoline's exit and calls the function body (its address in the
 //    ISA's scratch register), so that the call returns to the landing.
+//
+// With shadow_tls_offset set (the thread's ShadowStack pointer, from the
+// thread pointer), the landing pops the common case itself and calls the
+// exit callback directly (backends/shadow_layout.h); anything else (a
+// chain, an entry put back for an exception, stale entries above, a
+// callback already running on the thread) still goes to `pop`.
 struct ExitTrampolineRequest {
   uint64_t pop = 0;
   int64_t counts_tls_offset = 0;
   uint32_t landing_offset = 0;
+  int64_t shadow_tls_offset = 0;  // 0: always call pop
 };
 
 // Turns trampoline requests into bytes for a given address. In-process

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "backends/shadow_layout.h"
+#include "runtime/dispatch.h"
 #include "runtime/process_backend.h"
 #include "runtime/thread_control.h"
 
@@ -71,6 +73,33 @@ StackSlot g_stacks[kMaxStacks];
 std::atomic<uint64_t> g_no_stack_drops{0};
 
 __thread ShadowStack* t_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// What the exit trampoline's own pop reads (backends/shadow_layout.h).
+namespace layout = shadow_layout;
+static_assert(offsetof(ShadowStack, depth) == layout::kDepth);
+static_assert(sizeof(ShadowStack::depth) == 4);
+static_assert(offsetof(ShadowStack, e) == layout::kEntries);
+static_assert(sizeof(ShadowEntry) == layout::kEntryBytes);
+static_assert(offsetof(ShadowEntry, slot) == layout::kSlot);
+static_assert(offsetof(ShadowEntry, ret) == layout::kRet);
+static_assert(offsetof(ShadowEntry, ip) == layout::kIp);
+static_assert(offsetof(ShadowEntry, rec) == layout::kRecord);
+static_assert(kUnhooked == layout::kUnhooked);
+static_assert(offsetof(ExitRecord, func) == layout::kFunc);
+static_assert(offsetof(ExitRecord, ops) == layout::kOps);
+static_assert(offsetof(ExitRecord, live) == layout::kLive);
+static_assert(sizeof(std::atomic<bool>) == 1);
+
+// t_stack's offset from the thread pointer, for the exit trampoline.
+int64_t shadow_stack_tls_offset() {
+  uint64_t tp;
+#if defined(__x86_64__)
+  asm("mov %%fs:0, %0" : "=r"(tp));
+#else
+  tp = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
+#endif
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - tp);
+}
 __thread uint32_t t_stack_slot __attribute__((tls_model("initial-exec"))) = 0;
 
 pthread_key_t g_exit_key;
@@ -218,6 +247,8 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     req.pop = reinterpret_cast<uint64_t>(&ftjit_shadow_pop);
     req.counts_tls_offset = counts_tls_offset;
     req.landing_offset = kLandingOffset;
+    // Under ThreadSanitizer every exit goes through pop, which it sees.
+    if (!kTsanShim) req.shadow_tls_offset = shadow_stack_tls_offset();
     uint64_t place = reinterpret_cast<uint64_t>(m);
     auto code = process_backend().emit_exit_trampoline(req, place);
     if (!code || code->size() > page) {

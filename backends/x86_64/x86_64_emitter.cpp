@@ -97,7 +97,8 @@
 //               written here until pop returned, the shadow stack reads it
 //     r11-16    r11 as the function returned it
 //     ...       (alignment)
-//     rsp+320   r11: the stack pointer on arrival
+//     rsp+328   r11: the stack pointer on arrival
+//     rsp+320   the real return address, across the callback of (g)
 //     rsp+272   rcx rsi rdi r8 r9 r10
 //     rsp+48    xmm2..xmm15
 //     rsp+16    xmm0 xmm1                -+
@@ -105,8 +106,9 @@
 //
 //     Every call-clobbered register is kept, not just the return values:
 //     GCC's -fipa-ra lets a caller keep values in registers its callee was
-//     seen not to write, across the call. pop(slot, regs) returns the real
-//     return address; a chain (the frame hooked twice) pops again. The
+//     seen not to write, across the call. The landing pops the common case
+//     itself ((g)); otherwise pop(slot, regs) returns the real return
+//     address, and a chain (the frame hooked twice) pops again. The
 //     address goes back into the slot and a `ret` takes it, consuming the
 //     parent's own return-stack entry.
 #include "backends/x86_64/x86_64_backend.h"
@@ -116,6 +118,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "backends/shadow_layout.h"
 #include "backends/x86_64/x86_64_encoding.h"
 #include "ftjit/ftjit.h"
 
@@ -142,9 +145,11 @@ static_assert(sizeof(ftjit_regs) + 8 * 16 == kFrameWithFp);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
 // The exit frame: ftjit_ret_regs (rax rdx xmm0 xmm1), xmm2-15, then rcx
-// rsi rdi r8 r9 r10, then the saved rsp.
+// rsi rdi r8 r9 r10, the real return address (the landing's own pop), then
+// the saved rsp.
 constexpr int32_t kExitGprs = 16 + 16 * 16;
-constexpr int32_t kExitFrame = kExitGprs + 6 * 8;
+constexpr int32_t kExitRealReturn = kExitGprs + 6 * 8;
+constexpr int32_t kExitFrame = kExitRealReturn + 8;
 constexpr int32_t kSlotBytes = 8;    // the replaced return address, below the exit's arrival
 
 class X86_64Emitter final : public TrampolineEmitter {
@@ -388,6 +393,69 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   return finish(code, place);
 }
 
+// (g) The landing's own pop, before anything calls into the runtime
+//     (rdi = the slot; every register saved; rsp the aligned frame):
+//
+//         s = fs:[shadow]; d = s->depth
+//         e = &s->e[d-1]
+//         e->slot == slot, rec = e->rec not put back for an exception,
+//         e->ret not the landing (a chain), this landing's entry the
+//         thread's only open one (no callback running under it)
+//           -> else: pop() as before
+//         s->depth = d-1                  ; the entry read first
+//         if rec->live: rec->func(e->ip, e->ret, rec->ops, regs)
+//         real return address = e->ret
+void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
+                  asmjit::Label landing, asmjit::Label have_return) {
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  asmjit::Label slow = a.newLabel(), skip_callback = a.newLabel(), again = a.newLabel();
+  a.mov(rax, tls_word(req.shadow_tls_offset));
+  a.test(rax, rax);
+  a.jz(slow);
+  a.mov(edx, dword_ptr(rax, layout::kDepth));
+  a.test(edx, edx);
+  a.jz(slow);
+  a.lea(rcx, qword_ptr(rdx, -1));
+  a.shl(rcx, 5);
+  static_assert(layout::kEntryBytes == 32);
+  a.lea(rcx, qword_ptr(rax, rcx, 0, layout::kEntries));
+  a.cmp(qword_ptr(rcx, layout::kSlot), rdi);
+  a.jne(slow);
+  a.mov(r8, qword_ptr(rcx, layout::kRecord));
+  a.test(r8, asmjit::imm(layout::kUnhooked));
+  a.jnz(slow);
+  a.mov(r9, qword_ptr(rcx, layout::kRet));
+  a.lea(r10, ptr(landing));
+  a.cmp(r9, r10);
+  a.je(slow);
+  // The guard, as the entry trampolines read it: our own entry only.
+  a.bind(again);
+  a.mov(r10, tls_word(req.counts_tls_offset));
+  a.mov(r11, tls_word(req.counts_tls_offset + 8));
+  a.cmp(r10, tls_word(req.counts_tls_offset));
+  a.jne(again);
+  a.sub(r10, r11);
+  a.cmp(r10, 1);
+  a.jne(slow);
+  // Popped: the entry is in registers before the depth lets it go.
+  a.mov(r10, qword_ptr(rcx, layout::kIp));
+  a.dec(edx);
+  a.mov(dword_ptr(rax, layout::kDepth), edx);
+  a.mov(qword_ptr(rsp, kExitRealReturn), r9);
+  a.cmp(byte_ptr(r8, layout::kLive), 0);
+  a.je(skip_callback);
+  a.mov(rdi, r10);                        // ip
+  a.mov(rsi, r9);                         // parent_ip: the real return address
+  a.mov(rdx, qword_ptr(r8, layout::kOps));
+  a.mov(rcx, rsp);                        // ftjit_ret_regs
+  a.call(qword_ptr(r8, layout::kFunc));
+  a.bind(skip_callback);
+  a.mov(rax, qword_ptr(rsp, kExitRealReturn));
+  a.jmp(have_return);
+  a.bind(slow);
+}
+
 // (f)'s first entry: counts the exit of the trampoline that jumped here and
 // calls the body at r11, returning to the landing.
 void emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
@@ -436,6 +504,8 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.bind(again);
   a.mov(rdi, qword_ptr(rsp, kExitFrame));
   a.sub(rdi, kSlotBytes);                // the replaced slot
+  Label have_return = a.newLabel();
+  if (req.shadow_tls_offset != 0) emit_own_pop(a, req, landing, have_return);
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
   a.call(rax);
@@ -444,6 +514,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.lea(r11, ptr(landing));
   a.cmp(rax, r11);
   a.je(again);
+  a.bind(have_return);
   // The real return address back into the slot, which we return through:
   // where the caller's own call left its return-stack entry.
   a.mov(rdi, qword_ptr(rsp, kExitFrame));

@@ -234,6 +234,7 @@ std::string encode(const Generate& m) {
   w.put(m.exit.pop);
   w.put(m.exit.counts_tls_offset);
   w.put(m.exit.landing_offset);
+  w.put(m.exit.shadow_tls_offset);
   w.put(m.place);
   return w.take();
 }
@@ -259,6 +260,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.exit.pop = r.get<uint64_t>();
   m.exit.counts_tls_offset = r.get<int64_t>();
   m.exit.landing_offset = r.get<uint32_t>();
+  m.exit.shadow_tls_offset = r.get<int64_t>();
   m.place = r.get<uint64_t>();
   return r.finish("generate", std::move(m));
 }

@@ -184,23 +184,23 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
 //   64 48 ff 04 25 c0 ff ff ff   incq   %fs:-0x40
 //   4c 89 5c 24 f0               mov    %r11,-0x10(%rsp)    kept below the slot
 //   49 89 e3                     mov    %rsp,%r11           rsp on arrival
-//   48 81 ec 58 01 00 00         sub    $0x158,%rsp         (16 more than the
+//   48 81 ec 60 01 00 00         sub    $0x160,%rsp         (16 more than the
 //   48 83 e4 f0                  and    $-16,%rsp           frame: slot, r11)
-//   4c 89 9c 24 40 01 00 00      mov    %r11,0x140(%rsp)
+//   4c 89 9c 24 48 01 00 00      mov    %r11,0x148(%rsp)
 //   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
 //   0f 29 44 24 10 ...           movaps %xmm0..15 -> 0x10..0x100(%rsp)
 //   48 89 8c 24 10 01 00 00 ...  mov    %rcx %rsi %rdi %r8 %r9 %r10 -> 0x110..
 // again:
-//   48 8b bc 24 40 01 00 00      mov    0x140(%rsp),%rdi
+//   48 8b bc 24 48 01 00 00      mov    0x148(%rsp),%rdi
 //   48 83 ef 08                  sub    $0x8,%rdi           the replaced slot
 //   48 89 e6                     mov    %rsp,%rsi
 //   48 b8 <pop> ff d0            movabs $pop,%rax ; call *%rax
 //   4c 8d 1d 0e ff ff ff         lea    landing(%rip),%r11
 //   4c 39 d8 / 74 d9             cmp %r11,%rax / je again   a chain: pop again
-//   48 8b bc 24 40 01 00 00      mov    0x140(%rsp),%rdi
+//   48 8b bc 24 48 01 00 00      mov    0x148(%rsp),%rdi
 //   48 89 47 f8                  mov    %rax,-0x8(%rdi)     real address -> slot
 //   ... restore ...              rax rdx xmm0..15 rcx..r10
-//   48 8b a4 24 40 01 00 00      mov    0x140(%rsp),%rsp
+//   48 8b a4 24 48 01 00 00      mov    0x148(%rsp),%rsp
 //   4c 8b 5c 24 f0               mov    -0x10(%rsp),%r11
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38
 //   48 8d 64 24 f8               lea    -0x8(%rsp),%rsp     onto the slot
@@ -214,22 +214,57 @@ TEST(X86Golden, ExitTrampoline) {
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(hex(code->data(), code->size()),
             "9090906448ff0425c8ffffffff5424f0"
-            "6448ff0425c0ffffff4c895c24f04989e34881ec580100004883e4f04c899c2440010000"
+            "6448ff0425c0ffffff4c895c24f04989e34881ec600100004883e4f04c899c2448010000"
             "4889042448895424080f294424100f294c24200f295424300f295c24400f296424500f296c2460"
             "0f297424700f29bc2480000000440f29842490000000440f298c24a0000000440f299424b00000"
             "00440f299c24c0000000440f29a424d0000000440f29ac24e0000000440f29b424f0000000440f"
             "29bc240001000048898c24100100004889b424180100004889bc24200100004c89842428010000"
             "4c898c24300100004c89942438010000"
-            "488bbc24400100004883ef084889e648b800300000007f0000ffd04c8d1d0effffff4c39d874d9"
-            "488bbc2440010000488947f8"
+            "488bbc24480100004883ef084889e648b800300000007f0000ffd04c8d1d0effffff4c39d874d9"
+            "488bbc2448010000488947f8"
             "488b0424488b5424080f284424100f284c24200f285424300f285c24400f286424500f286c2460"
             "0f287424700f28bc2480000000440f28842490000000440f288c24a0000000440f289424b00000"
             "00440f289c24c0000000440f28a424d0000000440f28ac24e0000000440f28b424f0000000440f"
             "28bc2400010000488b8c2410010000488bb42418010000488bbc24200100004c8b842428010000"
             "4c8b8c24300100004c8b942438010000"
-            "488ba424400100004c8b5c24f06448ff0425c8ffffff488d6424f8c3");
+            "488ba424480100004c8b5c24f06448ff0425c8ffffff488d6424f8c3");
   r.landing_offset = 8;  // call-and-land does not fit before it
   EXPECT_FALSE(x86().emit_exit_trampoline(r, 0x7f0000100000ull).ok());
+}
+
+// With the shadow stack's TLS offset, the landing pops the common case
+// itself (emitter (g)) before falling back to pop():
+//   64 48 8b 04 25 00 ff ff ff   mov    %fs:-0x100,%rax     the ShadowStack
+//   48 85 c0 / 0f 84 <slow>      test %rax,%rax ; je slow
+//   8b 10 / 85 d2 / 0f 84 <slow> mov (%rax),%edx ; test ; je slow   depth
+//   48 8d 4a ff / 48 c1 e1 05 / 48 8d 4c 08 20   &e[depth-1]
+//   48 39 39 / 0f 85 <slow>      cmp %rdi,(%rcx) ; jne slow  this slot's?
+//   4c 8b 41 18 / 49 f7 c0 01 00 00 00 / 0f 85   record, not put back
+//   4c 8b 49 08 / 4c 8d 15 <landing> / 4d 39 d1 / 0f 84   not a chain
+//   ... the guard on r10, r11 ...
+//   4c 8b 51 10 / ff ca / 89 10  ip ; depth - 1
+//   4c 89 8c 24 40 01 00 00      mov    %r9,0x140(%rsp)     real return
+//   41 80 78 10 00 / 0f 84       cmpb $0,0x10(%r8) ; je     live?
+//   4c 89 d7 4c 89 ce 49 8b 50 08 48 89 e1 41 ff 10   func(ip, ret, ops, regs)
+//   48 8b 84 24 40 01 00 00 / e9 <rel32>   mov 0x140(%rsp),%rax ; jmp have_return
+// slow: mov %rsp,%rsi ; call pop ; the chain check
+TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
+  ExitTrampolineRequest r;
+  r.pop = 0x7f0000003000ull;
+  r.counts_tls_offset = -0x40;
+  r.landing_offset = 16;
+  r.shadow_tls_offset = -0x100;
+  auto code = x86().emit_exit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  const std::string h = hex(code->data(), code->size());
+  EXPECT_NE(h.find("4883ef0864488b042500ffffff4885c00f84"), std::string::npos) << h;
+  EXPECT_NE(h.find("8b1085d20f84"), std::string::npos) << h;
+  EXPECT_NE(h.find("488d4aff48c1e105488d4c082048393"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c8b411849f7c001000000"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c8b5110ffca89104c898c2440010000"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c89d74c89ce498b50084889e141ff10488b842440010000e9"), std::string::npos) << h;
+  // The slow path follows: pop(), then the chain check.
+  EXPECT_NE(h.find("4889e648b800300000007f0000ffd04c8d1d"), std::string::npos) << h;
 }
 
 // A trampoline entered by a site's stub decides its way out while rax and
