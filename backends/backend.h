@@ -120,6 +120,17 @@ struct TrampolineRequest {
   // one, so callbacks never see the trampoline as their caller.
   uint64_t exit_trampoline = 0;
   uint64_t real_return = 0;
+  // A generated trampoline whose ops hooks returns (exit_record != 0: the
+  // runtime's ExitRecord*) calls `func` itself and keeps the shadow stack
+  // itself (backends/shadow_layout.h): before the callback, if the newest
+  // entry's slot is at or below this frame's, it calls shadow_prune(uint64_t
+  // slot); after it, it pushes an entry, or calls shadow_push(uint64_t slot,
+  // uint64_t ip, uint64_t record) when the thread has no shadow stack yet or
+  // it is full.
+  uint64_t exit_record = 0;
+  int64_t shadow_tls_offset = 0;
+  uint64_t shadow_prune = 0;
+  uint64_t shadow_push = 0;
 };
 
 // The one exit trampoline a process needs. Two entries:

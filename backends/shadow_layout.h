@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The shadow stack as the exit trampoline sees it: the landing pops the
-// common case itself (the newest entry is this frame's, no chain, no
-// callback running on the thread) and calls the exit callback, rather than
-// calling into the runtime. runtime/shadow_stack.cpp checks its structures
-// against these offsets at compile time.
+// The shadow stack as trampolines see it: a generated trampoline pushes an
+// entry itself, and the landing pops the common case itself (the newest
+// entry is this frame's, no chain, no callback running on the thread),
+// rather than calling into the runtime. runtime/shadow_stack.cpp checks
+// its structures against these offsets at compile time.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@ namespace ftjit::shadow_layout {
 
 // struct ShadowStack (the thread's: a pointer in initial-exec TLS)
 inline constexpr int32_t kDepth = 0;      // uint32_t entries in use
+inline constexpr int32_t kHooks = 8;      // uint64_t returns hooked (owner-written)
+inline constexpr uint32_t kCapacity = 1u << 20;
 inline constexpr int32_t kEntries = 32;   // ShadowEntry[capacity]
 inline constexpr int32_t kEntryBytes = 32;
 // struct ShadowEntry

@@ -100,7 +100,7 @@ Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
                                   const TrampolineRequest& req, size_t* bytes) {
   // Emit once at a provisional address to learn the size, then again at the
   // real one (sizes only shrink or stay: rel32 calls get nearer).
-  constexpr size_t kMaxTrampoline = 768;
+  constexpr size_t kMaxTrampoline = 1024;
   uint64_t place = arena->allocate(kMaxTrampoline, backend.traits().code_align);
   if (place == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
   auto code = backend.emit_trampoline(req, place);
@@ -136,6 +136,18 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = false;
   req.counts_tls_offset = tls_offset_;
+  // An ops that hooks returns for every thread: the trampoline calls its
+  // entry callback and keeps the shadow stack itself (no wrapper between).
+  // Under ThreadSanitizer the wrapper stays: TSan must see its accesses.
+  const HookedOps* h = rec->hooked.get();
+  if (h != nullptr && h->exit != nullptr && !h->threads && !kTsanShim) {
+    req.ops = reinterpret_cast<uint64_t>(h->user);
+    req.func = reinterpret_cast<uint64_t>(h->func);
+    req.exit_record = reinterpret_cast<uint64_t>(h->exit);
+    req.shadow_tls_offset = shadow_stack_tls_offset();
+    req.shadow_prune = reinterpret_cast<uint64_t>(&ftjit_shadow_prune);
+    req.shadow_push = reinterpret_cast<uint64_t>(&ftjit_shadow_push);
+  }
   size_t bytes = 0;
   auto place = place_trampoline(backend_, arena, req, &bytes);
   if (!place) return place;

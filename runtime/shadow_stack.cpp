@@ -77,6 +77,8 @@ __thread ShadowStack* t_stack __attribute__((tls_model("initial-exec"))) = nullp
 // What the exit trampoline's own pop reads (backends/shadow_layout.h).
 namespace layout = shadow_layout;
 static_assert(offsetof(ShadowStack, depth) == layout::kDepth);
+static_assert(offsetof(ShadowStack, hooks) == layout::kHooks);
+static_assert(kCapacity == layout::kCapacity);
 static_assert(sizeof(ShadowStack::depth) == 4);
 static_assert(offsetof(ShadowStack, e) == layout::kEntries);
 static_assert(sizeof(ShadowEntry) == layout::kEntryBytes);
@@ -90,7 +92,9 @@ static_assert(offsetof(ExitRecord, ops) == layout::kOps);
 static_assert(offsetof(ExitRecord, live) == layout::kLive);
 static_assert(sizeof(std::atomic<bool>) == 1);
 
-// t_stack's offset from the thread pointer, for the exit trampoline.
+}  // namespace
+
+// t_stack's offset from the thread pointer, for the trampolines.
 int64_t shadow_stack_tls_offset() {
   uint64_t tp;
 #if defined(__x86_64__)
@@ -100,6 +104,8 @@ int64_t shadow_stack_tls_offset() {
 #endif
   return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - tp);
 }
+
+namespace {
 __thread uint32_t t_stack_slot __attribute__((tls_model("initial-exec"))) = 0;
 
 pthread_key_t g_exit_key;
@@ -328,6 +334,14 @@ void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uin
   shadow_prune(reinterpret_cast<const uint64_t*>(regs->sp));
   func(ip, parent_ip, ops, regs);
   shadow_push(reinterpret_cast<uint64_t*>(regs->sp), ip, rec);
+}
+
+extern "C" void ftjit_shadow_prune(uint64_t slot) {
+  shadow_prune(reinterpret_cast<const uint64_t*>(slot));
+}
+
+extern "C" void ftjit_shadow_push(uint64_t slot, uint64_t ip, uint64_t record) {
+  shadow_push(reinterpret_cast<uint64_t*>(slot), ip, reinterpret_cast<ExitRecord*>(record));
 }
 
 extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {

@@ -57,6 +57,12 @@ uint64_t exit_call_and_land_address();
 // the function's return for `rec`.
 void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
                          uint64_t parent_ip, ftjit_regs* regs);
+// The same two halves for a generated trampoline that keeps the shadow
+// stack itself (backends/backend.h: TrampolineRequest::exit_record): the
+// slow paths it calls, and where it finds the thread's stack.
+extern "C" void ftjit_shadow_prune(uint64_t slot);
+extern "C" void ftjit_shadow_push(uint64_t slot, uint64_t ip, uint64_t record);
+int64_t shadow_stack_tls_offset();
 
 // The real return address of the frame whose return address slot is
 // `slot` (it holds the exit trampoline's address): its oldest entry's. The

@@ -223,6 +223,83 @@ void emit_frame_leave(asmjit::x86::Assembler& a, int32_t frame) {
   a.mov(asmjit::x86::rsp, asmjit::x86::qword_ptr(asmjit::x86::rsp, frame));
 }
 
+// (h) A generated trampoline whose ops hooks returns keeps the shadow stack
+//     itself (backends/shadow_layout.h), around the callback it calls:
+//
+//     before: if s = fs:[shadow], s->depth and s->e[depth-1].slot <= slot
+//               shadow_prune(slot)        ; frames longjmp'd over, unwound
+//     after:  if !s or s->depth == capacity
+//               shadow_push(slot, ip, rec)  ; makes the stack, or counts
+//             else
+//               s->e[depth] = {slot, [slot], ip, rec}
+//               [slot] = landing          ; before depth publishes it
+//               s->depth++ ; s->hooks++
+//
+//     slot = regs->sp, the traced function's stack pointer at its entry.
+void emit_prune_check(asmjit::x86::Assembler& a, const TrampolineRequest& req) {
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  asmjit::Label done = a.newLabel();
+  a.mov(rax, tls_word(req.shadow_tls_offset));
+  a.test(rax, rax);
+  a.jz(done);
+  a.mov(edx, dword_ptr(rax, layout::kDepth));
+  a.test(edx, edx);
+  a.jz(done);
+  a.lea(rcx, qword_ptr(rdx, -1));
+  a.shl(rcx, 5);
+  static_assert(layout::kEntryBytes == 32);
+  a.mov(rcx, qword_ptr(rax, rcx, 0, layout::kEntries + layout::kSlot));
+  a.mov(r8, qword_ptr(rsp, 72));           // this frame's slot
+  a.cmp(rcx, r8);
+  a.ja(done);                              // the newest hooked frame is above: alive
+  a.push(rdi);                             // ip, parent_ip (rsp stays 16-aligned)
+  a.push(rsi);
+  a.mov(rdi, r8);
+  a.mov(rax, asmjit::imm(req.shadow_prune));
+  a.call(rax);
+  a.pop(rsi);
+  a.pop(rdi);
+  a.bind(done);
+}
+
+void emit_shadow_push(asmjit::x86::Assembler& a, const TrampolineRequest& req) {
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  asmjit::Label slow = a.newLabel(), done = a.newLabel();
+  a.mov(r9, qword_ptr(rsp, 72));           // the slot
+  a.mov(r8, qword_ptr(r9, -8));            // entry+5, the site's return address
+  a.sub(r8, kSiteBytes);                   // ip
+  a.mov(rax, tls_word(req.shadow_tls_offset));
+  a.test(rax, rax);
+  a.jz(slow);
+  a.mov(edx, dword_ptr(rax, layout::kDepth));
+  a.cmp(edx, layout::kCapacity);
+  a.jae(slow);
+  a.mov(rcx, rdx);
+  a.shl(rcx, 5);
+  a.lea(rcx, qword_ptr(rax, rcx, 0, layout::kEntries));
+  a.mov(qword_ptr(rcx, layout::kSlot), r9);
+  a.mov(r10, qword_ptr(r9));
+  a.mov(qword_ptr(rcx, layout::kRet), r10);
+  a.mov(qword_ptr(rcx, layout::kIp), r8);
+  a.mov(r10, asmjit::imm(req.exit_record));
+  a.mov(qword_ptr(rcx, layout::kRecord), r10);
+  a.mov(r10, asmjit::imm(req.exit_trampoline));
+  a.mov(qword_ptr(r9), r10);               // the return hooked
+  a.inc(edx);
+  a.mov(dword_ptr(rax, layout::kDepth), edx);  // then published
+  a.inc(qword_ptr(rax, layout::kHooks));
+  a.jmp(done);
+  a.bind(slow);
+  a.mov(rdi, r9);
+  a.mov(rsi, r8);
+  a.mov(rdx, asmjit::imm(req.exit_record));
+  a.mov(rax, asmjit::imm(req.shadow_push));
+  a.call(rax);
+  a.bind(done);
+}
+
 // On into the body at entry+5 (on top of the stack, the stub's push)
 // without a return: nothing called us, no return-stack entry is ours.
 void emit_jump_to_body(asmjit::x86::Assembler& a) {
@@ -314,6 +391,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     a.sub(rdi, kSiteBytes);                // ip again
     a.bind(parent_ok);
   }
+  if (req.exit_record != 0) emit_prune_check(a, req);
   a.mov(rcx, rsp);                         // regs
   if (req.source == OpsSource::kImmediate) {
     a.mov(rdx, imm(req.ops));
@@ -336,6 +414,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     }
   }
 
+  if (req.exit_record != 0) emit_shadow_push(a, req);
   if (req.save_fp) {
     for (int i = 0; i < 16; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
   }

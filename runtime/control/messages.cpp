@@ -231,6 +231,10 @@ std::string encode(const Generate& m) {
   w.put(t.real_return);
   w.put<uint8_t>(t.entered_by_stub);
   w.put(t.call_and_land);
+  w.put(t.exit_record);
+  w.put(t.shadow_tls_offset);
+  w.put(t.shadow_prune);
+  w.put(t.shadow_push);
   w.put(m.exit.pop);
   w.put(m.exit.counts_tls_offset);
   w.put(m.exit.landing_offset);
@@ -257,6 +261,10 @@ Result<Generate> decode_generate(std::string_view payload) {
   t.real_return = r.get<uint64_t>();
   t.entered_by_stub = r.flag() != 0;
   t.call_and_land = r.get<uint64_t>();
+  t.exit_record = r.get<uint64_t>();
+  t.shadow_tls_offset = r.get<int64_t>();
+  t.shadow_prune = r.get<uint64_t>();
+  t.shadow_push = r.get<uint64_t>();
   m.exit.pop = r.get<uint64_t>();
   m.exit.counts_tls_offset = r.get<int64_t>();
   m.exit.landing_offset = r.get<uint32_t>();

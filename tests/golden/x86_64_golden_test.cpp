@@ -306,6 +306,51 @@ TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
   EXPECT_EQ(h.substr(h.size() - 50), "6448ff0425c8ffffff4883c408ff6424f800003000007f0000");
 }
 
+// A generated trampoline whose ops hooks returns calls the user's callback
+// and keeps the shadow stack itself (emitter (h)):
+//   64 48 8b 04 25 00 ff ff ff   mov    %fs:-0x100,%rax     the ShadowStack
+//   ... newest entry's slot <= this frame's (0x48(%rsp)): ...
+//   57 56 4c 89 c7 48 b8 <prune> ff d0 5e 5f   push ip, parent ; prune(slot)
+//   48 89 e1 / 48 ba <user ops> / e8 <user func>
+//   4c 8b 4c 24 48 / 4d 8b 41 f8 / 49 83 e8 05  slot, ip
+//   ... depth < capacity: ...
+//   4c 89 09 / 4d 8b 11 / 4c 89 51 08 / 4c 89 41 10   e = {slot, [slot], ip,
+//   49 ba <record> 4c 89 51 18                          record}
+//   49 ba <landing> 4d 89 11     mov %r10,(%r9)             the return hooked
+//   ff c2 / 89 10 / 48 ff 40 08  depth++ (publishes it) ; hooks++
+// slow: push(slot, ip, record)
+TEST(X86Golden, GeneratedTrampolineKeepsTheShadowStackItself) {
+  TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
+  r.ops = 0x1122334455667788ull;
+  r.func = 0x7f0000001000ull;
+  r.save_fp = false;
+  r.counts_tls_offset = -0x40;
+  r.entered_by_stub = true;
+  r.exit_trampoline = 0x7f0000300010ull;
+  r.call_and_land = 0x7f0000300000ull;
+  r.real_return = 0x7f0000400000ull;
+  r.exit_record = 0x7f0000500000ull;
+  r.shadow_tls_offset = -0x100;
+  r.shadow_prune = 0x7f0000600000ull;
+  r.shadow_push = 0x7f0000700000ull;
+  auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
+  ASSERT_TRUE(code.ok());
+  const std::string h = hex(code->data(), code->size());
+  EXPECT_NE(h.find("488b4c08204c8b4424484c39c10f87"), std::string::npos) << h;
+  EXPECT_NE(h.find("57564c89c748b800006000007f0000ffd05e5f4889e148ba8877665544332211e8"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("4c8b4c24484d8b41f84983e805"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c89094d8b114c8951084c89411049ba00005000007f00004c895118"
+                   "49ba10003000007f00004d8911ffc2891048ff4008"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("4c89cf4c89c648ba00005000007f000048b800007000007f0000ffd0"),
+            std::string::npos)
+      << h;
+}
+
 // A site's stub: the site's return address pushed as if the site had
 // called, then on through the word; no register touched.
 //   ff 35 0a 00 00 00            push   *0x10(stub)         entry+5, at +16
