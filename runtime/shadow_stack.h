@@ -3,7 +3,9 @@
 // it: at a hooked entry the traced function's return address is saved on a
 // per-thread shadow stack and replaced by the exit trampoline's address;
 // when the function returns, the trampoline asks the shadow stack for the
-// real address and goes there after the exit callback ran.
+// real address and goes there after the exit callback ran. (The common
+// push and pop are done by the trampolines themselves, on the layout of
+// backends/shadow_layout.h; what is here is every other case.)
 //
 // Frames can also leave without returning. Each shadow entry remembers the
 // stack slot it replaced, so the stack tells which entries are stale:
