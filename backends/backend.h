@@ -140,8 +140,9 @@ struct TrampolineRequest {
 //    for the real return address (slot: where the replaced one was),
 //    restores them and returns there;
 //  - at place, call-and-land, for trampolines entered by a stub: counts
-//    the trampoline's exit and calls the function body (its address in the
-//    ISA's scratch register), so that the call returns to the landing.
+//    the trampoline's exit and calls the function body (entry+call_bytes,
+//    which the trampoline leaves on the stack just below the stack pointer
+//    it jumps with), so that the call returns to the landing.
 //
 // With shadow_tls_offset set (the thread's ShadowStack pointer, from the
 // thread pointer), the landing pops the common case itself and calls the
