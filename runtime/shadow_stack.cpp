@@ -96,13 +96,7 @@ static_assert(sizeof(std::atomic<bool>) == 1);
 
 // t_stack's offset from the thread pointer, for the trampolines.
 int64_t shadow_stack_tls_offset() {
-  uint64_t tp;
-#if defined(__x86_64__)
-  asm("mov %%fs:0, %0" : "=r"(tp));
-#else
-  tp = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
-#endif
-  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - tp);
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - thread_pointer());
 }
 
 namespace {

@@ -367,13 +367,8 @@ void release_parked() {
 }  // namespace
 
 int64_t trampoline_counts_tls_offset() {
-  uint64_t tp;
-#if defined(__x86_64__)
-  asm("mov %%fs:0, %0" : "=r"(tp));
-#else
-  tp = reinterpret_cast<uint64_t>(__builtin_thread_pointer());
-#endif
-  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_counts.entries) - tp);
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_counts.entries) -
+                              thread_pointer());
 }
 
 struct sigaction g_previous_control_action;

@@ -194,16 +194,17 @@ asmjit::x86::Mem tls_word(int64_t offset) {
 // in progress. A signal handler between two loads may run trampolines of
 // its own, which leave both counters advanced by the same amount: reading
 // entries again tells whether that happened, and then we read again.
-void emit_guard(asmjit::x86::Assembler& a, int64_t tls, asmjit::Label nested) {
-  using namespace asmjit::x86;
+void emit_guard(asmjit::x86::Assembler& a, int64_t tls, asmjit::Label nested,
+                const asmjit::x86::Gp& entries = asmjit::x86::rax,
+                const asmjit::x86::Gp& exits = asmjit::x86::rdx) {
   asmjit::Label again = a.newLabel();
   a.bind(again);
-  a.mov(rax, tls_word(tls));
-  a.mov(rdx, tls_word(tls + 8));
-  a.cmp(rax, tls_word(tls));
+  a.mov(entries, tls_word(tls));
+  a.mov(exits, tls_word(tls + 8));
+  a.cmp(entries, tls_word(tls));
   a.jne(again);
-  a.sub(rax, rdx);
-  a.cmp(rax, 1);
+  a.sub(entries, exits);
+  a.cmp(entries, 1);
   a.jne(nested);
 }
 
@@ -223,6 +224,22 @@ void emit_frame_leave(asmjit::x86::Assembler& a, int32_t frame) {
   a.mov(asmjit::x86::rsp, asmjit::x86::qword_ptr(asmjit::x86::rsp, frame));
 }
 
+// The newest entry of the thread's shadow stack, for (g) and (h): rax = the
+// ShadowStack, edx = its depth, rcx = (depth - 1) * entry bytes; to `none`
+// if the thread has no stack or it is empty.
+void emit_newest_entry(asmjit::x86::Assembler& a, int64_t shadow_tls_offset, asmjit::Label none) {
+  using namespace asmjit::x86;
+  a.mov(rax, tls_word(shadow_tls_offset));
+  a.test(rax, rax);
+  a.jz(none);
+  a.mov(edx, dword_ptr(rax, shadow_layout::kDepth));
+  a.test(edx, edx);
+  a.jz(none);
+  a.lea(rcx, qword_ptr(rdx, -1));
+  a.shl(rcx, 5);
+  static_assert(shadow_layout::kEntryBytes == 32);
+}
+
 // (h) A generated trampoline whose ops hooks returns keeps the shadow stack
 //     itself (backends/shadow_layout.h), around the callback it calls:
 //
@@ -240,15 +257,7 @@ void emit_prune_check(asmjit::x86::Assembler& a, const TrampolineRequest& req) {
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
   asmjit::Label done = a.newLabel();
-  a.mov(rax, tls_word(req.shadow_tls_offset));
-  a.test(rax, rax);
-  a.jz(done);
-  a.mov(edx, dword_ptr(rax, layout::kDepth));
-  a.test(edx, edx);
-  a.jz(done);
-  a.lea(rcx, qword_ptr(rdx, -1));
-  a.shl(rcx, 5);
-  static_assert(layout::kEntryBytes == 32);
+  emit_newest_entry(a, req.shadow_tls_offset, done);
   a.mov(rcx, qword_ptr(rax, rcx, 0, layout::kEntries + layout::kSlot));
   a.mov(r8, qword_ptr(rsp, 72));           // this frame's slot
   a.cmp(rcx, r8);
@@ -488,16 +497,8 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
                   asmjit::Label landing, asmjit::Label have_return) {
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
-  asmjit::Label slow = a.newLabel(), skip_callback = a.newLabel(), again = a.newLabel();
-  a.mov(rax, tls_word(req.shadow_tls_offset));
-  a.test(rax, rax);
-  a.jz(slow);
-  a.mov(edx, dword_ptr(rax, layout::kDepth));
-  a.test(edx, edx);
-  a.jz(slow);
-  a.lea(rcx, qword_ptr(rdx, -1));
-  a.shl(rcx, 5);
-  static_assert(layout::kEntryBytes == 32);
+  asmjit::Label slow = a.newLabel(), skip_callback = a.newLabel();
+  emit_newest_entry(a, req.shadow_tls_offset, slow);
   a.lea(rcx, qword_ptr(rax, rcx, 0, layout::kEntries));
   a.cmp(qword_ptr(rcx, layout::kSlot), rdi);
   a.jne(slow);
@@ -509,14 +510,7 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
   a.cmp(r9, r10);
   a.je(slow);
   // The guard, as the entry trampolines read it: our own entry only.
-  a.bind(again);
-  a.mov(r10, tls_word(req.counts_tls_offset));
-  a.mov(r11, tls_word(req.counts_tls_offset + 8));
-  a.cmp(r10, tls_word(req.counts_tls_offset));
-  a.jne(again);
-  a.sub(r10, r11);
-  a.cmp(r10, 1);
-  a.jne(slow);
+  emit_guard(a, req.counts_tls_offset, slow, r10, r11);
   // Popped: the entry is in registers before the depth lets it go.
   a.mov(r10, qword_ptr(rcx, layout::kIp));
   a.dec(edx);
