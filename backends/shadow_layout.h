@@ -26,5 +26,6 @@ inline constexpr uint64_t kUnhooked = 1;  // put back for an exception in flight
 inline constexpr int32_t kFunc = 0;       // ftjit_exit_func_t
 inline constexpr int32_t kOps = 8;        // ftjit_ops*
 inline constexpr int32_t kLive = 16;      // bool: false once detached
+inline constexpr int32_t kSaveFp = 17;    // bool: the callback may use xmm2-15
 
 }  // namespace ftjit::shadow_layout

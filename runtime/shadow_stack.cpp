@@ -90,6 +90,7 @@ static_assert(kUnhooked == layout::kUnhooked);
 static_assert(offsetof(ExitRecord, func) == layout::kFunc);
 static_assert(offsetof(ExitRecord, ops) == layout::kOps);
 static_assert(offsetof(ExitRecord, live) == layout::kLive);
+static_assert(offsetof(ExitRecord, save_fp) == layout::kSaveFp);
 static_assert(sizeof(std::atomic<bool>) == 1);
 
 }  // namespace
@@ -227,6 +228,7 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
   ExitRecord& r = records->emplace_back();
   r.func = func;
   r.ops = ops;
+  r.save_fp = (ops->flags & FTJIT_OPS_F_NO_FP) == 0;
   return &r;
 }
 

@@ -38,6 +38,9 @@ struct ExitRecord {
   ftjit_exit_func_t func = nullptr;
   ftjit_ops* ops = nullptr;
   std::atomic<bool> live{true};
+  // Whether the landing must keep xmm2-15 around `func` (no
+  // FTJIT_OPS_F_NO_FP); xmm0-1 it keeps anyway, in ftjit_ret_regs.
+  bool save_fp = true;
 };
 
 // A new record (kept for the life of the process).

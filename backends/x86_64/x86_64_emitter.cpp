@@ -100,7 +100,9 @@
 //     rsp+328   r11: the stack pointer on arrival
 //     rsp+320   the real return address, across the callback of (g)
 //     rsp+272   rcx rsi rdi r8 r9 r10
-//     rsp+48    xmm2..xmm15
+//     rsp+48    xmm2..xmm15, only around pop() and a callback without
+//               FTJIT_OPS_F_NO_FP (ExitRecord::save_fp): 14 stores fewer
+//               a return for the callbacks that promise to leave them
 //     rsp+16    xmm0 xmm1                -+
 //     rsp+0     rax rdx                  -+ ftjit_ret_regs
 //
@@ -481,6 +483,20 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   return finish(code, place);
 }
 
+// xmm2-15 around a call that may use them (xmm0-1 are in ftjit_ret_regs,
+// saved on arrival whatever the callback).
+void emit_exit_fp_save(asmjit::x86::Assembler& a) {
+  for (int i = 2; i < 16; ++i) {
+    a.movaps(asmjit::x86::xmmword_ptr(asmjit::x86::rsp, 16 + 16 * i), asmjit::x86::xmm(i));
+  }
+}
+
+void emit_exit_fp_restore(asmjit::x86::Assembler& a) {
+  for (int i = 2; i < 16; ++i) {
+    a.movaps(asmjit::x86::xmm(i), asmjit::x86::xmmword_ptr(asmjit::x86::rsp, 16 + 16 * i));
+  }
+}
+
 // (g) The landing's own pop, before anything calls into the runtime
 //     (rdi = the slot; every register saved; rsp the aligned frame):
 //
@@ -522,6 +538,14 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
   a.mov(rsi, r9);                         // parent_ip: the real return address
   a.mov(rdx, qword_ptr(r8, layout::kOps));
   a.mov(rcx, rsp);                        // ftjit_ret_regs
+  asmjit::Label without_fp = a.newLabel();
+  a.cmp(byte_ptr(r8, layout::kSaveFp), 0);
+  a.je(without_fp);
+  emit_exit_fp_save(a);
+  a.call(qword_ptr(r8, layout::kFunc));
+  emit_exit_fp_restore(a);
+  a.jmp(skip_callback);
+  a.bind(without_fp);                     // the callback promised FTJIT_OPS_F_NO_FP
   a.call(qword_ptr(r8, layout::kFunc));
   a.bind(skip_callback);
   a.mov(rax, qword_ptr(rsp, kExitRealReturn));
@@ -572,7 +596,8 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   emit_frame_enter(a, kExitFrame, kSlotBytes + 8);
   a.mov(qword_ptr(rsp, 0), rax);
   a.mov(qword_ptr(rsp, 8), rdx);
-  for (int i = 0; i < 16; ++i) a.movaps(xmmword_ptr(rsp, 16 + 16 * i), xmm(i));
+  a.movaps(xmmword_ptr(rsp, 16), xmm0);
+  a.movaps(xmmword_ptr(rsp, 32), xmm1);
   for (int i = 0; i < 6; ++i) a.mov(qword_ptr(rsp, kExitGprs + 8 * i), kKept[i]);
   a.bind(again);
   a.mov(rdi, qword_ptr(rsp, kExitFrame));
@@ -581,7 +606,9 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   if (req.shadow_tls_offset != 0) emit_own_pop(a, req, landing, have_return);
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
+  emit_exit_fp_save(a);                  // pop() is C++: it may use them
   a.call(rax);
+  emit_exit_fp_restore(a);
   // A chain (the frame was hooked twice: two ops, a tail call): the entry
   // popped returns to the landing itself, with this very slot. Pop again.
   a.lea(r11, ptr(landing));
@@ -594,7 +621,8 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.mov(qword_ptr(rdi, -kSlotBytes), rax);
   a.mov(rax, qword_ptr(rsp, 0));
   a.mov(rdx, qword_ptr(rsp, 8));
-  for (int i = 0; i < 16; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 16 + 16 * i));
+  a.movaps(xmm0, xmmword_ptr(rsp, 16));
+  a.movaps(xmm1, xmmword_ptr(rsp, 32));
   for (int i = 0; i < 6; ++i) a.mov(kKept[i], qword_ptr(rsp, kExitGprs + 8 * i));
   emit_frame_leave(a, kExitFrame);
   a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));

@@ -100,8 +100,9 @@ typedef struct ftjit_thread_filter {
 } ftjit_thread_filter;
 
 /* Ops flags. */
-#define FTJIT_OPS_F_NO_FP 0x1u /* callback never touches vector/FP state:
-                                  the trampoline skips saving xmm0-15 */
+#define FTJIT_OPS_F_NO_FP 0x1u /* func and exit_func never touch vector/FP
+                                  state: the trampolines skip saving
+                                  xmm0-15 (ret->fp still holds xmm0-1) */
 
 /* One tracer registration. Initialise with ftjit_ops_init(); the caller owns
  * the memory and must keep it alive until ftjit_detach() returns. `func` is

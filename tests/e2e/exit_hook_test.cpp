@@ -259,6 +259,75 @@ TEST_P(ExitHookTest, CallerKeepsItsCallClobberedRegisters) {
   EXPECT_EQ(log_.events.size(), 7u);
 }
 
+// Callbacks that write junk into every register a C function may: the
+// general call-clobbered ones always, xmm0-15 unless their ops promised
+// FTJIT_OPS_F_NO_FP (then the trampolines do not keep them).
+std::atomic<int> g_scribbles{0};
+
+void scribble_general() {
+  asm volatile(
+      "mov $-1, %%rcx\n mov $-1, %%rdx\n mov $-1, %%rsi\n mov $-1, %%rdi\n"
+      "mov $-1, %%r8\n mov $-1, %%r9\n mov $-1, %%r10\n mov $-1, %%r11\n" ::
+          : "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11");
+}
+
+void scribble_vector() {
+  asm volatile(
+      "pcmpeqd %%xmm0, %%xmm0\n pcmpeqd %%xmm1, %%xmm1\n pcmpeqd %%xmm2, %%xmm2\n"
+      "pcmpeqd %%xmm3, %%xmm3\n pcmpeqd %%xmm4, %%xmm4\n pcmpeqd %%xmm5, %%xmm5\n"
+      "pcmpeqd %%xmm6, %%xmm6\n pcmpeqd %%xmm7, %%xmm7\n pcmpeqd %%xmm8, %%xmm8\n"
+      "pcmpeqd %%xmm9, %%xmm9\n pcmpeqd %%xmm10, %%xmm10\n pcmpeqd %%xmm11, %%xmm11\n"
+      "pcmpeqd %%xmm12, %%xmm12\n pcmpeqd %%xmm13, %%xmm13\n pcmpeqd %%xmm14, %%xmm14\n"
+      "pcmpeqd %%xmm15, %%xmm15\n" ::
+          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+            "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+void scribbling_entry(uint64_t, uint64_t, ftjit_ops* ops, ftjit_regs*) {
+  g_scribbles.fetch_add(1, std::memory_order_relaxed);
+  scribble_general();
+  if ((ops->flags & FTJIT_OPS_F_NO_FP) == 0) scribble_vector();
+}
+
+void scribbling_exit(uint64_t, uint64_t, ftjit_ops* ops, ftjit_ret_regs*) {
+  g_scribbles.fetch_add(1, std::memory_order_relaxed);
+  scribble_general();
+  if ((ops->flags & FTJIT_OPS_F_NO_FP) == 0) scribble_vector();
+}
+
+TEST_P(ExitHookTest, CallbacksThatScribbleOnRegistersLoseTheCallerNothing) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer's hooks in traced_add clobber registers themselves";
+#endif
+  // As above, with callbacks that really overwrite every register they are
+  // allowed to: with FP saves and without (the landing keeps xmm2-15 only
+  // around callbacks that may use them).
+  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
+                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  for (uint32_t flags : {0u, FTJIT_OPS_F_NO_FP}) {
+    ftjit_ops ops;
+    ftjit_ops_init(&ops);
+    ops.func = scribbling_entry;
+    ops.exit_func = scribbling_exit;
+    ops.flags = flags;
+    ops.strategy = GetParam();
+    const char* name = "traced_add";
+    ftjit_filter f{&name, 1, nullptr, 0};
+    ASSERT_EQ(ftjit_attach(engine_, &ops, &f), FTJIT_OK) << ftjit_last_error();
+    g_scribbles = 0;
+    for (int round = 0; round < 3; ++round) {
+      uint64_t out[16] = {};
+      ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
+      for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(out[i], want[i]) << "flags " << flags << ", register " << i;
+      }
+    }
+    ASSERT_EQ(ftjit_detach(engine_, &ops), FTJIT_OK);
+    EXPECT_EQ(g_scribbles.load(), 6) << "flags " << flags;
+  }
+  EXPECT_EQ(ftjit_shadow_depth(), 0u);
+}
+
 TEST_P(ExitHookTest, HookedSiteJumpsToItsStubUntilDetached) {
   // An exit-hooked site is entered by a jump (to a stub of its own), so
   // that the function's return is one the CPU predicts; a second ops with

@@ -188,18 +188,21 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
 //   48 83 e4 f0                  and    $-16,%rsp           frame: slot, r11)
 //   4c 89 9c 24 48 01 00 00      mov    %r11,0x148(%rsp)
 //   48 89 04 24 / 48 89 54 24 08 mov    %rax,(%rsp) / %rdx,0x8(%rsp)
-//   0f 29 44 24 10 ...           movaps %xmm0..15 -> 0x10..0x100(%rsp)
+//   0f 29 44 24 10 / 0f 29 4c 24 20   movaps %xmm0,%xmm1 -> 0x10,0x20(%rsp)
 //   48 89 8c 24 10 01 00 00 ...  mov    %rcx %rsi %rdi %r8 %r9 %r10 -> 0x110..
 // again:
 //   48 8b bc 24 48 01 00 00      mov    0x148(%rsp),%rdi
 //   48 83 ef 08                  sub    $0x8,%rdi           the replaced slot
 //   48 89 e6                     mov    %rsp,%rsi
-//   48 b8 <pop> ff d0            movabs $pop,%rax ; call *%rax
-//   4c 8d 1d 0e ff ff ff         lea    landing(%rip),%r11
-//   4c 39 d8 / 74 d9             cmp %r11,%rax / je again   a chain: pop again
+//   48 b8 <pop>                  movabs $pop,%rax
+//   0f 29 54 24 30 ...           movaps %xmm2..15 -> 0x30..0x100(%rsp): pop()
+//   ff d0                        call   *%rax               is C++
+//   0f 28 54 24 30 ...           movaps 0x30..0x100(%rsp) -> %xmm2..15
+//   4c 8d 1d a5 fe ff ff         lea    landing(%rip),%r11
+//   4c 39 d8 / 0f 84 <again>     cmp %r11,%rax / je again   a chain: pop again
 //   48 8b bc 24 48 01 00 00      mov    0x148(%rsp),%rdi
 //   48 89 47 f8                  mov    %rax,-0x8(%rdi)     real address -> slot
-//   ... restore ...              rax rdx xmm0..15 rcx..r10
+//   ... restore ...              rax rdx xmm0 xmm1 rcx..r10
 //   48 8b a4 24 48 01 00 00      mov    0x148(%rsp),%rsp
 //   4c 8b 5c 24 f0               mov    -0x10(%rsp),%r11
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38
@@ -215,18 +218,21 @@ TEST(X86Golden, ExitTrampoline) {
   EXPECT_EQ(hex(code->data(), code->size()),
             "9090906448ff0425c8ffffffff5424f0"
             "6448ff0425c0ffffff4c895c24f04989e34881ec600100004883e4f04c899c2448010000"
-            "4889042448895424080f294424100f294c24200f295424300f295c24400f296424500f296c2460"
-            "0f297424700f29bc2480000000440f29842490000000440f298c24a0000000440f299424b00000"
-            "00440f299c24c0000000440f29a424d0000000440f29ac24e0000000440f29b424f0000000440f"
-            "29bc240001000048898c24100100004889b424180100004889bc24200100004c89842428010000"
+            "4889042448895424080f294424100f294c2420"
+            "48898c24100100004889b424180100004889bc24200100004c89842428010000"
             "4c898c24300100004c89942438010000"
-            "488bbc24480100004883ef084889e648b800300000007f0000ffd04c8d1d0effffff4c39d874d9"
+            "488bbc24480100004883ef084889e648b800300000007f0000"
+            "0f295424300f295c24400f296424500f296c24600f297424700f29bc2480000000440f29842490"
+            "000000440f298c24a0000000440f299424b0000000440f299c24c0000000440f29a424d0000000"
+            "440f29ac24e0000000440f29b424f0000000440f29bc2400010000"
+            "ffd0"
+            "0f285424300f285c24400f286424500f286c24600f287424700f28bc2480000000440f28842490"
+            "000000440f288c24a0000000440f289424b0000000440f289c24c0000000440f28a424d0000000"
+            "440f28ac24e0000000440f28b424f0000000440f28bc2400010000"
+            "4c8d1da5feffff4c39d80f8403ffffff"
             "488bbc2448010000488947f8"
-            "488b0424488b5424080f284424100f284c24200f285424300f285c24400f286424500f286c2460"
-            "0f287424700f28bc2480000000440f28842490000000440f288c24a0000000440f289424b00000"
-            "00440f289c24c0000000440f28a424d0000000440f28ac24e0000000440f28b424f0000000440f"
-            "28bc2400010000488b8c2410010000488bb42418010000488bbc24200100004c8b842428010000"
-            "4c8b8c24300100004c8b942438010000"
+            "488b0424488b5424080f284424100f284c2420488b8c2410010000488bb42418010000488bbc24"
+            "200100004c8b8424280100004c8b8c24300100004c8b942438010000"
             "488ba424480100004c8b5c24f06448ff0425c8ffffff488d6424f8c3");
   r.landing_offset = 8;  // call-and-land does not fit before it
   EXPECT_FALSE(x86().emit_exit_trampoline(r, 0x7f0000100000ull).ok());
@@ -245,9 +251,13 @@ TEST(X86Golden, ExitTrampoline) {
 //   4c 8b 51 10 / ff ca / 89 10  ip ; depth - 1
 //   4c 89 8c 24 40 01 00 00      mov    %r9,0x140(%rsp)     real return
 //   41 80 78 10 00 / 0f 84       cmpb $0,0x10(%r8) ; je     live?
-//   4c 89 d7 4c 89 ce 49 8b 50 08 48 89 e1 41 ff 10   func(ip, ret, ops, regs)
+//   4c 89 d7 4c 89 ce 49 8b 50 08 48 89 e1   ip, ret, ops, regs
+//   41 80 78 11 00 / 0f 84       cmpb $0,0x11(%r8) ; je     save_fp?
+//   0f 29 54 24 30 ...           xmm2..15 ; call *(%r8) ; xmm2..15 back ; jmp
+//   41 ff 10                     call   *(%r8)              (FTJIT_OPS_F_NO_FP)
 //   48 8b 84 24 40 01 00 00 / e9 <rel32>   mov 0x140(%rsp),%rax ; jmp have_return
-// slow: mov %rsp,%rsi ; call pop ; the chain check
+// slow: mov %rsp,%rsi ; movabs $pop,%rax ; xmm2..15 ; call ; xmm2..15 back
+//       the chain check
 TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
   ExitTrampolineRequest r;
   r.pop = 0x7f0000003000ull;
@@ -262,9 +272,14 @@ TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
   EXPECT_NE(h.find("488d4aff48c1e105488d4c082048393"), std::string::npos) << h;
   EXPECT_NE(h.find("4c8b411849f7c001000000"), std::string::npos) << h;
   EXPECT_NE(h.find("4c8b5110ffca89104c898c2440010000"), std::string::npos) << h;
-  EXPECT_NE(h.find("4c89d74c89ce498b50084889e141ff10488b842440010000e9"), std::string::npos) << h;
-  // The slow path follows: pop(), then the chain check.
-  EXPECT_NE(h.find("4889e648b800300000007f0000ffd04c8d1d"), std::string::npos) << h;
+  EXPECT_NE(h.find("4c89d74c89ce498b50084889e141807811000f84"), std::string::npos) << h;
+  EXPECT_NE(h.find("0f295424300f295c2440"), std::string::npos) << h;
+  EXPECT_NE(h.find("440f29bc240001000041ff100f28542430"), std::string::npos) << h;
+  EXPECT_NE(h.find("e90300000041ff10488b842440010000e9"), std::string::npos) << h;
+  // The slow path follows: pop() with xmm2-15 kept, then the chain check.
+  EXPECT_NE(h.find("4889e648b800300000007f00000f29542430"), std::string::npos) << h;
+  EXPECT_NE(h.find("440f29bc2400010000ffd00f28542430"), std::string::npos) << h;
+  EXPECT_NE(h.find("440f28bc24000100004c8d1d"), std::string::npos) << h;
 }
 
 // A trampoline entered by a site's stub decides its way out while rax and
