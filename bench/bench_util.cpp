@@ -131,6 +131,22 @@ extern "C" __attribute__((noinline)) void ftjit_bench_count_direct_hit() {
   ++ftjit_bench_direct_hits;
 }
 
+// The ops ftjit_bench_direct_tramp_abi passes its callback: it counts into
+// ftjit_bench_direct_hits, which the direct cells check.
+namespace {
+ftjit_ops make_abi_ops() {
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.private_data = &ftjit_bench_direct_hits;
+  return ops;
+}
+ftjit_ops g_abi_ops = make_abi_ops();
+}  // namespace
+
+extern "C" {
+ftjit_ops* ftjit_bench_abi_ops = &g_abi_ops;
+}
+
 extern "C" __attribute__((noinline)) void ftjit_bench_count_entry(std::uint64_t, std::uint64_t,
                                                                   ftjit_ops *ops, ftjit_regs *) {
   ++*static_cast<std::uint64_t *>(ops->private_data);

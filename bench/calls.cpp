@@ -39,9 +39,10 @@ struct Cell {
   int relevant;
   int irrelevant;
   std::uint32_t flags;  // FTJIT_OPS_F_* of every tracer of the cell
-  // Direct only: the caller-supplied trampoline calls a C function
-  // (bench/direct_tramp.S), the floor of every trampoline that calls C.
-  bool calls_c = false;
+  // Direct only: which caller-supplied trampoline (bench/direct_tramp.S).
+  // kCallsC: one call to a C function that counts, the floor of every
+  // trampoline that calls C; kAbi: the callback ABI and nothing more.
+  enum class Tramp { kCounts, kCallsC, kAbi } tramp = Tramp::kCounts;
 };
 
 // Seed 000's shape: R=0 with every I, R=1 with every I, then I=0 with the
@@ -59,7 +60,10 @@ std::vector<Cell> cell_plan(ftjit_strategy strategy, bool full) {
   if (strategy == FTJIT_STRATEGY_GENERATED || strategy == FTJIT_STRATEGY_CALL_OPS) {
     cells.push_back({1, 0, FTJIT_OPS_F_NO_FP});
   }
-  if (strategy == FTJIT_STRATEGY_DIRECT) cells.push_back({1, 0, 0, true});
+  if (strategy == FTJIT_STRATEGY_DIRECT) {
+    cells.push_back({1, 0, 0, Cell::Tramp::kCallsC});
+    cells.push_back({1, 0, 0, Cell::Tramp::kAbi});
+  }
   return cells;
 }
 
@@ -98,12 +102,21 @@ class CallsRun {
   double baseline_per_call_ = 0;
 };
 
+std::string tramp_flag(const Cell &cell) {
+  switch (cell.tramp) {
+    case Cell::Tramp::kCallsC: return "c_call";
+    case Cell::Tramp::kAbi: return "abi";
+    case Cell::Tramp::kCounts: break;
+  }
+  return "";
+}
+
 std::string CallsRun::cell_name(const Cell &cell) const {
   std::string name = std::string("calls/") + strategy_key(strategy_) +
                      " R=" + std::to_string(cell.relevant) +
                      " I=" + std::to_string(cell.irrelevant);
   if (cell.flags & FTJIT_OPS_F_NO_FP) name += " no_fp";
-  if (cell.calls_c) name += " c_call";
+  name += tramp_flag(cell).empty() ? "" : " " + tramp_flag(cell);
   return name;
 }
 
@@ -199,9 +212,10 @@ ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
     auto t = std::make_unique<Tracer>(
         "bench_leaf", direct && !this_direct ? FTJIT_STRATEGY_AUTO : strategy_, cell.flags);
     if (this_direct) {
-      t->ops.direct_trampoline =
-          cell.calls_c ? reinterpret_cast<const void *>(&ftjit_bench_direct_tramp_c)
-                       : reinterpret_cast<const void *>(&ftjit_bench_direct_tramp);
+      void (*tramp)() = cell.tramp == Cell::Tramp::kCallsC ? &ftjit_bench_direct_tramp_c
+                        : cell.tramp == Cell::Tramp::kAbi  ? &ftjit_bench_direct_tramp_abi
+                                                           : &ftjit_bench_direct_tramp;
+      t->ops.direct_trampoline = reinterpret_cast<const void *>(tramp);
     }
     if (const ftjit_status st = t->attach(*engine_); st != FTJIT_OK) return st;
     tracers.relevant.push_back(std::move(t));
@@ -249,7 +263,7 @@ void CallsRun::run_cell(const Cell &cell) {
   row.set("strategy", strategy_key(strategy_))
       .set("R", cell.relevant)
       .set("I", cell.irrelevant)
-      .set("flags", (cell.flags & FTJIT_OPS_F_NO_FP) ? "no_fp" : cell.calls_c ? "c_call" : "");
+      .set("flags", (cell.flags & FTJIT_OPS_F_NO_FP) ? "no_fp" : tramp_flag(cell));
   Table &table = report_.table(
       "calls", "calls: ns per call of bench_leaf with R relevant and I irrelevant tracers");
 
@@ -348,7 +362,10 @@ void run_calls_section(const BenchOptions &opts, Report &report) {
         "direct: R=1 is the caller-supplied trampoline (bench/direct_tramp.S); R>1 adds R-1 AUTO "
         "tracers on the same site; irrelevant tracers are direct too; c_call: that trampoline "
         "calls a C function that counts, keeping only rdi: the floor of any trampoline that "
-        "calls C (generated pays it plus saving the argument registers)");
+        "calls C; abi: that trampoline does what the callback ABI asks and nothing more (every "
+        "argument register and r11 kept, ftjit_regs filled, the generated rows' callback "
+        "called), without the reentrancy guard and grace counts: generated no_fp minus abi is "
+        "their price");
   }
 }
 

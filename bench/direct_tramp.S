@@ -61,6 +61,59 @@ ftjit_bench_direct_tramp_c:
 	ret
 	.size ftjit_bench_direct_tramp_c, .-ftjit_bench_direct_tramp_c
 
+	.p2align 4
+	.globl ftjit_bench_direct_tramp_abi
+	.hidden ftjit_bench_direct_tramp_abi
+	.type ftjit_bench_direct_tramp_abi, @function
+/* The floor of the callback ABI: what every ftjit trampoline must do for
+ * ftjit_func_t and nothing more. It keeps every argument register and r11
+ * (GCC's -fipa-ra), fills ftjit_regs' arg[] and sp, and calls the bench's
+ * counting callback (the one the generated rows call) with ip, parent_ip,
+ * ftjit_bench_abi_ops and regs. Not kept: xmm (as with FTJIT_OPS_F_NO_FP).
+ * Left out on purpose, to price them: the reentrancy guard and the
+ * per-thread entry/exit counts that tell the engine when a trampoline is
+ * no longer in use and may be freed.
+ *
+ *   rsp+104 -> parent return address            -> parent_ip
+ *   rsp+96  -> return address into bench_leaf     -> ip = it - 5
+ *   rsp+88     (padding: rsp stays 16-aligned for the call)
+ *   rsp+80     r11
+ *   rsp+72     regs.sp   (the traced function's stack pointer at entry)
+ *   rsp+64     regs.direct (not written: engine-internal)
+ *   rsp+0      regs.arg[0..7] = rdi rsi rdx rcx r8 r9 rax r10 */
+ftjit_bench_direct_tramp_abi:
+	endbr64
+	sub $96, %rsp
+	mov %rdi, 0(%rsp)
+	mov %rsi, 8(%rsp)
+	mov %rdx, 16(%rsp)
+	mov %rcx, 24(%rsp)
+	mov %r8, 32(%rsp)
+	mov %r9, 40(%rsp)
+	mov %rax, 48(%rsp)
+	mov %r10, 56(%rsp)
+	mov %r11, 80(%rsp)
+	lea 104(%rsp), %rcx
+	mov %rcx, 72(%rsp)
+	mov 96(%rsp), %rdi
+	sub $5, %rdi
+	mov 104(%rsp), %rsi
+	mov ftjit_bench_abi_ops(%rip), %rdx
+	mov %rsp, %rcx
+	call ftjit_bench_count_entry
+	mov 0(%rsp), %rdi
+	mov 8(%rsp), %rsi
+	mov 16(%rsp), %rdx
+	mov 24(%rsp), %rcx
+	mov 32(%rsp), %r8
+	mov 40(%rsp), %r9
+	mov 48(%rsp), %rax
+	mov 56(%rsp), %r10
+	mov 80(%rsp), %r11
+	add $96, %rsp
+	ret
+	.size ftjit_bench_direct_tramp_abi, .-ftjit_bench_direct_tramp_abi
+
 	.bss
 	.p2align 6		/* own cache line: not shared with the callbacks'
 				   counters */

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "ftjit/ftjit.h"
+
 extern "C" {
 // Bumps ftjit_bench_direct_hits and returns; preserves every argument register.
 void ftjit_bench_direct_tramp();
@@ -13,6 +15,12 @@ void ftjit_bench_direct_tramp_irrelevant();
 // trampoline that calls C. Keeps only rdi, all bench_leaf needs.
 void ftjit_bench_direct_tramp_c();
 void ftjit_bench_count_direct_hit();
+// Does what every ftjit trampoline must for ftjit_func_t (every argument
+// register and r11 kept, ftjit_regs filled) and calls the bench's counting
+// callback with ftjit_bench_abi_ops; no reentrancy guard, no grace counts.
+void ftjit_bench_direct_tramp_abi();
+// Counts into ftjit_bench_direct_hits.
+extern ftjit_ops* ftjit_bench_abi_ops;
 
 // Plain (not atomic) counters: written only by the one calling thread.
 extern std::uint64_t ftjit_bench_direct_hits;
