@@ -32,8 +32,13 @@ struct SlotEntry {
 
 // Trivially destructible on purpose: no TLS destructor to run at thread
 // exit, and a thread's blocks stay with their instance.
-thread_local SlotEntry t_slots[kMaxInstances];
-thread_local int32_t t_tid;
+//
+// Initial-exec, like the runtime's own thread state: in the agent, a
+// dlopen'd shared object, the default model calls __tls_get_addr on every
+// service call, and malloc on a thread's first. (Static TLS is scarce for
+// a dlopen'd library: hence kMaxInstances.)
+thread_local SlotEntry t_slots[kMaxInstances] __attribute__((tls_model("initial-exec")));
+thread_local int32_t t_tid __attribute__((tls_model("initial-exec")));
 
 void forget_tid_in_child() { t_tid = 0; }
 
@@ -55,27 +60,27 @@ int32_t current_tid() {
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// The calling thread's block for ctx: one compare on the hot path.
-inline ThreadBlock* block_of(ftjit_plugin_ctx* ctx) {
-  SlotEntry& e = t_slots[ctx->slot];
-  if (e.generation == ctx->generation) [[likely]] return e.block;
-  return ctx->needs_block != 0 ? ctx->instance->thread_block() : nullptr;
+// A thread's first event of an instance makes the thread's block, out of
+// line: see with_block.
+template <auto Use>
+__attribute__((noinline, cold)) auto with_first_block(ftjit_plugin_ctx* ctx) {
+  return Use(ctx->needs_block != 0 ? ctx->instance->thread_block() : nullptr, ctx);
 }
 
-}  // namespace
+// Use(the calling thread's block for ctx, or nullptr; ctx). One compare on
+// the common path, which stays a leaf: no register to save, no frame.
+template <auto Use>
+inline auto with_block(ftjit_plugin_ctx* ctx) {
+  SlotEntry& e = t_slots[ctx->slot];
+  if (e.generation == ctx->generation) [[likely]] return Use(e.block, ctx);
+  return with_first_block<Use>(ctx);
+}
 
-void* svc_thread_storage(ftjit_plugin_ctx* ctx) {
-  ThreadBlock* b = block_of(ctx);
+inline void* storage_of(ThreadBlock* b, ftjit_plugin_ctx*) {
   return b != nullptr ? b->storage : nullptr;  // storage is NULL if size 0
 }
 
-
-uint64_t svc_now_ns() { return monotonic_ns(); }
-
-int32_t svc_thread_id() { return current_tid(); }
-
-void* svc_event_reserve(ftjit_plugin_ctx* ctx) {
-  ThreadBlock* b = block_of(ctx);
+inline void* reserve_in(ThreadBlock* b, ftjit_plugin_ctx* ctx) {
   if (b == nullptr || b->events == nullptr) {
     if (ctx->instance->event_size != 0) {
       ctx->instance->orphan_drops.fetch_add(1, std::memory_order_relaxed);
@@ -93,6 +98,17 @@ void* svc_event_reserve(ftjit_plugin_ctx* ctx) {
   b->reserved_at = h;
   return b->events + (h & b->mask) * b->event_size;
 }
+
+}  // namespace
+
+void* svc_thread_storage(ftjit_plugin_ctx* ctx) { return with_block<storage_of>(ctx); }
+
+
+uint64_t svc_now_ns() { return monotonic_ns(); }
+
+int32_t svc_thread_id() { return current_tid(); }
+
+void* svc_event_reserve(ftjit_plugin_ctx* ctx) { return with_block<reserve_in>(ctx); }
 
 void svc_event_commit(ftjit_plugin_ctx* ctx) {
   SlotEntry& e = t_slots[ctx->slot];

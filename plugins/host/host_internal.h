@@ -152,8 +152,10 @@ void refresh_thread_name(ThreadBlock* b);
 
 // Instance slots index every thread's small array of per-instance pointers.
 // A generation (never reused) tells a stale entry of a dead instance from a
-// live one, so slots may be reused.
-constexpr uint32_t kMaxInstances = 64;
+// live one, so slots may be reused. The array is initial-exec TLS (16 bytes
+// a slot), which a dlopen'd agent takes from the few static TLS bytes glibc
+// keeps for every such library together (1,664 by default).
+constexpr uint32_t kMaxInstances = 16;
 Result<uint32_t> acquire_slot();
 void release_slot(uint32_t slot);
 uint64_t next_generation();
