@@ -15,13 +15,9 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
   return static_cast<Instance *>(g_host->instance_data(ctx));
 }
 
-void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
-              ftjit_plugin_regs *) {
-  // The first call of a thread claims a pooled table; a thread without one
-  // counts its calls as unpooled.
-  ThreadSlot *slot =
-      support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kCount);
-  if (slot == nullptr) return;
+namespace {
+
+void count_in(ThreadSlot *slot, uint64_t ip) {
   const Instance *instance = slot->instance;
   const uint64_t mask = instance->table_size - 1;
   uint64_t index = support::home_index(*instance, ip);
@@ -43,6 +39,27 @@ void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
   ++header->used;
   slot->entries[index].ip = ip;
   slot->entries[index].calls = 1;
+}
+
+// A thread's first call claims a pooled table; a thread without one counts
+// its calls as unpooled. Out of line: the common path keeps only ip across
+// the host's call.
+__attribute__((noinline, cold)) void count_unclaimed(uint64_t ip, ftjit_plugin_ctx *ctx) {
+  ThreadSlot *slot =
+      support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kCount);
+  if (slot != nullptr) count_in(slot, ip);
+}
+
+}  // namespace
+
+void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
+              ftjit_plugin_regs *) {
+  auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
+  if (slot != nullptr && slot->state == SlotState::kClaimed) [[likely]] {
+    count_in(slot, ip);
+    return;
+  }
+  count_unclaimed(ip, ctx);
 }
 
 }  // namespace ftjit_count
