@@ -21,6 +21,9 @@
 #include "plugins/host/plugin_host.h"
 #include "tests/plugin_host/traced_host.h"
 
+extern "C" int test_call_keeping_registers(int (*fn)(int, int),
+                                           uint64_t out[16]);  // register_keeping_call.S
+
 namespace {
 
 using ftjit::plugins::PluginSpec;
@@ -392,6 +395,40 @@ TEST_F(SessionTest, DefaultFormatIsThePluginsFirst) {
   call_many(host_traced_a, 2);
   ASSERT_TRUE(s->report());
   EXPECT_THAT(read_file(out_), HasSubstr("host_traced_a called 2 times\n"));
+}
+
+TEST_F(SessionTest, BuiltinPluginsGiveTheCallerEveryRegisterBack) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer's hooks in host_traced_add clobber registers themselves";
+#endif
+  // The built-in plugins promise FTJIT_PLUGIN_F_NO_FP, so their trampolines
+  // and the exit landing keep no vector register around their callbacks
+  // (but xmm0-1 at exits). A caller that keeps values in call-clobbered
+  // registers across a traced call (GCC's -fipa-ra) must still get every
+  // one back: the plugins' event paths and the host's [event] services
+  // must really leave them alone.
+  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
+                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  for (const ftjit_strategy strategy : {FTJIT_STRATEGY_AUTO, FTJIT_STRATEGY_LIST}) {
+    for (const char* plugin : {"count", "trace", "latency", "flame"}) {
+      SessionConfig c = config({plugin});
+      c.format.clear();
+      c.include = {"host_traced_add"};
+      c.strategy = strategy;
+      auto s = start(c);
+      ASSERT_TRUE(s) << plugin;
+      for (int round = 0; round < 3; ++round) {
+        uint64_t out[16] = {};
+        ASSERT_EQ(test_call_keeping_registers(host_traced_add, out), 5) << plugin;
+        for (int i = 0; i < 16; ++i) {
+          EXPECT_EQ(out[i], want[i]) << plugin << ", strategy " << strategy << ", register " << i;
+        }
+      }
+      ASSERT_TRUE(s->report()) << plugin;
+      EXPECT_EQ(sites_enabled(), 0u);
+      EXPECT_THAT(read_file(out_), HasSubstr("host_traced_add")) << plugin;
+    }
+  }
 }
 
 TEST_F(SessionTest, TsvOnStdoutIsExactlyThePluginsLines) {

@@ -9,6 +9,7 @@ extern "C" {
 int host_traced_a(int x);
 int host_traced_b(int x);
 int host_traced_c(int x); /* calls host_traced_a */
+int host_traced_add(int a, int b);
 
 #ifdef __cplusplus
 }

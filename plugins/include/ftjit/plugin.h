@@ -106,10 +106,10 @@ enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
        FTJIT_LOG_ERROR = 3 };
 
 /* Descriptor flags. */
-#define FTJIT_PLUGIN_F_NO_FP 0x1u  /* callbacks never touch FP/vector
-                                      registers (compile them with
-                                      -mgeneral-regs-only): the trampoline
-                                      need not save xmm0-7 */
+#define FTJIT_PLUGIN_F_NO_FP 0x1u  /* callbacks (entry and exit) never
+                                      touch FP/vector registers (compile
+                                      them with -mgeneral-regs-only): the
+                                      trampolines need not save xmm0-15 */
 
 /* What the host offers. Every function may be called from any thread;
  * those marked [event] are safe on the event path (no lock, no
