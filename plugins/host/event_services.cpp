@@ -103,7 +103,6 @@ inline void* reserve_in(ThreadBlock* b, ftjit_plugin_ctx* ctx) {
 
 void* svc_thread_storage(ftjit_plugin_ctx* ctx) { return with_block<storage_of>(ctx); }
 
-
 uint64_t svc_now_ns() { return monotonic_ns(); }
 
 int32_t svc_thread_id() { return current_tid(); }
