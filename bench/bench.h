@@ -74,7 +74,12 @@ struct Summary {
   double min = 0;
   double max = 0;
 };
+
 Summary summarize(std::vector<double> samples);
+
+// clocks.cpp: one clock read each, over `base` (the untraced bench_leaf of
+// the plugins section's run); printed with the plugins section.
+void run_clock_rows(const BenchOptions &opts, Report &report, const Summary &base);
 
 // ---------------------------------------------------------------------------
 // Engine and tracers
