@@ -497,34 +497,14 @@ void emit_exit_fp_restore(asmjit::x86::Assembler& a) {
   }
 }
 
-// (g) The landing's own pop, before anything calls into the runtime
-//     (rdi = the slot; every register saved; rsp the aligned frame):
-//
-//         s = fs:[shadow]; d = s->depth
-//         e = &s->e[d-1]
-//         e->slot == slot, rec = e->rec not put back for an exception,
-//         e->ret not the landing (a chain), this landing's entry the
-//         thread's only open one (no callback running under it)
-//           -> else: pop() as before
-//         s->depth = d-1                  ; the entry read first
-//         if rec->live: rec->func(e->ip, e->ret, rec->ops, regs)
-//         real return address = e->ret
-void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
-                  asmjit::Label landing, asmjit::Label have_return) {
+// The common case once the newest entry is known to be this frame's (rax,
+// rcx, edx, r8, r9 as emit_own_pop leaves them): the guard, the pop, the
+// callback, then on to `done` with the real return address in rax.
+void emit_pop_and_call(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
+                       asmjit::Label slow, asmjit::Label done) {
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
-  asmjit::Label slow = a.newLabel(), skip_callback = a.newLabel();
-  emit_newest_entry(a, req.shadow_tls_offset, slow);
-  a.lea(rcx, qword_ptr(rax, rcx, 0, layout::kEntries));
-  a.cmp(qword_ptr(rcx, layout::kSlot), rdi);
-  a.jne(slow);
-  a.mov(r8, qword_ptr(rcx, layout::kRecord));
-  a.test(r8, asmjit::imm(layout::kUnhooked));
-  a.jnz(slow);
-  a.mov(r9, qword_ptr(rcx, layout::kRet));
-  a.lea(r10, ptr(landing));
-  a.cmp(r9, r10);
-  a.je(slow);
+  asmjit::Label skip_callback = a.newLabel();
   // The guard, as the entry trampolines read it: our own entry only.
   emit_guard(a, req.counts_tls_offset, slow, r10, r11);
   // Popped: the entry is in registers before the depth lets it go.
@@ -538,18 +518,50 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
   a.mov(rsi, r9);                         // parent_ip: the real return address
   a.mov(rdx, qword_ptr(r8, layout::kOps));
   a.mov(rcx, rsp);                        // ftjit_ret_regs
-  asmjit::Label without_fp = a.newLabel();
-  a.cmp(byte_ptr(r8, layout::kSaveFp), 0);
-  a.je(without_fp);
-  emit_exit_fp_save(a);
-  a.call(qword_ptr(r8, layout::kFunc));
-  emit_exit_fp_restore(a);
-  a.jmp(skip_callback);
-  a.bind(without_fp);                     // the callback promised FTJIT_OPS_F_NO_FP
   a.call(qword_ptr(r8, layout::kFunc));
   a.bind(skip_callback);
   a.mov(rax, qword_ptr(rsp, kExitRealReturn));
-  a.jmp(have_return);
+  a.jmp(done);
+}
+
+// (g) The landing's own pop, before anything calls into the runtime
+//     (rdi = the slot; every register saved; rsp the aligned frame):
+//
+//         s = fs:[shadow]; d = s->depth
+//         e = &s->e[d-1]
+//         e->slot == slot, rec = e->rec not put back for an exception,
+//         e->ret not the landing (a chain), this landing's entry the
+//         thread's only open one (no callback running under it)
+//           -> else: pop() as before
+//         if rec->save_fp: keep xmm2-15 (restored by the last tail)
+//         s->depth = d-1                  ; the entry read first
+//         if rec->live: rec->func(e->ip, e->ret, rec->ops, regs)
+//         real return address = e->ret
+void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
+                  asmjit::Label landing, asmjit::Label have_return,
+                  asmjit::Label have_return_fp) {
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  asmjit::Label slow = a.newLabel(), without_fp = a.newLabel();
+  emit_newest_entry(a, req.shadow_tls_offset, slow);
+  a.lea(rcx, qword_ptr(rax, rcx, 0, layout::kEntries));
+  a.cmp(qword_ptr(rcx, layout::kSlot), rdi);
+  a.jne(slow);
+  a.mov(r8, qword_ptr(rcx, layout::kRecord));
+  a.test(r8, asmjit::imm(layout::kUnhooked));
+  a.jnz(slow);
+  a.mov(r9, qword_ptr(rcx, layout::kRet));
+  a.lea(r10, ptr(landing));
+  a.cmp(r9, r10);
+  a.je(slow);
+  // A callback that may use xmm2-15: kept from here to the end, as early
+  // and as late as they can be (the slow path keeps them itself).
+  a.cmp(byte_ptr(r8, layout::kSaveFp), 0);
+  a.je(without_fp);
+  emit_exit_fp_save(a);
+  emit_pop_and_call(a, req, slow, have_return_fp);
+  a.bind(without_fp);                     // the callback promised FTJIT_OPS_F_NO_FP
+  emit_pop_and_call(a, req, slow, have_return);
   a.bind(slow);
 }
 
@@ -602,8 +614,8 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.bind(again);
   a.mov(rdi, qword_ptr(rsp, kExitFrame));
   a.sub(rdi, kSlotBytes);                // the replaced slot
-  Label have_return = a.newLabel();
-  if (req.shadow_tls_offset != 0) emit_own_pop(a, req, landing, have_return);
+  Label have_return = a.newLabel(), have_return_fp = a.newLabel();
+  if (req.shadow_tls_offset != 0) emit_own_pop(a, req, landing, have_return, have_return_fp);
   a.mov(rsi, rsp);
   a.mov(rax, imm(req.pop));
   emit_exit_fp_save(a);                  // pop() is C++: it may use them
@@ -614,21 +626,26 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.lea(r11, ptr(landing));
   a.cmp(rax, r11);
   a.je(again);
-  a.bind(have_return);
   // The real return address back into the slot, which we return through:
-  // where the caller's own call left its return-stack entry.
-  a.mov(rdi, qword_ptr(rsp, kExitFrame));
-  a.mov(qword_ptr(rdi, -kSlotBytes), rax);
-  a.mov(rax, qword_ptr(rsp, 0));
-  a.mov(rdx, qword_ptr(rsp, 8));
-  a.movaps(xmm0, xmmword_ptr(rsp, 16));
-  a.movaps(xmm1, xmmword_ptr(rsp, 32));
-  for (int i = 0; i < 6; ++i) a.mov(kKept[i], qword_ptr(rsp, kExitGprs + 8 * i));
-  emit_frame_leave(a, kExitFrame);
-  a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));
-  a.inc(exits);
-  a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
-  a.ret();
+  // where the caller's own call left its return-stack entry. Twice: the
+  // callbacks that may use xmm2-15 have them restored here.
+  for (const bool restore_fp : {false, true}) {
+    if (restore_fp && req.shadow_tls_offset == 0) break;  // no own pop: no FP tail
+    a.bind(restore_fp ? have_return_fp : have_return);
+    a.mov(rdi, qword_ptr(rsp, kExitFrame));
+    a.mov(qword_ptr(rdi, -kSlotBytes), rax);
+    a.mov(rax, qword_ptr(rsp, 0));
+    a.mov(rdx, qword_ptr(rsp, 8));
+    a.movaps(xmm0, xmmword_ptr(rsp, 16));
+    a.movaps(xmm1, xmmword_ptr(rsp, 32));
+    if (restore_fp) emit_exit_fp_restore(a);
+    for (int i = 0; i < 6; ++i) a.mov(kKept[i], qword_ptr(rsp, kExitGprs + 8 * i));
+    emit_frame_leave(a, kExitFrame);
+    a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));
+    a.inc(exits);
+    a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
+    a.ret();
+  }
   return finish(code, place);
 }
 

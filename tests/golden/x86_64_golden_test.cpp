@@ -247,17 +247,17 @@ TEST(X86Golden, ExitTrampoline) {
 //   48 39 39 / 0f 85 <slow>      cmp %rdi,(%rcx) ; jne slow  this slot's?
 //   4c 8b 41 18 / 49 f7 c0 01 00 00 00 / 0f 85   record, not put back
 //   4c 8b 49 08 / 4c 8d 15 <landing> / 4d 39 d1 / 0f 84   not a chain
+//   41 80 78 11 00 / 0f 84       cmpb $0,0x11(%r8) ; je     save_fp?
+//   0f 29 54 24 30 ...           xmm2..15 -> 0x30..0x100(%rsp), then as below
+//                                to the tail that restores them too
 //   ... the guard on r10, r11 ...
 //   4c 8b 51 10 / ff ca / 89 10  ip ; depth - 1
 //   4c 89 8c 24 40 01 00 00      mov    %r9,0x140(%rsp)     real return
 //   41 80 78 10 00 / 0f 84       cmpb $0,0x10(%r8) ; je     live?
-//   4c 89 d7 4c 89 ce 49 8b 50 08 48 89 e1   ip, ret, ops, regs
-//   41 80 78 11 00 / 0f 84       cmpb $0,0x11(%r8) ; je     save_fp?
-//   0f 29 54 24 30 ...           xmm2..15 ; call *(%r8) ; xmm2..15 back ; jmp
-//   41 ff 10                     call   *(%r8)              (FTJIT_OPS_F_NO_FP)
-//   48 8b 84 24 40 01 00 00 / e9 <rel32>   mov 0x140(%rsp),%rax ; jmp have_return
+//   4c 89 d7 4c 89 ce 49 8b 50 08 48 89 e1 41 ff 10   func(ip, ret, ops, regs)
+//   48 8b 84 24 40 01 00 00 / e9 <rel32>   mov 0x140(%rsp),%rax ; jmp tail
 // slow: mov %rsp,%rsi ; movabs $pop,%rax ; xmm2..15 ; call ; xmm2..15 back
-//       the chain check
+//       the chain check, the tail; then the tail that restores xmm2..15
 TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
   ExitTrampolineRequest r;
   r.pop = 0x7f0000003000ull;
@@ -271,15 +271,19 @@ TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
   EXPECT_NE(h.find("8b1085d20f84"), std::string::npos) << h;
   EXPECT_NE(h.find("488d4aff48c1e105488d4c082048393"), std::string::npos) << h;
   EXPECT_NE(h.find("4c8b411849f7c001000000"), std::string::npos) << h;
+  EXPECT_NE(h.find("4d39d10f84"), std::string::npos) << h;
+  EXPECT_NE(h.find("41807811000f84"), std::string::npos) << h;           // save_fp?
+  EXPECT_NE(h.find("000f295424300f295c2440"), std::string::npos) << h;  // then xmm2..
   EXPECT_NE(h.find("4c8b5110ffca89104c898c2440010000"), std::string::npos) << h;
-  EXPECT_NE(h.find("4c89d74c89ce498b50084889e141807811000f84"), std::string::npos) << h;
-  EXPECT_NE(h.find("0f295424300f295c2440"), std::string::npos) << h;
-  EXPECT_NE(h.find("440f29bc240001000041ff100f28542430"), std::string::npos) << h;
-  EXPECT_NE(h.find("e90300000041ff10488b842440010000e9"), std::string::npos) << h;
+  // The callback, twice (with and without xmm2-15 kept), each on to its tail.
+  const std::string call = "4c89d74c89ce498b50084889e141ff10488b842440010000e9";
+  ASSERT_NE(h.find(call), std::string::npos) << h;
+  EXPECT_NE(h.find(call, h.find(call) + 1), std::string::npos) << h;
   // The slow path follows: pop() with xmm2-15 kept, then the chain check.
   EXPECT_NE(h.find("4889e648b800300000007f00000f29542430"), std::string::npos) << h;
   EXPECT_NE(h.find("440f29bc2400010000ffd00f28542430"), std::string::npos) << h;
   EXPECT_NE(h.find("440f28bc24000100004c8d1d"), std::string::npos) << h;
+  EXPECT_NE(h.find("0f284c24200f28542430"), std::string::npos) << h;  // tail: xmm1, xmm2..
 }
 
 // A trampoline entered by a site's stub decides its way out while rax and
