@@ -234,6 +234,8 @@ class Instance {
   // mapping failed.
   ThreadBlock* thread_block();
   uint64_t events_dropped() const;
+  // Committed by the threads, not yet consumed by the writer.
+  uint64_t events_pending() const;
 
  private:
   ThreadBlock* create_block();

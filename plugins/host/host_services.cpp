@@ -259,6 +259,14 @@ uint64_t Instance::events_dropped() const {
   return n;
 }
 
+uint64_t Instance::events_pending() const {
+  uint64_t n = 0;
+  for (ThreadBlock* b = threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
+    n += b->head.load(std::memory_order_acquire) - b->tail.load(std::memory_order_acquire);
+  }
+  return n;
+}
+
 const OptionValue* Instance::option(const char* name) const {
   for (const OptionValue& v : options) {
     if (v.name == name) return &v;

@@ -148,6 +148,7 @@ class TraceSession {
   struct Totals {
     uint64_t recursion_drops = 0;  // engine-wide, since start()
     uint64_t events_dropped = 0;   // all plugins' buffers, all threads
+    uint64_t events_pending = 0;   // committed, not yet consumed by the writer
   };
   Totals totals() const;
 

@@ -363,7 +363,10 @@ TraceSession::Totals TraceSession::totals() const {
   ftjit_stats stats{};
   ftjit_get_stats(engine_, &stats);
   t.recursion_drops = stats.recursion_drops >= recursion_base_ ? stats.recursion_drops - recursion_base_ : 0;
-  for (const auto& inst : instances_) t.events_dropped += inst->events_dropped();
+  for (const auto& inst : instances_) {
+    t.events_dropped += inst->events_dropped();
+    t.events_pending += inst->events_pending();
+  }
   return t;
 }
 

@@ -273,6 +273,25 @@ TEST_F(SessionTest, FullBufferDropsAreCountedNotLost) {
   EXPECT_EQ(s->totals().events_dropped, r.threads[me].dropped);
 }
 
+TEST_F(SessionTest, PendingEventsDrainToZero) {
+  constexpr int kN = 1000;
+  SessionConfig c = config();
+  c.buffer_events = 1u << 16;  // room for every event: none dropped
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, kN);
+  // The writer empties the buffers every few ms while tracing goes on.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s->totals().events_pending != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(s->totals().events_pending, 0u);
+  EXPECT_EQ(s->totals().events_dropped, 0u);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].consumed[gettid_now()], uint64_t{kN});
+}
+
 TEST_F(SessionTest, TwoInstancesOfOnePluginCountIndependently) {
   auto s = start(config({kGood + ":label=first", kGood + ":label=second"}));
   ASSERT_TRUE(s);
