@@ -19,7 +19,7 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
   std::unordered_set<pid_t> done;
   struct Waiting {
     pid_t tid;
-    const uint64_t* exits_addr;
+    const TrampolineCounts* counts;
     uint64_t entries;  // at the snapshot
   };
   for (;;) {
@@ -30,7 +30,7 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
     for (const ThreadSnapshot& t : *snap) {
       if (!t.responded || done.count(t.tid)) continue;
       if (t.entries != t.exits) {
-        waiting.push_back({t.tid, t.exits_addr, t.entries});
+        waiting.push_back({t.tid, t.counts_addr, t.entries});
       } else if (in_trampoline_code(t.pc)) {
         need_resnapshot = true;  // one instruction from in or out: look again
       } else {
@@ -38,11 +38,15 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
       }
     }
     // A busy thread is through once its exits reach its entries at the
-    // snapshot: every trampoline frame it had then has returned.
+    // snapshot (its one outermost frame, and all nested in it, returned),
+    // or once it is seen with no entry open (entries read first: while a
+    // frame stays open, entries > exits whenever they are read).
     for (int spin = 0; !waiting.empty(); ++spin) {
       for (size_t i = 0; i < waiting.size();) {
-        uint64_t exits;
-        if (!read_remote_word(waiting[i].exits_addr, &exits) || exits >= waiting[i].entries) {
+        uint64_t entries = 0, exits = 0;
+        if (!read_remote_word(&waiting[i].counts->entries, &entries) ||
+            !read_remote_word(&waiting[i].counts->exits, &exits) ||
+            exits >= waiting[i].entries || entries == exits) {
           done.insert(waiting[i].tid);
           waiting[i] = waiting.back();
           waiting.pop_back();

@@ -5,11 +5,12 @@
 // reads may only be freed when no thread can still be inside them.
 //
 // A thread is inside while its trampoline entries exceed its exits (every
-// trampoline counts one first and the other last), or while its pc lies in
+// trampoline counts an entry first and, last, an exit or its entry taken
+// back when nested: runtime/thread_control.h), or while its pc lies in
 // trampoline memory (the one instruction before the entry count, and the
-// `ret` after the exit count). The grace period interrupts every thread
+// `ret` after the last count). The grace period interrupts every thread
 // once to read both, then waits until each busy thread's exits reach the
-// entries it had at that moment.
+// entries it had at that moment, or until it is seen with none open.
 #pragma once
 
 #include <cstdint>

@@ -52,7 +52,7 @@ struct Slot {
   uint64_t pc = 0;
   uint64_t entries = 0;
   uint64_t exits = 0;
-  const uint64_t* exits_addr = nullptr;
+  const TrampolineCounts* counts_addr = nullptr;
   uint64_t new_pc = 0;
   bool gone = false;
   bool deferred = false;  // blocked the signal while running: not sent yet
@@ -129,7 +129,7 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   // Exits first: then entries >= exits holds between the two reads too.
   s.exits = ftjit_trampoline_counts.exits;
   s.entries = ftjit_trampoline_counts.entries;
-  s.exits_addr = &ftjit_trampoline_counts.exits;
+  s.counts_addr = &ftjit_trampoline_counts;
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
     s.new_pc = 0;
     s.state.store(tag(gen, kParked), std::memory_order_release);
@@ -284,7 +284,7 @@ bool run_request(Kind kind, SlotState want, const char** why, pid_t* who) {
       s.pc = 0;
       s.entries = 0;
       s.exits = 0;
-      s.exits_addr = nullptr;
+      s.counts_addr = nullptr;
       s.new_pc = 0;
       s.gone = false;
       s.deferred = false;
@@ -451,7 +451,7 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
     t.pc = s.pc;
     t.entries = s.entries;
     t.exits = s.exits;
-    t.exits_addr = s.exits_addr;
+    t.counts_addr = s.counts_addr;
     t.responded = true;
     proceed = may_proceed(t);
   }
@@ -482,7 +482,7 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads() {
       t.pc = s.pc;
       t.entries = s.entries;
       t.exits = s.exits;
-      t.exits_addr = s.exits_addr;
+      t.counts_addr = s.counts_addr;
     }
     out.push_back(t);
   }

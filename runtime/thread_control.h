@@ -18,19 +18,21 @@
 namespace ftjit {
 
 // Per-thread trampoline counters: every trampoline counts an entry first
-// and an exit last. A thread is inside a trampoline (or a callback under
-// one) while entries > exits. Two counters rather than one depth: each is
-// only ever incremented, so a trampoline's entry and exit are not one
-// dependency chain through memory, and a grace period can wait for "exits
-// reached the entries of the snapshot", which no nesting can fool.
-// Initial-exec TLS, so generated code reaches them at a fixed offset from
-// the thread pointer.
+// and, last, either an exit or, if it ran nested, the entry taken back. A
+// thread is inside a trampoline (or a callback under one) while entries >
+// exits. Two counters rather than one depth: a trampoline's entry and exit
+// are not one dependency chain through memory, and exits count only the
+// outermost frames, of which a thread has one open at a time (a nested
+// call does not move them): a grace period waits for "exits reached the
+// entries of the snapshot" or "entries == exits", which no nesting can
+// fool. Initial-exec TLS, so generated code reaches them at a fixed offset
+// from the thread pointer.
 //
 // They are the reentrancy guard too: a trampoline that finds another one
 // of the thread's entries still open (entries - exits > 1 once it counted
 // its own) is running under a callback, and runs no callback itself. C++
 // paths that call callbacks outside a trampoline open an entry of their
-// own (guard_enter in runtime/shadow_stack.h).
+// own (guard_enter in runtime/shadow_stack.h), and only when outermost.
 struct TrampolineCounts {
   uint64_t entries;
   uint64_t exits;
@@ -83,7 +85,7 @@ struct ThreadSnapshot {
   uint64_t pc = 0;
   uint64_t entries = 0;                  // trampoline entries at that moment
   uint64_t exits = 0;                    // and exits
-  const uint64_t* exits_addr = nullptr;  // its exit counter, in its TLS
+  const TrampolineCounts* counts_addr = nullptr;  // its counters, in its TLS
   bool responded = false;                // false: the thread exited first
 };
 

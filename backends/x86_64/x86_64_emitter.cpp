@@ -24,7 +24,8 @@
 //     promise to leave vector registers alone.)
 //
 //     Per-thread counters at fs:[tls] (entries) and fs:[tls+8] (exits):
-//     the first instruction counts an entry and the last but one an exit;
+//     the first instruction counts an entry and the last but one an exit
+//     (or takes the entry back, nested: runtime/thread_control.h);
 //     runtime/grace reads them to know when no thread can still be inside
 //     a trampoline to be freed. They are the reentrancy guard too: a
 //     thread already running ftjit code (a callback calling traced code, a
@@ -47,7 +48,8 @@
 //         ret
 //     nested:
 //         reload rax, rdx ; mov rsp, [rsp+F] ; lock inc [drops]
-//         inc fs:[tls+8] ; ret
+//         dec fs:[tls] ; ret           ; our entry taken back: exits
+//                                      ; count outermost frames only
 //
 //     No guard byte is set and cleared around the callback: two stores
 //     fewer a call, for the store ports a trampoline is short of.
@@ -466,6 +468,9 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
 
   // Called from inside a callback: count it, run nothing (not even a
   // direct trampoline: it is tracer code too). Only rax and rdx changed.
+  // Our entry is taken back rather than matched by an exit: exits count the
+  // outermost frames only, so a nested call cannot make a grace period
+  // believe the frame it runs under has returned.
   a.bind(nested);
   a.mov(rax, imm(req.recursion_drops));
   a.lock().inc(qword_ptr(rax));
@@ -473,7 +478,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   a.mov(rdx, qword_ptr(rsp, 16));
   emit_frame_leave(a, frame);
   a.mov(r11, qword_ptr(rsp, kR11Below));
-  a.inc(exits);
+  a.dec(tls_word(req.counts_tls_offset));
   if (req.entered_by_stub) {
     emit_jump_to_body(a);
     emit_call_and_land_word(a, req, land_word);
@@ -627,24 +632,45 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   a.cmp(rax, r11);
   a.je(again);
   // The real return address back into the slot, which we return through:
-  // where the caller's own call left its return-stack entry. Twice: the
-  // callbacks that may use xmm2-15 have them restored here.
-  for (const bool restore_fp : {false, true}) {
-    if (restore_fp && req.shadow_tls_offset == 0) break;  // no own pop: no FP tail
-    a.bind(restore_fp ? have_return_fp : have_return);
+  // where the caller's own call left its return-stack entry. Three tails:
+  // after pop() (the slow path falls in here), after the own pop, and after
+  // the own pop of a callback that may use xmm2-15 (restored here too).
+  enum class Tail { kSlow, kOwn, kOwnFp };
+  for (const Tail tail : {Tail::kSlow, Tail::kOwn, Tail::kOwnFp}) {
+    if (tail != Tail::kSlow && req.shadow_tls_offset == 0) break;  // no own pop
+    if (tail == Tail::kOwn) a.bind(have_return);
+    if (tail == Tail::kOwnFp) a.bind(have_return_fp);
     a.mov(rdi, qword_ptr(rsp, kExitFrame));
     a.mov(qword_ptr(rdi, -kSlotBytes), rax);
     a.mov(rax, qword_ptr(rsp, 0));
     a.mov(rdx, qword_ptr(rsp, 8));
     a.movaps(xmm0, xmmword_ptr(rsp, 16));
     a.movaps(xmm1, xmmword_ptr(rsp, 32));
-    if (restore_fp) emit_exit_fp_restore(a);
+    if (tail == Tail::kOwnFp) emit_exit_fp_restore(a);
     for (int i = 0; i < 6; ++i) a.mov(kKept[i], qword_ptr(rsp, kExitGprs + 8 * i));
     emit_frame_leave(a, kExitFrame);
+    Label nested_end = a.newLabel();
+    if (tail == Tail::kSlow) {
+      // pop() also runs when another of the thread's entries is open (its
+      // own pop's guard said so): then our entry is taken back rather than
+      // matched by an exit, as the entry trampolines' nested path does.
+      // Flags are dead at a return.
+      a.mov(r11, entries);
+      a.sub(r11, exits);
+      a.cmp(r11, 1);
+      a.jne(nested_end);
+    }
     a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));
     a.inc(exits);
     a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
     a.ret();
+    if (tail == Tail::kSlow) {
+      a.bind(nested_end);
+      a.mov(r11, qword_ptr(rsp, -kSlotBytes - 8));
+      a.dec(entries);
+      a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
+      a.ret();
+    }
   }
   return finish(code, place);
 }

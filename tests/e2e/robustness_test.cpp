@@ -225,6 +225,43 @@ TEST(Robustness, DetachWaitsForAThreadInsideTheCallback) {
   ftjit_engine_destroy(e);
 }
 
+// Calls traced code once detach is waiting for it, then stays a while: the
+// nested call's own entry and exit must not count as this frame's exit.
+void slow_callback_calling_traced_code(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {
+  g_inside = 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  long (*volatile fn)(long, long, long, long, long, long) = traced_six;
+  (void)fn(1, 2, 3, 4, 5, 6);  // nested: dropped by the guard
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  g_callback_done = true;
+}
+
+TEST(Robustness, DetachWaitsForACallbackThatCallsTracedCode) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  // Something on traced_six, so that the callback's call of it runs a
+  // trampoline (which the guard turns back).
+  ftjit_ops other = make_ops(count_calls);
+  ASSERT_EQ(attach_one(e, &other, "traced_six"), FTJIT_OK) << ftjit_last_error();
+  for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST}) {
+    g_inside = 0;
+    g_callback_done = false;
+    ftjit_ops ops = make_ops(slow_callback_calling_traced_code, s);
+    ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
+    std::thread t([] {
+      int (*volatile fn)(int, int) = traced_add;
+      EXPECT_EQ(fn(2, 2), 4);
+    });
+    while (g_inside == 0) std::this_thread::yield();
+    ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK) << ftjit_last_error();
+    EXPECT_TRUE(g_callback_done) << "detach returned while a thread was inside the callback ("
+                                 << ftjit_strategy_name(s) << ")";
+    t.join();
+  }
+  EXPECT_EQ(ftjit_detach(e, &other), FTJIT_OK);
+  ftjit_engine_destroy(e);
+}
+
 ftjit_engine* g_engine_for_callback;
 ftjit_status g_status_from_callback;
 void detaching_callback(uint64_t, uint64_t, ftjit_ops* ops, ftjit_regs*) {

@@ -152,8 +152,8 @@ TEST(X86Golden, TrapEmulationOfCallAndNop) {
 //   f0 48 ff 00                  lock incq (%rax)
 //   48 8b 44 24 30 / 48 8b 54 24 10  restore rax, rdx (all the guard used)
 //   48 8b 64 24 50 / 4c 8b 5c 24 f8  rsp, r11
-//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38          exits++
-//   c3                           ret
+//   64 48 ff 0c 25 c0 ff ff ff   decq   %fs:-0x40          entries--: exits
+//   c3                           ret                        count outermost only
 TEST(X86Golden, GeneratedTrampolineWithoutFp) {
   TrampolineRequest r;
   r.recursion_drops = 0x7f0000200000ull;
@@ -173,7 +173,7 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
             "488b3c24488b742408488b542410488b4c24184c8b4424204c8b4c2428488b4424304c8b542438"
             "488b6424504c8b5c24f86448ff0425c8ffffffc3"
             "48b800002000007f0000f048ff00488b442430488b542410"
-            "488b6424504c8b5c24f86448ff0425c8ffffffc3");
+            "488b6424504c8b5c24f86448ff0c25c0ffffffc3");
 }
 
 // The exit trampoline: call-and-land, then the landing at +16.
@@ -204,10 +204,16 @@ TEST(X86Golden, GeneratedTrampolineWithoutFp) {
 //   48 89 47 f8                  mov    %rax,-0x8(%rdi)     real address -> slot
 //   ... restore ...              rax rdx xmm0 xmm1 rcx..r10
 //   48 8b a4 24 48 01 00 00      mov    0x148(%rsp),%rsp
+//   64 4c 8b 1c 25 c0 ff ff ff   mov    %fs:-0x40,%r11      pop() may have run
+//   64 4c 2b 1c 25 c8 ff ff ff   sub    %fs:-0x38,%r11      nested: another
+//   49 83 fb 01 / 0f 85 <nested> cmp $1,%r11 ; jne nested   entry is open
 //   4c 8b 5c 24 f0               mov    -0x10(%rsp),%r11
-//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38
+//   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           exits++
 //   48 8d 64 24 f8               lea    -0x8(%rsp),%rsp     onto the slot
 //   c3                           ret
+// nested:
+//   4c 8b 5c 24 f0 / 64 48 ff 0c 25 c0 ff ff ff   r11 ; entries--
+//   48 8d 64 24 f8 / c3
 TEST(X86Golden, ExitTrampoline) {
   ExitTrampolineRequest r;
   r.pop = 0x7f0000003000ull;
@@ -233,7 +239,10 @@ TEST(X86Golden, ExitTrampoline) {
             "488bbc2448010000488947f8"
             "488b0424488b5424080f284424100f284c2420488b8c2410010000488bb42418010000488bbc24"
             "200100004c8b8424280100004c8b8c24300100004c8b942438010000"
-            "488ba424480100004c8b5c24f06448ff0425c8ffffff488d6424f8c3");
+            "488ba42448010000"
+            "644c8b1c25c0ffffff644c2b1c25c8ffffff4983fb010f8514000000"
+            "4c8b5c24f06448ff0425c8ffffff488d6424f8c3"
+            "4c8b5c24f06448ff0c25c0ffffff488d6424f8c3");
   r.landing_offset = 8;  // call-and-land does not fit before it
   EXPECT_FALSE(x86().emit_exit_trampoline(r, 0x7f0000100000ull).ok());
 }
@@ -301,7 +310,8 @@ TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
 // plain:
 //   64 48 ff 04 25 c8 ff ff ff   incq   %fs:-0x38           exits++
 //   48 83 c4 08 / ff 64 24 f8    add $8,%rsp ; jmp *-0x8(%rsp)   on to entry+5
-// ... nested: the same jump; then the word: call-and-land's address.
+// ... nested: its entry taken back (decq %fs:-0x40), the same jump; then
+// the word: call-and-land's address.
 TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
   TrampolineRequest r;
   r.recursion_drops = 0x7f0000200000ull;
@@ -322,7 +332,7 @@ TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
             std::string::npos)
       << h;
   // The nested path jumps on too, and the word follows.
-  EXPECT_EQ(h.substr(h.size() - 50), "6448ff0425c8ffffff4883c408ff6424f800003000007f0000");
+  EXPECT_EQ(h.substr(h.size() - 50), "6448ff0c25c0ffffff4883c408ff6424f800003000007f0000");
 }
 
 // A generated trampoline whose ops hooks returns calls the user's callback
