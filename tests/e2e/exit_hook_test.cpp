@@ -17,11 +17,10 @@
 #include <vector>
 
 #include "ftjit/ftjit.h"
+#include "tests/e2e/register_keeping_call.h"
 #include "tests/e2e/traced.h"
 
 extern "C" int test_call_misaligned(int (*fn)(int, int), int a, int b);  // misaligned_call.S
-extern "C" int test_call_keeping_registers(int (*fn)(int, int),
-                                           uint64_t out[16]);  // register_keeping_call.S
 
 namespace {
 
@@ -236,8 +235,7 @@ TEST_P(ExitHookTest, CallerKeepsItsCallClobberedRegisters) {
   // rsi, rdi, r8-r11, xmm2.. keeps values there across the call. The site's
   // stub, the entry trampoline, the callbacks' C code and the exit path
   // must not lose them.
-  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
-                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  const uint64_t* want = kKeptRegisters;
   uint64_t out[16] = {};
   ASSERT_EQ(test_call_keeping_registers(traced_add, out), 5);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], want[i]) << "untraced, register " << i;
@@ -302,8 +300,7 @@ TEST_P(ExitHookTest, CallbacksThatScribbleOnRegistersLoseTheCallerNothing) {
   // As above, with callbacks that really overwrite every register they are
   // allowed to: with FP saves and without (the landing keeps xmm2-15 only
   // around callbacks that may use them).
-  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
-                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  const uint64_t* want = kKeptRegisters;
   for (uint32_t flags : {0u, FTJIT_OPS_F_NO_FP}) {
     ftjit_ops ops;
     ftjit_ops_init(&ops);

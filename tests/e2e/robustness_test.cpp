@@ -201,30 +201,6 @@ void slow_callback(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {
   g_callback_done = true;
 }
 
-TEST(Robustness, DetachWaitsForAThreadInsideTheCallback) {
-  ftjit_engine* e = ftjit_engine_create(nullptr);
-  ASSERT_NE(e, nullptr) << ftjit_last_error();
-  for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST}) {
-    g_inside = 0;
-    g_callback_done = false;
-    ftjit_ops ops = make_ops(slow_callback, s);
-    ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
-    std::thread t([] {
-      int (*volatile fn)(int, int) = traced_add;
-      EXPECT_EQ(fn(2, 2), 4);
-    });
-    while (g_inside == 0) std::this_thread::yield();
-    ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK) << ftjit_last_error();
-    EXPECT_TRUE(g_callback_done) << "detach returned while a thread was inside the callback ("
-                                 << ftjit_strategy_name(s) << ")";
-    t.join();
-  }
-  ftjit_stats st;
-  ftjit_get_stats(e, &st);
-  EXPECT_GE(st.grace_periods, 3u);
-  ftjit_engine_destroy(e);
-}
-
 // Calls traced code once detach is waiting for it, then stays a while: the
 // nested call's own entry and exit must not count as this frame's exit.
 void slow_callback_calling_traced_code(uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {
@@ -236,17 +212,14 @@ void slow_callback_calling_traced_code(uint64_t, uint64_t, ftjit_ops*, ftjit_reg
   g_callback_done = true;
 }
 
-TEST(Robustness, DetachWaitsForACallbackThatCallsTracedCode) {
-  ftjit_engine* e = ftjit_engine_create(nullptr);
-  ASSERT_NE(e, nullptr) << ftjit_last_error();
-  // Something on traced_six, so that the callback's call of it runs a
-  // trampoline (which the guard turns back).
-  ftjit_ops other = make_ops(count_calls);
-  ASSERT_EQ(attach_one(e, &other, "traced_six"), FTJIT_OK) << ftjit_last_error();
+// For each strategy: a thread calls traced_add into `callback` (which sets
+// g_inside on its way in and g_callback_done on its way out), and detach,
+// called meanwhile, must not return before the callback did.
+void expect_detach_waits_for(ftjit_engine* e, ftjit_func_t callback) {
   for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_CALL_OPS, FTJIT_STRATEGY_LIST}) {
     g_inside = 0;
     g_callback_done = false;
-    ftjit_ops ops = make_ops(slow_callback_calling_traced_code, s);
+    ftjit_ops ops = make_ops(callback, s);
     ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
     std::thread t([] {
       int (*volatile fn)(int, int) = traced_add;
@@ -258,6 +231,26 @@ TEST(Robustness, DetachWaitsForACallbackThatCallsTracedCode) {
                                  << ftjit_strategy_name(s) << ")";
     t.join();
   }
+}
+
+TEST(Robustness, DetachWaitsForAThreadInsideTheCallback) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  expect_detach_waits_for(e, slow_callback);
+  ftjit_stats st;
+  ftjit_get_stats(e, &st);
+  EXPECT_GE(st.grace_periods, 3u);
+  ftjit_engine_destroy(e);
+}
+
+TEST(Robustness, DetachWaitsForACallbackThatCallsTracedCode) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  // Something on traced_six, so that the callback's call of it runs a
+  // trampoline (which the guard turns back).
+  ftjit_ops other = make_ops(count_calls);
+  ASSERT_EQ(attach_one(e, &other, "traced_six"), FTJIT_OK) << ftjit_last_error();
+  expect_detach_waits_for(e, slow_callback_calling_traced_code);
   EXPECT_EQ(ftjit_detach(e, &other), FTJIT_OK);
   ftjit_engine_destroy(e);
 }

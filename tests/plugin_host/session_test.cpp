@@ -19,10 +19,8 @@
 #include <vector>
 
 #include "plugins/host/plugin_host.h"
+#include "tests/e2e/register_keeping_call.h"
 #include "tests/plugin_host/traced_host.h"
-
-extern "C" int test_call_keeping_registers(int (*fn)(int, int),
-                                           uint64_t out[16]);  // register_keeping_call.S
 
 namespace {
 
@@ -426,8 +424,7 @@ TEST_F(SessionTest, BuiltinPluginsGiveTheCallerEveryRegisterBack) {
   // registers across a traced call (GCC's -fipa-ra) must still get every
   // one back: the plugins' event paths and the host's [event] services
   // must really leave them alone.
-  const uint64_t want[16] = {0x1101, 0x1102, 3,      2,      0x1108, 0x1109, 0x110a, 0x110b,
-                             0x2202, 0x2203, 0x2204, 0x2205, 0x2206, 0x2208, 0x220c, 0x220f};
+  const uint64_t* want = kKeptRegisters;
   for (const ftjit_strategy strategy : {FTJIT_STRATEGY_AUTO, FTJIT_STRATEGY_LIST}) {
     for (const char* plugin : {"count", "trace", "latency", "flame"}) {
       SessionConfig c = config({plugin});
