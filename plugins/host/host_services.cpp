@@ -262,7 +262,9 @@ uint64_t Instance::events_dropped() const {
 uint64_t Instance::events_pending() const {
   uint64_t n = 0;
   for (ThreadBlock* b = threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
-    n += b->head.load(std::memory_order_acquire) - b->tail.load(std::memory_order_acquire);
+    // Tail first: it never passes head, so head read later is not behind it.
+    const uint64_t tail = b->tail.load(std::memory_order_acquire);
+    n += b->head.load(std::memory_order_acquire) - tail;
   }
   return n;
 }
