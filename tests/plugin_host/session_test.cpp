@@ -539,6 +539,19 @@ std::vector<Refusal> session_refusals(const std::string& marker) {
       {"no match", [](SessionConfig& c) { c.include = {"no_function_is_called_this"}; },
        {"plugin 'hostgood'", "attach failed (", "no_function_is_called_this"}},
       {"direct", [](SessionConfig& c) { c.strategy = FTJIT_STRATEGY_DIRECT; }, {"direct"}},
+      {"too many instances",
+       [](SessionConfig& c) {
+         // 17 in all, no plugin more than 8 times (the test plugin's own limit).
+         auto add = [&c](const std::string& text, int times) {
+           for (int i = 0; i < times; ++i) {
+             c.plugins.push_back(ftjit::plugins::parse_plugin_spec(text).value());
+           }
+         };
+         add(kGood, 7);
+         add(kExit, 8);
+         add(kDir + "/ftjit-plugin-test-hidden.so", 1);
+       },
+       {"more than 16 plugin instances loaded at once"}},
       {"marker then bad", [marker](SessionConfig& c) {
          c.plugins.clear();
          c.plugins.push_back(ftjit::plugins::parse_plugin_spec(kGood + ":marker=" + marker).value());
