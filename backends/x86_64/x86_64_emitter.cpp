@@ -102,9 +102,10 @@
 //     rsp+328   r11: the stack pointer on arrival
 //     rsp+320   the real return address, across the callback of (g)
 //     rsp+272   rcx rsi rdi r8 r9 r10
-//     rsp+48    xmm2..xmm15, only around pop() and a callback without
-//               FTJIT_OPS_F_NO_FP (ExitRecord::save_fp): 14 stores fewer
-//               a return for the callbacks that promise to leave them
+//     rsp+48    xmm2..xmm15, kept only around pop() and, from its record
+//               to the last tail, for a callback without FTJIT_OPS_F_NO_FP
+//               (ExitRecord::save_fp): 14 stores fewer a return for the
+//               callbacks that promise to leave them
 //     rsp+16    xmm0 xmm1                -+
 //     rsp+0     rax rdx                  -+ ftjit_ret_regs
 //
@@ -488,7 +489,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   return finish(code, place);
 }
 
-// xmm2-15 around a call that may use them (xmm0-1 are in ftjit_ret_regs,
+// xmm2-15, for a call that may use them (xmm0-1 are in ftjit_ret_regs,
 // saved on arrival whatever the callback).
 void emit_exit_fp_save(asmjit::x86::Assembler& a) {
   for (int i = 2; i < 16; ++i) {

@@ -295,6 +295,22 @@ TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
   EXPECT_NE(h.find("0f284c24200f28542430"), std::string::npos) << h;  // tail: xmm1, xmm2..
 }
 
+// A generated trampoline without FP saves, entered by a site's stub, with
+// the exit trampoline's addresses it needs.
+TrampolineRequest stub_entered_request() {
+  TrampolineRequest r;
+  r.recursion_drops = 0x7f0000200000ull;
+  r.ops = 0x1122334455667788ull;
+  r.func = 0x7f0000001000ull;
+  r.save_fp = false;
+  r.counts_tls_offset = -0x40;
+  r.entered_by_stub = true;
+  r.exit_trampoline = 0x7f0000300010ull;
+  r.call_and_land = 0x7f0000300000ull;
+  r.real_return = 0x7f0000400000ull;
+  return r;
+}
+
 // A trampoline entered by a site's stub decides its way out while rax and
 // rdx are free, then ends by calling the body through call-and-land when
 // the return was hooked, else jumps to it:
@@ -313,16 +329,7 @@ TEST(X86Golden, ExitTrampolinePopsTheCommonCaseItself) {
 // ... nested: its entry taken back (decq %fs:-0x40), the same jump; then
 // the word: call-and-land's address.
 TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
-  TrampolineRequest r;
-  r.recursion_drops = 0x7f0000200000ull;
-  r.ops = 0x1122334455667788ull;
-  r.func = 0x7f0000001000ull;
-  r.save_fp = false;
-  r.counts_tls_offset = -0x40;
-  r.entered_by_stub = true;
-  r.exit_trampoline = 0x7f0000300010ull;
-  r.call_and_land = 0x7f0000300000ull;
-  r.real_return = 0x7f0000400000ull;
+  TrampolineRequest r = stub_entered_request();
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   const std::string h = hex(code->data(), code->size());
@@ -349,16 +356,7 @@ TEST(X86Golden, StubEnteredTrampolineEndsThroughCallAndLand) {
 //   ff c2 / 89 10 / 48 ff 40 08  depth++ (publishes it) ; hooks++
 // slow: push(slot, ip, record)
 TEST(X86Golden, GeneratedTrampolineKeepsTheShadowStackItself) {
-  TrampolineRequest r;
-  r.recursion_drops = 0x7f0000200000ull;
-  r.ops = 0x1122334455667788ull;
-  r.func = 0x7f0000001000ull;
-  r.save_fp = false;
-  r.counts_tls_offset = -0x40;
-  r.entered_by_stub = true;
-  r.exit_trampoline = 0x7f0000300010ull;
-  r.call_and_land = 0x7f0000300000ull;
-  r.real_return = 0x7f0000400000ull;
+  TrampolineRequest r = stub_entered_request();
   r.exit_record = 0x7f0000500000ull;
   r.shadow_tls_offset = -0x100;
   r.shadow_prune = 0x7f0000600000ull;
