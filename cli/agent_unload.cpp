@@ -2,19 +2,22 @@
 #include "cli/agent_unload.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 
 #include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
 
+#include "cli/inject/inject_internal.h"
 #include "cli/inject/ptrace_inject.h"
+#include "cli/inject/target_libc.h"
 
 namespace ftjit::cli {
 namespace {
 
 constexpr std::chrono::milliseconds kCallTimeout{10000};
+// How long threads get to leave the agent's code before it stays loaded.
+constexpr std::chrono::milliseconds kLeaveAgentCodeWithin{3000};
 
 // The agent's path as the process sees it, "" if it is not mapped.
 std::string mapped_agent(pid_t pid) {
@@ -47,6 +50,21 @@ bool agent_thread_alive(pid_t pid) {
   return alive;
 }
 
+// The code the agent brought: its own executable mappings and those of the
+// code memory it made (trampolines, stubs, the exit trampoline: memfds
+// named "ftjit-...").
+Result<std::vector<inject::detail::AddressRange>> agent_code(pid_t pid) {
+  auto maps = inject::detail::read_maps(pid);
+  if (!maps) return maps.take_error();
+  std::vector<inject::detail::AddressRange> out;
+  for (const auto& m : *maps) {
+    if (m.perms.size() < 3 || m.perms[2] != 'x') continue;
+    if (m.path.find("libftjit-agent.so") != std::string::npos) out.push_back({m.start, m.end, "the agent"});
+    else if (m.path.rfind("/memfd:ftjit-", 0) == 0) out.push_back({m.start, m.end, "ftjit's generated code"});
+  }
+  return out;
+}
+
 }  // namespace
 
 Status unload_agent(pid_t pid, AgentConnection& conn) {
@@ -61,29 +79,37 @@ Status unload_agent(pid_t pid, AgentConnection& conn) {
   if (path.empty()) return {};
   auto target = inject::inspect_target(pid);
   if (!target) return target.take_error();
-  auto dlopen_at = inject::symbol_in_target(pid, "libc.so.6", "dlopen");
-  auto dlclose_at = inject::symbol_in_target(pid, "libc.so.6", "dlclose");
-  if (!dlopen_at || !dlclose_at) {
-    return make_error(FTJIT_E_UNSUPPORTED, "no dlopen/dlclose in the process's libc: the agent stays (inert)");
-  }
-  {
+
+  // Nothing of the agent may be unmapped while a thread can still execute
+  // it or return into it: a wrapper of the unwinder, of the personality
+  // routine or of dlopen it was inside when its hook was taken away, a
+  // trampoline, a signal handler. With every thread stopped, no register
+  // and no stack word may point into the agent's code; the hooks are gone,
+  // so a thread that has no such address cannot come by a new one. A
+  // thread that still has one gets time to leave; after that the agent
+  // stays loaded, inert, and the user is told why.
+  const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
+  for (;;) {
+    auto ranges = agent_code(pid);
+    if (!ranges) return ranges.take_error();
     auto stopped = inject::StoppedProcess::stop(pid, kCallTimeout);
     if (!stopped) return stopped.take_error();
-    auto str = stopped->push_string(path);
-    if (!str) return str.take_error();
-    // RTLD_NOLOAD: the handle of the copy that is loaded (one more
-    // reference), then that reference and the one of the injection dropped.
-    const uint64_t open_args[] = {*str, RTLD_NOW | RTLD_NOLOAD};
-    auto handle = stopped->call(*dlopen_at, open_args, kCallTimeout);
-    if (!handle) return handle.take_error();
-    if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
-    for (int i = 0; i < 2; ++i) {
-      const uint64_t close_args[] = {*handle};
-      auto r = stopped->call(*dlclose_at, close_args, kCallTimeout);
-      if (!r) return r.take_error();
-    }
+    auto refs = stopped->find_references(*ranges);
     FTJIT_TRY(stopped->detach());
+    if (!refs) return refs.take_error();
+    if (refs->empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return make_error(FTJIT_E_SYSTEM, "the agent stays loaded (inert): " + *refs);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+
+  auto libc = inject::detail::read_target_libc(*target);
+  if (!libc) return make_error(libc.error().code, libc.error().message + "; the agent stays (inert)");
+  auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
+  if (!handle) return handle.take_error();
+  if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
+  FTJIT_TRY(inject::unload_library(*target, *handle, kCallTimeout));
   // dlclose unmaps at once unless a thread still has thread-local
   // destructors of ours to run: give those threads a moment.
   for (int i = 0; i < 50 && !mapped_agent(pid).empty(); ++i) {

@@ -59,47 +59,65 @@ struct Found {
   Elf64_Sym sym{};
 };
 
-// Looks name up in one symbol table section; a default-version (or
-// unversioned) definition wins over a hidden one of the same name.
-Result<Found> search_table(const ElfFile& f, const std::vector<Elf64_Shdr>& sh, size_t index,
-                           std::string_view name) {
+// One symbol table section read whole: its symbols, their names and, for
+// .dynsym, their versions.
+struct SymbolTable {
+  std::vector<Elf64_Sym> syms;
+  std::vector<char> strtab;
+  std::vector<uint16_t> versym;
+
+  // A default-version (or unversioned) definition of name wins over a
+  // hidden one of the same name.
+  Found find(std::string_view name) const {
+    Found best;
+    for (size_t i = 1; i < syms.size(); ++i) {
+      const Elf64_Sym& s = syms[i];
+      if (s.st_shndx == SHN_UNDEF || s.st_name >= strtab.size()) continue;
+      const char* p = strtab.data() + s.st_name;
+      size_t len = strnlen(p, strtab.size() - s.st_name);
+      if (std::string_view(p, len) != name) continue;
+      bool hidden = i < versym.size() && (versym[i] & 0x8000) != 0;
+      if (!best.found || (best.hidden_version && !hidden)) {
+        best.found = true;
+        best.hidden_version = hidden;
+        best.sym = s;
+      }
+    }
+    return best;
+  }
+};
+
+Result<SymbolTable> read_table(const ElfFile& f, const std::vector<Elf64_Shdr>& sh, size_t index) {
   const Elf64_Shdr& tab = sh[index];
   if (tab.sh_entsize != sizeof(Elf64_Sym) || tab.sh_link >= sh.size())
     return make_error(FTJIT_E_ELF, f.path() + ": malformed symbol table");
+  SymbolTable t;
   auto syms = f.read_array<Elf64_Sym>(tab.sh_offset, tab.sh_size);
   FTJIT_TRY(syms);
+  t.syms = std::move(*syms);
   const Elf64_Shdr& str_sh = sh[tab.sh_link];
   auto strtab = f.read_array<char>(str_sh.sh_offset, str_sh.sh_size);
   FTJIT_TRY(strtab);
-  std::vector<uint16_t> versym;
+  t.strtab = std::move(*strtab);
   if (tab.sh_type == SHT_DYNSYM) {
     for (const Elf64_Shdr& s : sh)
       if (s.sh_type == SHT_GNU_versym && s.sh_link == index) {
         auto v = f.read_array<uint16_t>(s.sh_offset, s.sh_size);
         FTJIT_TRY(v);
-        versym = std::move(*v);
+        t.versym = std::move(*v);
       }
   }
-  Found best;
-  for (size_t i = 1; i < syms->size(); ++i) {
-    const Elf64_Sym& s = (*syms)[i];
-    if (s.st_shndx == SHN_UNDEF || s.st_name >= strtab->size()) continue;
-    const char* p = strtab->data() + s.st_name;
-    size_t len = strnlen(p, strtab->size() - s.st_name);
-    if (std::string_view(p, len) != name) continue;
-    bool hidden = i < versym.size() && (versym[i] & 0x8000) != 0;
-    if (!best.found || (best.hidden_version && !hidden)) {
-      best.found = true;
-      best.hidden_version = hidden;
-      best.sym = s;
-    }
-  }
-  return best;
+  return t;
 }
 
-}  // namespace
+// An ELF file's symbol tables (.dynsym first, then .symtab) and the load
+// bias of the mapping it was read for.
+struct LoadedSymbols {
+  std::vector<SymbolTable> tables;
+  uint64_t bias = 0;
+};
 
-Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offset0_start, std::string_view symbol) {
+Result<LoadedSymbols> load_symbols(const std::string& file_path, uint64_t offset0_start) {
   int fd = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error(FTJIT_E_SYSTEM, errno_message("cannot open " + file_path, errno));
   struct stat st;
@@ -129,26 +147,66 @@ Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offse
     }
   if (!first_load) return make_error(FTJIT_E_ELF, file_path + " has no PT_LOAD segment");
   uint64_t link_base = (first_load->p_vaddr - first_load->p_offset) & ~uint64_t{0xfff};
-  uint64_t bias = eh.e_type == ET_DYN ? offset0_start - link_base : 0;
+  LoadedSymbols out;
+  out.bias = eh.e_type == ET_DYN ? offset0_start - link_base : 0;
 
   auto shdrs = f.read_array<Elf64_Shdr>(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr));
   FTJIT_TRY(shdrs);
   for (uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
     for (size_t i = 0; i < shdrs->size(); ++i) {
       if ((*shdrs)[i].sh_type != type) continue;
-      auto found = search_table(f, *shdrs, i, symbol);
-      FTJIT_TRY(found);
-      if (!found->found) continue;
-      const Elf64_Sym& s = found->sym;
-      if (ELF64_ST_TYPE(s.st_info) == STT_TLS)
-        return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path + " is thread-local");
-      if (ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC)
-        return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path +
-                                                   " is an IFUNC (its address is the resolver's)");
-      return s.st_shndx == SHN_ABS ? s.st_value : bias + s.st_value;
+      auto table = read_table(f, *shdrs, i);
+      FTJIT_TRY(table);
+      out.tables.push_back(std::move(*table));
     }
   }
-  return make_error(FTJIT_E_NO_MATCH, file_path + " defines no symbol " + std::string(symbol));
+  return out;
+}
+
+// The first table's definition of name, or nullopt.
+std::optional<Elf64_Sym> lookup(const LoadedSymbols& loaded, std::string_view name) {
+  for (const SymbolTable& t : loaded.tables) {
+    Found found = t.find(name);
+    if (found.found) return found.sym;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offset0_start, std::string_view symbol) {
+  auto loaded = load_symbols(file_path, offset0_start);
+  FTJIT_TRY(loaded);
+  auto s = lookup(*loaded, symbol);
+  if (!s) return make_error(FTJIT_E_NO_MATCH, file_path + " defines no symbol " + std::string(symbol));
+  if (ELF64_ST_TYPE(s->st_info) == STT_TLS)
+    return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path + " is thread-local");
+  if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC)
+    return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path +
+                                               " is an IFUNC (its address is the resolver's)");
+  return s->st_shndx == SHN_ABS ? s->st_value : loaded->bias + s->st_value;
+}
+
+Result<std::vector<std::optional<SymbolRange>>> elf_symbol_ranges(const std::string& file_path,
+                                                                  uint64_t offset0_start,
+                                                                  std::span<const std::string_view> names) {
+  auto loaded = load_symbols(file_path, offset0_start);
+  FTJIT_TRY(loaded);
+  std::vector<std::optional<SymbolRange>> out;
+  out.reserve(names.size());
+  for (std::string_view name : names) {
+    auto s = lookup(*loaded, name);
+    if (!s || ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
+      out.emplace_back();
+      continue;
+    }
+    SymbolRange r;
+    r.tls = ELF64_ST_TYPE(s->st_info) == STT_TLS;
+    r.address = (r.tls || s->st_shndx == SHN_ABS) ? s->st_value : loaded->bias + s->st_value;
+    r.size = s->st_size;
+    out.push_back(r);
+  }
+  return out;
 }
 
 }  // namespace detail

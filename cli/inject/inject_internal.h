@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,29 @@ std::optional<MappedModule> find_module(const std::vector<Mapping>& maps, std::s
 // file is malformed, FTJIT_E_SYSTEM if it cannot be read.
 Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offset0_start,
                                     std::string_view symbol);
+
+// A symbol's run-time address and size; for a thread-local one (tls) the
+// address is its offset in the module's TLS block.
+struct SymbolRange {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  bool tls = false;
+};
+
+// elf_symbol_address for several names at once (one read of the tables);
+// a name the file does not define (or defines as an IFUNC) gives nullopt.
+Result<std::vector<std::optional<SymbolRange>>> elf_symbol_ranges(const std::string& file_path,
+                                                                  uint64_t offset0_start,
+                                                                  std::span<const std::string_view> names);
+
+// The error for a PTRACE_SEIZE of thread tid of pid that failed with err:
+// another tracer, Yama, missing privileges, a thread that is gone.
+Error seize_refused(pid_t pid, pid_t tid, int err);
+
+// The program counter of a ptrace-stopped thread, then the return address
+// of each frame below it, at most max_frames, as far as the CFI of the
+// target's modules goes (a frame without CFI ends the chain).
+Result<std::vector<uint64_t>> call_chain(pid_t tid, size_t max_frames);
 
 // file path as seen from us for a path inside the target's root.
 std::string path_in_root(pid_t pid, const std::string& target_path);

@@ -30,6 +30,10 @@
 
 namespace ftjit::inject {
 
+namespace detail {
+struct AddressRange;
+}
+
 // What /proc tells about a target before anything touches it.
 struct TargetInfo {
   pid_t pid = 0;
@@ -68,13 +72,10 @@ struct TargetInfo {
 [[nodiscard]] Result<std::string> stage_library(const TargetInfo& target,
                                                 const std::string& host_path);
 
-// A process with every thread in a ptrace stop, one thread of which
-// ("the hijacked thread", the main thread unless it has exited) runs
-// calls. Between calls every thread is stopped. The destructor (or
-// detach()) restores the hijacked thread's registers and FP/vector state
-// exactly, detaches every thread with no signal, and re-sends the signals
-// that arrived for the hijacked thread during calls (with tgkill, so their
-// siginfo names us as the sender).
+// A process with every thread in a ptrace stop, for a consistent look at
+// all of them; nothing is run in it and no register changed. The
+// destructor (or detach()) lets every thread go on, each restarting the
+// system call it was in; so does the kernel if we are killed meanwhile.
 class StoppedProcess {
  public:
   // Seizes and interrupts every thread, rescanning /proc/PID/task until no
@@ -89,34 +90,15 @@ class StoppedProcess {
   ~StoppedProcess();
 
   pid_t pid() const;
-  pid_t hijacked_tid() const;
   size_t thread_count() const;
 
-  // Copies bytes to the hijacked thread's stack, below its red zone and
-  // below earlier copies; returns their address in the target. The space
-  // stays valid until detach. FTJIT_E_OUT_OF_RANGE past 64 KiB in total.
-  [[nodiscard]] Result<uint64_t> push_bytes(std::span<const uint8_t> bytes);
-  // push_bytes of the string and its terminating NUL.
-  [[nodiscard]] Result<uint64_t> push_string(std::string_view s);
+  // Whether a thread can be executing, or come back to, code in `ranges`:
+  // its program counter, its other registers and every word of its stack
+  // (conservatively: a stale word counts too) are compared with them.
+  // "" if no thread can; else which thread, and where the address was.
+  [[nodiscard]] Result<std::string> find_references(std::span<const detail::AddressRange> ranges);
 
-  // Calls function(args...) (System V ABI, up to 6 integer arguments) on
-  // the hijacked thread and returns rax. If the call has not returned after
-  // about 1 s the other threads are let run (a stopped thread may hold a
-  // lock the call needs) and stopped again when it returns. Errors:
-  // FTJIT_E_INVALID_ARGUMENT for more than 6 arguments; FTJIT_E_SYSTEM for
-  // "process N exited during injection", a crash inside the call, or a
-  // timeout (the call is then abandoned, see the .cpp for what that leaves).
-  // After an error the process should be detached, not called again.
-  [[nodiscard]] Result<uint64_t> call(uint64_t function, std::span<const uint64_t> args,
-                                      std::chrono::milliseconds timeout);
-
-  // Reads a NUL-terminated string of at most max_len bytes from the target.
-  [[nodiscard]] Result<std::string> read_string(uint64_t address, size_t max_len = 4096);
-  // Reads size bytes from the target.
-  [[nodiscard]] Result<std::vector<uint8_t>> read_memory(uint64_t address, size_t size);
-
-  // Restores the hijacked thread, detaches all threads, re-sends deferred
-  // signals. Idempotent. Fails only if the process died meanwhile.
+  // Lets every thread go. Idempotent. Fails only if the process died.
   Status detach();
 
   struct State;
@@ -125,13 +107,6 @@ class StoppedProcess {
   explicit StoppedProcess(std::unique_ptr<State> state);
   std::unique_ptr<State> s_;
 };
-
-// stop() + call() + detach(): calls function(args...) (up to 6 integer
-// arguments) on one thread of the process with every other thread stopped
-// and returns rax. Errors as StoppedProcess::stop and ::call.
-[[nodiscard]] Result<uint64_t> call_in_target(pid_t pid, uint64_t function,
-                                              std::span<const uint64_t> args,
-                                              std::chrono::milliseconds timeout);
 
 // dlopen(path_in_target, RTLD_NOW) in the target (dlopen found in the
 // target's libc.so.6, or libdl.so.2 for glibc < 2.34, read through

@@ -153,6 +153,25 @@ std::optional<MappedModule> find_module(const std::vector<Mapping>& maps, std::s
   return std::nullopt;
 }
 
+Error seize_refused(pid_t pid, pid_t tid, int err) {
+  const std::string p = "process " + std::to_string(pid);
+  if (err == EPERM) {
+    pid_t tracer = tracer_of(pid);
+    if (tracer != 0 && tracer != ::getpid())
+      return make_error(FTJIT_E_INVALID_ARGUMENT, p + " is already traced by PID " + std::to_string(tracer) + " (a debugger?)");
+    auto scope = read_text_file("/proc/sys/kernel/yama/ptrace_scope");
+    if (scope && std::atoi(scope->c_str()) == 1)
+      return make_error(FTJIT_E_UNSUPPORTED,
+                        "ptrace is not permitted: /proc/sys/kernel/yama/ptrace_scope is 1 (only descendants may be traced); "
+                        "run as root or with CAP_SYS_PTRACE, or set it to 0 (sysctl kernel.yama.ptrace_scope=0)");
+    return make_error(FTJIT_E_UNSUPPORTED, "ptrace of " + p +
+                                               " is not permitted (a setuid program, another user, or a security module): "
+                                               "run ftjit as root or with CAP_SYS_PTRACE");
+  }
+  if (err == ESRCH) return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of " + p + " exited");
+  return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_SEIZE of thread " + std::to_string(tid), err));
+}
+
 std::string path_in_root(pid_t pid, const std::string& target_path) {
   return "/proc/" + std::to_string(pid) + "/root" + target_path;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A target for the injector tests: three threads (one blocked in read() on
 // stdin, one checking a floating-point computation, main printing a
-// deterministic line every 10 ms), plus with --hold-lock-ms N a fourth one
-// that holds inject_target_lock for N ms. Prints "start" once every thread
+// deterministic line every 10 ms, --ticks N lines, default 20), plus with
+// --hold-lock-ms N a fourth one that holds inject_target_lock for N ms. Prints "start" once every thread
 // runs; exits 0 once it has printed its lines and read a byte from stdin.
 // Its stdout does not depend on timing, so a traced run must match an
 // untraced one byte for byte.
@@ -20,8 +20,28 @@
 
 // Looked up by the tests (the program is linked with -rdynamic).
 pthread_mutex_t inject_target_lock = PTHREAD_MUTEX_INITIALIZER;
+// An injected call's value does not come back (the thread returns through
+// rt_sigreturn): the functions the tests call leave it here.
+volatile long inject_target_result = 0;
 long inject_target_sum6(long a, long b, long c, long d, long e, long f) {
-  return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;
+  long r = a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;
+  inject_target_result = r;
+  return r;
+}
+long inject_target_store_atol(const char* s) {
+  inject_target_result = atol(s);
+  return inject_target_result;
+}
+// errno as the thread has it when the call starts; and a call that
+// changes it, as dlopen does.
+void inject_target_probe_errno(void) { inject_target_result = errno; }
+void inject_target_set_errno(long v) { errno = (int)v; }
+// Whether the main thread's alternate signal stack is still the one it set.
+static char alt_stack_area[64 * 1024];
+void inject_target_probe_altstack(void) {
+  stack_t now;
+  inject_target_result = sigaltstack(NULL, &now) == 0 && now.ss_sp == alt_stack_area &&
+                         now.ss_size == sizeof alt_stack_area && !(now.ss_flags & SS_DISABLE);
 }
 
 // Counts SIGUSR1 deliveries (the tests check a signal sent during a call
@@ -44,6 +64,7 @@ long inject_target_wait_ms(long ms) {
   in_wait = 1;
   sleep_ms(ms);
   in_wait = 0;
+  inject_target_result = ms;
   return ms;
 }
 
@@ -123,8 +144,14 @@ static void* holder_main(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 3 && strcmp(argv[1], "--hold-lock-ms") == 0) hold_lock_ms = atol(argv[2]);
+  int ticks = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--hold-lock-ms") == 0) hold_lock_ms = atol(argv[i + 1]);
+    if (strcmp(argv[i], "--ticks") == 0) ticks = atoi(argv[i + 1]);
+  }
   signal(SIGUSR1, on_usr1);
+  stack_t alt = {.ss_sp = alt_stack_area, .ss_size = sizeof alt_stack_area, .ss_flags = 0};
+  sigaltstack(&alt, NULL);
   pthread_t reader, fp, holder;
   sem_init(&lock_taken, 0, 0);
   pthread_create(&reader, NULL, reader_main, NULL);
@@ -139,7 +166,7 @@ int main(int argc, char** argv) {
   unsigned long checksum = 1;
   long double ref_l;
   double ref = fp_work(&ref_l);
-  for (int k = 0; k < 20; ++k) {
+  for (int k = 0; k < ticks; ++k) {
     // Odd ticks sleep (an injection finds main in a syscall), even ones
     // compute with live SSE and x87 registers (it finds main computing).
     if (k % 2 == 1) {

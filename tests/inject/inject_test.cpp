@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "cli/inject/ptrace_inject.h"
+#include "cli/inject/target_libc.h"
+#include "cli/inject/thread_call.h"
 
 extern char** environ;
 
@@ -202,6 +204,31 @@ long read_long(pid_t pid, uint64_t addr) {
   return v;
 }
 
+// Runs fn(args) on thread tid (0: one at a safe point) of pid and lets it
+// go back to its own state.
+Status call_on(pid_t pid, pid_t tid, uint64_t fn, std::span<const uint64_t> args,
+               std::chrono::milliseconds timeout = kTimeout) {
+  auto info = inspect_target(pid);
+  FTJIT_TRY(info);
+  auto libc = detail::read_target_libc(*info);
+  FTJIT_TRY(libc);
+  auto call = ThreadCall::seize(pid, *libc, tid, timeout);
+  FTJIT_TRY(call);
+  FTJIT_TRY(call->run(fn, args, timeout));
+  return call->release();
+}
+
+// The state /proc shows of a thread that no injection may change.
+std::string signal_state(pid_t pid, pid_t tid) {
+  std::string status = slurp("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  std::string out;
+  for (const char* key : {"SigBlk:", "SigIgn:", "SigCgt:"}) {
+    size_t at = status.find(key);
+    if (at != std::string::npos) out += status.substr(at, status.find('\n', at) - at) + ";";
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Success paths
 // ---------------------------------------------------------------------------
@@ -258,48 +285,147 @@ TEST(Inject, CallsFunctionsWithArgumentsRepeatedly) {
   start(t);
   auto info = inspect_target(t.pid());
   ASSERT_TRUE(info.ok()) << info.error().message;
-  auto sum6 = symbol_in_target(t.pid(), basename_of(info->exe), "inject_target_sum6");
-  ASSERT_TRUE(sum6.ok()) << sum6.error().message;
-  auto clobber = symbol_in_target(t.pid(), basename_of(info->exe), "inject_target_clobber_fp");
-  ASSERT_TRUE(clobber.ok()) << clobber.error().message;
+  const std::string exe = basename_of(info->exe);
+  auto sum6 = symbol_in_target(t.pid(), exe, "inject_target_sum6");
+  auto clobber = symbol_in_target(t.pid(), exe, "inject_target_clobber_fp");
+  auto result = symbol_in_target(t.pid(), exe, "inject_target_result");
+  auto store_atol = symbol_in_target(t.pid(), exe, "inject_target_store_atol");
+  ASSERT_TRUE(sum6.ok() && clobber.ok() && result.ok() && store_atol.ok());
+  const std::string main_signals = signal_state(t.pid(), t.pid());
   const uint64_t args[] = {1, 2, 3, 4, 5, 6};
   // Spread over the target's run, so that main is caught both sleeping and
   // computing with live FP registers (which the target checks).
   for (int i = 0; i < 20; ++i) {
-    auto r = call_in_target(t.pid(), *sum6, args, kTimeout);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(*r, 91u);
-    ASSERT_TRUE(call_in_target(t.pid(), *clobber, {}, kTimeout).ok());
+    ASSERT_TRUE(call_on(t.pid(), t.pid(), *sum6, args).ok());
+    EXPECT_EQ(read_long(t.pid(), *result), 91);
+    Status clobbered = call_on(t.pid(), t.pid(), *clobber, {});
+    ASSERT_TRUE(clobbered.ok()) << clobbered.error().message;
+    EXPECT_EQ(signal_state(t.pid(), t.pid()), main_signals);
     std::this_thread::sleep_for(3ms);
   }
-  // Several calls in one stop, with a string on the target's stack.
-  auto atol_fn = symbol_in_target(t.pid(), "libc.so.6", "atol");
-  ASSERT_TRUE(atol_fn.ok()) << atol_fn.error().message;
+  // A string on the thread's stack.
   {
-    auto stopped = StoppedProcess::stop(t.pid(), kTimeout);
-    ASSERT_TRUE(stopped.ok()) << stopped.error().message;
-    EXPECT_EQ(stopped->hijacked_tid(), t.pid());
-    EXPECT_GE(stopped->thread_count(), 3u);
-    auto s = stopped->push_string("-123456789012");
-    ASSERT_TRUE(s.ok());
-    auto text = stopped->read_string(*s);
-    ASSERT_TRUE(text.ok());
-    EXPECT_EQ(*text, "-123456789012");
-    const uint64_t one[] = {*s};
-    auto value = stopped->call(*atol_fn, one, kTimeout);
-    ASSERT_TRUE(value.ok()) << value.error().message;
-    EXPECT_EQ(static_cast<int64_t>(*value), -123456789012);
-    auto r = stopped->call(*sum6, args, kTimeout);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(*r, 91u);
+    auto libc = detail::read_target_libc(*info);
+    ASSERT_TRUE(libc.ok()) << libc.error().message;
+    auto call = ThreadCall::seize(t.pid(), *libc, 0, kTimeout);
+    ASSERT_TRUE(call.ok()) << call.error().message;
+    auto str = call->push_string("-123456789012");
+    ASSERT_TRUE(str.ok());
+    const uint64_t one[] = {*str};
+    ASSERT_TRUE(call->run(*store_atol, one, kTimeout).ok());
+    EXPECT_EQ(read_long(t.pid(), *result), -123456789012);
     const uint64_t seven[7] = {};
-    EXPECT_FALSE(stopped->call(*sum6, seven, kTimeout).ok());
-    EXPECT_TRUE(stopped->detach().ok());
+    EXPECT_FALSE(call->run(*sum6, seven, kTimeout).ok());
+    EXPECT_TRUE(call->release().ok());
   }
   expect_clean_finish(t);
 }
 
-// A signal for the hijacked thread during the call neither interrupts the
+// What the call changes of the thread beyond its registers comes back too:
+// errno (which dlopen changes), the signal mask, the alternate signal
+// stack (which rt_sigreturn would reset from the frame).
+TEST(Inject, ThreadComesBackWithItsErrnoMaskAndAltStack) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  const std::string exe = basename_of(info->exe);
+  auto set_errno = symbol_in_target(t.pid(), exe, "inject_target_set_errno");
+  auto probe_errno = symbol_in_target(t.pid(), exe, "inject_target_probe_errno");
+  auto probe_alt = symbol_in_target(t.pid(), exe, "inject_target_probe_altstack");
+  auto result = symbol_in_target(t.pid(), exe, "inject_target_result");
+  ASSERT_TRUE(set_errno.ok() && probe_errno.ok() && probe_alt.ok() && result.ok());
+  const std::string main_signals = signal_state(t.pid(), t.pid());
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t v[] = {5555};
+    ASSERT_TRUE(call_on(t.pid(), t.pid(), *set_errno, v).ok());
+    ASSERT_TRUE(call_on(t.pid(), t.pid(), *probe_errno, {}).ok());
+    EXPECT_NE(read_long(t.pid(), *result), 5555) << "errno the call set was left to the thread";
+    ASSERT_TRUE(call_on(t.pid(), t.pid(), *probe_alt, {}).ok());
+    EXPECT_EQ(read_long(t.pid(), *result), 1) << "the alternate signal stack changed";
+    EXPECT_EQ(signal_state(t.pid(), t.pid()), main_signals);
+    std::this_thread::sleep_for(4ms);
+  }
+  expect_clean_finish(t);
+}
+
+// The injector killed at any instant of an injection: the thread it had
+// borrowed comes back by itself (the kernel detaches it, its frame takes it
+// home), nothing is left stopped or traced, the program's output is
+// unchanged. Each round loads the library afresh (the one before is
+// unloaded), so the kills land inside real loads, constructor included.
+TEST(Inject, InjectorKilledAtAnyInstantHarmsNothing) {
+  // An untraced run beside it, for the output every run must have.
+  Target ref({FTJIT_INJECT_TARGET, "--ticks", "400"});
+  Target t({FTJIT_INJECT_TARGET, "--ticks", "400"});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto libc = detail::read_target_libc(*info);
+  ASSERT_TRUE(libc.ok()) << libc.error().message;
+  ::unlink(marker_path(t.pid()).c_str());
+  auto inject_in_child = [&] {
+    pid_t child = ::fork();
+    if (child == 0) ::_exit(inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout).ok() ? 0 : 1);
+    return child;
+  };
+  auto unload_if_loaded = [&] {
+    auto handle = detail::loaded_object_handle(t.pid(), *libc, FTJIT_INJECT_TESTLIB);
+    ASSERT_TRUE(handle.ok()) << handle.error().message;
+    if (*handle != 0) ASSERT_TRUE(unload_library(*info, *handle, kTimeout).ok());
+  };
+  // How long one load takes here: the kills are spread over 1.5 times it.
+  auto begin = std::chrono::steady_clock::now();
+  {
+    pid_t child = inject_in_child();
+    int st;
+    ASSERT_EQ(::waitpid(child, &st, 0), child);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  const auto span = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - begin) * 3 / 2;
+  unload_if_loaded();
+  const int kKills = 120;
+  int killed = 0;
+  for (int i = 0; i < kKills; ++i) {
+    pid_t child = inject_in_child();
+    std::this_thread::sleep_for(span * i / kKills);
+    ::kill(child, SIGKILL);
+    int st;
+    ASSERT_EQ(::waitpid(child, &st, 0), child);
+    if (WIFSIGNALED(st)) ++killed;
+    // Never left stopped, never traced by a dead injector.
+    auto deadline = std::chrono::steady_clock::now() + 2s;
+    std::string stat;
+    do {
+      stat = slurp("/proc/" + std::to_string(t.pid()) + "/status");
+    } while (stat.find("TracerPid:\t0\n") == std::string::npos && std::chrono::steady_clock::now() < deadline);
+    ASSERT_NE(stat.find("TracerPid:\t0\n"), std::string::npos) << stat;
+    ASSERT_EQ(stat.find("State:\tT"), std::string::npos) << stat;
+    // A load the kill did not stop finishes by itself: wait for its
+    // constructor, then unload it for the next round.
+    std::this_thread::sleep_for(2ms);
+    unload_if_loaded();
+  }
+  std::printf("%d of %d injectors were killed before they finished\n", killed, kKills);
+  EXPECT_GT(killed, 0);
+  // Every load that happened was whole: its constructor ran, then its
+  // destructor at the unload.
+  std::string marker = slurp(marker_path(t.pid()));
+  size_t loads = 0, pos = 0;
+  while ((pos = marker.find("loaded\nunloaded\n", pos)) != std::string::npos) {
+    ++loads;
+    pos += 16;
+  }
+  EXPECT_EQ(marker.size(), loads * 16) << marker;
+  std::string out;
+  int st = t.finish(&out);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  std::string ref_out;
+  ref.finish(&ref_out);
+  EXPECT_EQ(out, ref_out);
+}
+
+// A signal for the borrowed thread during the call neither interrupts the
 // call nor gets lost: it is delivered once the thread is back.
 TEST(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
   Target t({FTJIT_INJECT_TARGET});
@@ -307,7 +433,8 @@ TEST(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
   auto exe = basename_of(FTJIT_INJECT_TARGET);
   auto wait_fn = symbol_in_target(t.pid(), exe, "inject_target_wait_ms");
   auto count = symbol_in_target(t.pid(), exe, "inject_target_usr1_count");
-  ASSERT_TRUE(wait_fn.ok() && count.ok());
+  auto result = symbol_in_target(t.pid(), exe, "inject_target_result");
+  ASSERT_TRUE(wait_fn.ok() && count.ok() && result.ok());
   ASSERT_EQ(read_long(t.pid(), *count), 0);
   const pid_t pid = t.pid();
   // Whether it lands before or during the call, the outcome is the same.
@@ -316,10 +443,10 @@ TEST(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
     ::syscall(SYS_tgkill, pid, pid, SIGUSR1);
   });
   const uint64_t ms[] = {400};
-  auto r = call_in_target(t.pid(), *wait_fn, ms, kTimeout);
+  Status r = call_on(t.pid(), t.pid(), *wait_fn, ms);
   sender.join();
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(*r, 400u);
+  EXPECT_EQ(read_long(t.pid(), *result), 400);
   auto deadline = std::chrono::steady_clock::now() + 5s;
   while (read_long(t.pid(), *count) == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(2ms);
@@ -330,8 +457,8 @@ TEST(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
   expect_clean_finish(t);
 }
 
-// The injected library's constructor needs a lock that a stopped thread
-// holds: the call only returns because the other threads are let run.
+// The injected library's constructor needs a lock that another thread
+// holds: only the borrowed thread is stopped, so the holder lets go of it.
 TEST(Inject, LockHeldByAStoppedThreadIsReleased) {
   Target t({FTJIT_INJECT_TARGET, "--hold-lock-ms", "1500"});
   start(t);
@@ -402,7 +529,7 @@ TEST(Inject, NoProcess) {
   ASSERT_FALSE(info.ok());
   EXPECT_EQ(info.error().message, "no process " + std::to_string(pid));
   const uint64_t none[1] = {0};
-  auto r = call_in_target(pid, 0x1000, none, kTimeout);
+  Status r = call_on(pid, pid, 0x1000, none);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "no process " + std::to_string(pid));
   EXPECT_FALSE(inspect_target(0).ok());
@@ -440,7 +567,7 @@ TEST(Inject, TargetExitingDuringTheCall) {
   auto exit_fn = symbol_in_target(t.pid(), "libc.so.6", "_exit");
   ASSERT_TRUE(exit_fn.ok()) << exit_fn.error().message;
   const uint64_t code[] = {7};
-  auto r = call_in_target(t.pid(), *exit_fn, code, kTimeout);
+  Status r = call_on(t.pid(), t.pid(), *exit_fn, code);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "process " + std::to_string(t.pid()) + " exited during injection");
   // Its exit status is still ours (its parent's) to collect.

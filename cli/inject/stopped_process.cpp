@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: MIT
+// StoppedProcess: every thread of a target in a ptrace stop, for a
+// consistent look at all of them (their registers, their stacks), then let
+// go exactly as they were. Nothing is run in the target and no register is
+// written: a killed injector leaves every thread running (the kernel
+// detaches them), each one restarting the system call it was in.
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "cli/inject/inject_internal.h"
+#include "cli/inject/ptrace_inject.h"
+#include "cli/inject/target_libc.h"
+
+namespace ftjit::inject {
+
+using detail::errno_message;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Grace period to collect the exit of threads of a process that died.
+constexpr auto kGrace = std::chrono::milliseconds(2000);
+
+// Polls without blocking, sleeping a little longer each time (20 us .. 2 ms).
+class Backoff {
+ public:
+  void sleep() {
+    timespec ts{0, static_cast<long>(ns_)};
+    ::nanosleep(&ts, nullptr);
+    ns_ = std::min<long long>(ns_ * 2, 2'000'000);
+  }
+
+ private:
+  long long ns_ = 20'000;
+};
+
+enum class EventKind {
+  kNone,       // nothing new
+  kStopEvent,  // PTRACE_EVENT_STOP: our interrupt, or a group-stop
+  kSignal,     // signal-delivery-stop; sig is the signal
+  kExited,     // the thread is gone (exit or killed)
+};
+
+struct Event {
+  EventKind kind = EventKind::kNone;
+  int sig = 0;
+};
+
+}  // namespace
+
+struct StoppedProcess::State {
+  enum class Run { kRunning, kStopped, kGone };
+  struct Thread {
+    pid_t tid;
+    Run run;
+  };
+  pid_t pid = 0;
+  bool we_are_parent = false;
+  std::vector<Thread> threads;
+  bool dead = false;
+  bool detached = false;
+  sigset_t old_mask{};
+
+  std::string p() const { return "process " + std::to_string(pid); }
+  Error exited() {
+    dead = true;
+    return make_error(FTJIT_E_SYSTEM, p() + " exited during injection");
+  }
+  Thread* find(pid_t tid) {
+    for (Thread& t : threads)
+      if (t.tid == tid) return &t;
+    return nullptr;
+  }
+
+  // ---------------------------------------------------------------------
+  // Waiting
+  // ---------------------------------------------------------------------
+
+  // One non-blocking look at a thread's wait status. Exits are peeked at
+  // with WNOWAIT first: the exit of the main thread of a process whose
+  // parent we are is left for the parent's own waitpid.
+  Event poll(pid_t tid) {
+    siginfo_t si;
+    std::memset(&si, 0, sizeof si);
+    if (::waitid(P_PID, static_cast<id_t>(tid), &si, WEXITED | WSTOPPED | __WALL | WNOHANG | WNOWAIT) != 0)
+      return errno == EINTR ? Event{} : Event{EventKind::kExited, 0};  // ECHILD: no longer ours
+    if (si.si_pid == 0) return {};
+    if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+      if (tid != pid || !we_are_parent) {
+        int st;
+        ::waitpid(tid, &st, __WALL | WNOHANG);
+      }
+      if (Thread* t = find(tid)) t->run = Run::kGone;
+      return {EventKind::kExited, 0};
+    }
+    int st = 0;
+    pid_t w = ::waitpid(tid, &st, __WALL | WNOHANG);
+    if (w <= 0) return {};
+    if (WIFEXITED(st) || WIFSIGNALED(st)) {
+      if (Thread* t = find(tid)) t->run = Run::kGone;
+      return {EventKind::kExited, 0};
+    }
+    if (!WIFSTOPPED(st)) return {};
+    int sig = WSTOPSIG(st);
+    int event = st >> 16;
+    if (event == PTRACE_EVENT_STOP) return {EventKind::kStopEvent, sig};
+    if (event != 0) return {EventKind::kStopEvent, sig};  // no options set: not expected
+    return {EventKind::kSignal, sig};
+  }
+
+  // Waits until every thread marked running has stopped (delivering the
+  // signals that show up on the way). kGone threads are dropped; the death
+  // of the process is an error.
+  Status wait_all_stopped(Clock::time_point deadline) {
+    Backoff backoff;
+    for (;;) {
+      bool all = true;
+      for (Thread& t : threads) {
+        if (t.run != Run::kRunning) continue;
+        Event ev = poll(t.tid);
+        switch (ev.kind) {
+          case EventKind::kNone: all = false; break;
+          case EventKind::kStopEvent: t.run = Run::kStopped; break;
+          case EventKind::kSignal:
+            // It would have been delivered now anyway; the pending
+            // interrupt stops the thread before its handler runs.
+            ::ptrace(PTRACE_CONT, t.tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.sig)));
+            ::ptrace(PTRACE_INTERRUPT, t.tid, nullptr, nullptr);
+            all = false;
+            break;
+          case EventKind::kExited:
+            t.run = Run::kGone;
+            if (t.tid == pid || detail::process_gone(pid)) return exited();
+            break;
+        }
+      }
+      std::erase_if(threads, [&](const Thread& t) { return t.run == Run::kGone; });
+      if (all) return {};
+      if (Clock::now() > deadline) {
+        std::string tids;
+        for (const Thread& t : threads)
+          if (t.run == Run::kRunning) tids += (tids.empty() ? "" : ",") + std::to_string(t.tid);
+        return make_error(FTJIT_E_SYSTEM, "thread(s) " + tids + " of " + p() +
+                                              " did not stop in time (uninterruptible sleep: vfork, disk or NFS I/O?); retry later");
+      }
+      backoff.sleep();
+    }
+  }
+
+  // Seizes every thread listed in /proc/PID/task, again and again until a
+  // scan finds no new one while all known threads are stopped: a stopped
+  // thread cannot create threads, so the set is then complete.
+  Status seize_all(Clock::time_point deadline) {
+    const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+    std::vector<pid_t> zombies;
+    for (;;) {
+      if (Clock::now() > deadline) return make_error(FTJIT_E_SYSTEM, "the threads of " + p() + " kept changing; retry");
+      DIR* dir = ::opendir(task_dir.c_str());
+      if (!dir) {
+        if (threads.empty()) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+        return exited();
+      }
+      std::vector<pid_t> fresh;
+      while (dirent* de = ::readdir(dir)) {
+        pid_t tid = static_cast<pid_t>(std::strtol(de->d_name, nullptr, 10));
+        if (tid > 0 && !find(tid) && std::find(zombies.begin(), zombies.end(), tid) == zombies.end())
+          fresh.push_back(tid);
+      }
+      ::closedir(dir);
+      if (fresh.empty()) return {};
+      for (pid_t tid : fresh) {
+        // A zombie thread (e.g. a main thread that called pthread_exit)
+        // never reaches a ptrace stop: leave it alone.
+        auto st = detail::read_text_file(task_dir + "/" + std::to_string(tid) + "/stat");
+        if (st) {
+          size_t close = st->rfind(')');
+          if (close != std::string::npos && close + 2 < st->size() && ((*st)[close + 2] == 'Z' || (*st)[close + 2] == 'X')) {
+            zombies.push_back(tid);
+            continue;
+          }
+        }
+        if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+          int err = errno;
+          if (err == ESRCH) continue;  // exited meanwhile
+          return detail::seize_refused(pid, tid, err);
+        }
+        threads.push_back({tid, Run::kRunning});
+        ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+      }
+      FTJIT_TRY(wait_all_stopped(deadline));
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Detach
+  // ---------------------------------------------------------------------
+
+  // Collects the exits of the threads of a dead process (traced zombies
+  // stay until their tracer waits, and hold up the parent's waitpid).
+  void reap_dead() {
+    auto deadline = Clock::now() + kGrace;
+    Backoff backoff;
+    for (;;) {
+      bool all = true;
+      for (Thread& t : threads) {
+        if (t.run == Run::kGone) continue;
+        if (poll(t.tid).kind != EventKind::kExited) all = false;
+      }
+      if (all || Clock::now() > deadline) return;
+      backoff.sleep();
+    }
+  }
+
+  Status detach() {
+    if (detached) return {};
+    detached = true;
+    Status result;
+    if (dead) {
+      reap_dead();
+      result = exited();
+    } else {
+      // Threads still running (a stop timed out) cannot be detached; they
+      // are untraced when this process exits.
+      bool some_failed = false;
+      for (Thread& t : threads) {
+        if (t.run == Run::kGone) continue;
+        if (::ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr) == 0 || errno != ESRCH) {
+          t.run = Run::kGone;  // no longer ours
+          continue;
+        }
+        some_failed = true;
+      }
+      // A thread that refused to detach is dying (the process exits just
+      // now, e.g. a thread detached first called exit), or still running
+      // after a stop that timed out. The dying ones must be collected:
+      // a traced zombie holds up its parent's waitpid.
+      if (some_failed) {
+        reap_dead();
+        if (detail::process_gone(pid)) result = exited();
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    return result;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// StoppedProcess
+// ---------------------------------------------------------------------------
+
+StoppedProcess::StoppedProcess(std::unique_ptr<State> state) : s_(std::move(state)) {}
+StoppedProcess::StoppedProcess(StoppedProcess&&) noexcept = default;
+StoppedProcess& StoppedProcess::operator=(StoppedProcess&& other) noexcept {
+  if (this != &other) {
+    if (s_) (void)s_->detach();
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+StoppedProcess::~StoppedProcess() {
+  if (s_) (void)s_->detach();
+}
+
+pid_t StoppedProcess::pid() const { return s_->pid; }
+size_t StoppedProcess::thread_count() const { return s_->threads.size(); }
+
+Result<StoppedProcess> StoppedProcess::stop(pid_t pid, std::chrono::milliseconds timeout) {
+  if (pid <= 0) return make_error(FTJIT_E_INVALID_ARGUMENT, "invalid process id " + std::to_string(pid));
+  auto state = std::make_unique<State>();
+  state->pid = pid;
+  auto status = detail::read_text_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+  if (auto tracer = detail::status_field(*status, "TracerPid"); tracer && *tracer != "0")
+    return make_error(FTJIT_E_INVALID_ARGUMENT, state->p() + " is already traced by PID " + *tracer + " (a debugger?)");
+  if (auto ppid = detail::status_field(*status, "PPid"))
+    state->we_are_parent = std::strtol(ppid->c_str(), nullptr, 10) == ::getpid();
+
+  // From here until detach, Ctrl-C and friends wait (a killed injector
+  // would do no harm, but its user expects the threads let go first).
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &block, &state->old_mask);
+  StoppedProcess stopped(std::move(state));  // detaches on every error below
+  State& s = *stopped.s_;
+
+  FTJIT_TRY(s.seize_all(Clock::now() + timeout));
+  if (s.dead) return s.exited();
+  return stopped;
+}
+
+Result<std::string> StoppedProcess::find_references(std::span<const detail::AddressRange> ranges) {
+  auto maps = detail::read_maps(s_->pid);
+  FTJIT_TRY(maps);
+  auto hit = [&](uint64_t v) -> const detail::AddressRange* {
+    for (const detail::AddressRange& r : ranges)
+      if (r.contains(v)) return &r;
+    return nullptr;
+  };
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+    return std::string(b);
+  };
+  for (const State::Thread& t : s_->threads) {
+    if (t.run != State::Run::kStopped) continue;
+    const std::string who = "thread " + std::to_string(t.tid);
+    user_regs_struct regs{};
+    if (::ptrace(PTRACE_GETREGS, t.tid, nullptr, &regs) != 0)
+      return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_GETREGS of " + who, errno));
+    if (const auto* r = hit(regs.rip)) return who + " is executing " + r->what + " (pc " + hex(regs.rip) + ")";
+    const unsigned long long gprs[] = {regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.rbp,
+                                       regs.r8,  regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15};
+    for (unsigned long long v : gprs)
+      if (const auto* r = hit(v)) return who + " holds an address in " + r->what + " (" + hex(v) + ") in a register";
+    // Every word of its stack, from the red zone below the stack pointer
+    // to the top of the mapping: return addresses, saved contexts of
+    // signal handlers, code pointers about to be called.
+    const uint64_t from = (regs.rsp - 128) & ~uint64_t{7};
+    const detail::Mapping* stack = nullptr;
+    for (const detail::Mapping& m : *maps)
+      if (regs.rsp >= m.start && regs.rsp < m.end) stack = &m;
+    if (stack == nullptr) continue;
+    const uint64_t lo = std::max(from, stack->start);
+    auto words = detail::read_target_memory(s_->pid, lo, stack->end - lo);
+    FTJIT_TRY(words);
+    for (size_t at = 0; at + 8 <= words->size(); at += 8) {
+      uint64_t v;
+      std::memcpy(&v, words->data() + at, 8);
+      if (const auto* r = hit(v))
+        return who + " has an address in " + r->what + " (" + hex(v) + ") on its stack at " + hex(lo + at);
+    }
+  }
+  return std::string();
+}
+
+Status StoppedProcess::detach() { return s_ ? s_->detach() : Status{}; }
+
+}  // namespace ftjit::inject

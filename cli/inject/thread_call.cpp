@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: MIT
+// ThreadCall: see thread_call.h for the contract.
+//
+//   the chosen thread's stack during a call
+//
+//   original rsp ->  +----------------------------------+
+//                    | red zone (128 B), untouched      |
+//                    | 512 B margin                     |
+//   scratch_top  ->  +----------------------------------+
+//                    | push_string() data, growing down |
+//                    +----------------------------------+
+//                    | FP/vector state, XSAVE layout,   |  64-byte aligned; its
+//                    | then FP_XSTATE_MAGIC2            |  sw_reserved says so
+//                    +----------------------------------+
+//                    | ucontext: every register as it   |  16-byte aligned
+//                    | was (a syscall rewound to be     |
+//                    | restarted), the signal mask      |
+//   call rsp     ->  | return address: __restore_rt     |  rsp % 16 == 8 at entry
+//                    +----------------------------------+
+//                    | the function's own frames        |
+//
+// The function returns into __restore_rt (`mov $15,%rax; syscall`), whose
+// rt_sigreturn finds the frame exactly where a signal handler's return
+// would: rsp - 8 is the frame, rsp the ucontext. The kernel then loads
+// every register, the FP state and the signal mask from it.
+#include "cli/inject/thread_call.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/inject/inject_internal.h"
+
+namespace ftjit::inject {
+
+using detail::errno_message;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr uint64_t kRedZone = 128;
+constexpr uint64_t kStackMargin = 512;
+constexpr uint64_t kScratchLimit = 16 * 1024;
+constexpr size_t kXstateBufferSize = 64 * 1024;  // > any XSAVE area (AMX: ~11 KiB)
+constexpr size_t kMaxFrames = 4096;
+constexpr unsigned long long kEflagsTrap = 0x100;       // TF
+constexpr unsigned long long kEflagsDirection = 0x400;  // DF: the ABI wants it clear
+constexpr int kSyscallStop = SIGTRAP | 0x80;            // PTRACE_O_TRACESYSGOOD
+
+// The kernel's restart codes (include/linux/errno.h, not exported).
+constexpr long kERestartSys = 512;
+constexpr long kERestartNoIntr = 513;
+constexpr long kERestartNoHand = 514;
+constexpr long kERestartRestartBlock = 516;
+
+// arch/x86/include/uapi/asm/ucontext.h and sigcontext.h.
+constexpr unsigned long kUcFpXstate = 0x1;
+constexpr unsigned long kUcSigcontextSs = 0x2;
+constexpr unsigned long kUcStrictRestoreSs = 0x4;
+constexpr uint32_t kFpXstateMagic1 = 0x46505853;
+constexpr uint32_t kFpXstateMagic2 = 0x46505845;
+constexpr size_t kFxsaveSize = 512;
+constexpr size_t kSwReservedOffset = 464;  // struct _fpx_sw_bytes in the FXSAVE area
+// An ss_flags value do_sigaltstack() refuses (-EINVAL, which rt_sigreturn
+// ignores): the thread's alternate signal stack, which we cannot read, is
+// then left as it is.
+constexpr int kLeaveAltStackAlone = 4;
+
+// ucontext_t's first part is the kernel's struct ucontext (flags, link,
+// stack, sigcontext, then the first 8 bytes of the signal mask).
+static_assert(offsetof(ucontext_t, uc_mcontext) == 40);
+static_assert(offsetof(ucontext_t, uc_sigmask) == 296);
+
+// Syscalls a thread can be found blocked in that restart exactly as they
+// would without us, and that hold no lock of the loader or malloc: a thread
+// waiting in one is the best one to borrow.
+bool waits_for_the_outside(long nr) {
+  switch (nr) {
+    case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
+    case SYS_accept: case SYS_accept4: case SYS_epoll_wait: case SYS_epoll_pwait:
+    case SYS_wait4: case SYS_waitid: case SYS_pause: case SYS_rt_sigsuspend:
+    case SYS_rt_sigtimedwait: case SYS_select: case SYS_pselect6: case SYS_msgrcv:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Waits that may hold a restart block (a relative timeout): rt_sigreturn
+// forgets it, so the wait is restarted whole (it takes longer, it does not
+// fail).
+bool waits_with_timeout(long nr) {
+  return nr == SYS_futex || nr == SYS_poll || nr == SYS_ppoll || nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+
+// Polls without blocking, sleeping a little longer each time (10 us .. 1 ms).
+class Backoff {
+ public:
+  void sleep() {
+    timespec ts{0, static_cast<long>(ns_)};
+    ::nanosleep(&ts, nullptr);
+    ns_ = std::min<long long>(ns_ * 2, 1'000'000);
+  }
+
+ private:
+  long long ns_ = 10'000;
+};
+
+struct Candidate {
+  pid_t tid;
+  int rank;  // lower is better
+};
+
+// The process's threads, best first, from /proc alone (no ptrace yet).
+std::vector<Candidate> rank_threads(pid_t pid) {
+  std::vector<Candidate> out;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(task.c_str());
+  if (!dir) return out;
+  while (dirent* de = ::readdir(dir)) {
+    pid_t tid = static_cast<pid_t>(std::strtol(de->d_name, nullptr, 10));
+    if (tid <= 0) continue;
+    const std::string t = task + "/" + de->d_name;
+    auto comm = detail::read_text_file(t + "/comm");
+    if (comm && *comm == "ftjit-agent\n") continue;  // ours, and about to end
+    auto stat = detail::read_text_file(t + "/stat");
+    if (!stat) continue;
+    size_t close = stat->rfind(')');
+    char state = close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+    if (state == 'Z' || state == 'X' || state == 'x') continue;
+    auto sc = detail::read_text_file(t + "/syscall");
+    int rank = 3;
+    if (sc && sc->rfind("running", 0) == 0) {
+      rank = 2;
+    } else if (sc) {
+      long nr = std::strtol(sc->c_str(), nullptr, 10);
+      rank = waits_for_the_outside(nr) ? 0 : waits_with_timeout(nr) ? 1 : 3;
+    }
+    out.push_back({tid, rank});
+  }
+  ::closedir(dir);
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  return out;
+}
+
+enum class Stop {
+  kNone,      // nothing new yet
+  kSyscall,   // a syscall-entry or -exit stop
+  kEvent,     // PTRACE_EVENT_STOP: our interrupt or a group-stop (sig)
+  kSignal,    // signal-delivery-stop (sig)
+  kExited,    // the thread is gone
+};
+
+struct StopEvent {
+  Stop kind = Stop::kNone;
+  int sig = 0;
+};
+
+}  // namespace
+
+struct ThreadCall::State {
+  enum class Phase { kStopped, kRunning, kReturned, kReleased, kGone };
+
+  pid_t pid = 0;
+  pid_t tid = 0;
+  bool we_are_parent = false;
+  Phase phase = Phase::kReleased;
+  uint64_t restore_rt = 0;
+  std::optional<int64_t> errno_tpoff;
+
+  user_regs_struct saved{};
+  std::vector<uint8_t> xstate;  // NT_X86_XSTATE as read, or empty
+  user_fpregs_struct fpregs{};  // when there is no XSAVE state
+  uint64_t sigmask = 0;
+  std::optional<int32_t> saved_errno;
+  uint64_t scratch_top = 0;
+  uint64_t scratch_used = 0;
+  uint64_t frame = 0;  // address of the return address slot of the frame
+
+  std::string p() const { return "process " + std::to_string(pid); }
+  Error exited() {
+    phase = Phase::kGone;
+    return make_error(FTJIT_E_SYSTEM, p() + " exited during injection");
+  }
+
+  // One non-blocking look at the thread's wait status. An exit is peeked
+  // at first: the exit of the main thread of a process whose parent we
+  // are is left for the parent's own waitpid.
+  StopEvent poll() {
+    siginfo_t si;
+    std::memset(&si, 0, sizeof si);
+    if (::waitid(P_PID, static_cast<id_t>(tid), &si, WEXITED | WSTOPPED | __WALL | WNOHANG | WNOWAIT) != 0)
+      return errno == EINTR ? StopEvent{} : StopEvent{Stop::kExited, 0};
+    if (si.si_pid == 0) return {};
+    if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+      if (tid != pid || !we_are_parent) {
+        int st;
+        ::waitpid(tid, &st, __WALL | WNOHANG);
+      }
+      return {Stop::kExited, 0};
+    }
+    int st = 0;
+    pid_t w = ::waitpid(tid, &st, __WALL | WNOHANG);
+    if (w <= 0) return {};
+    if (WIFEXITED(st) || WIFSIGNALED(st)) return {Stop::kExited, 0};
+    if (!WIFSTOPPED(st)) return {};
+    int sig = WSTOPSIG(st);
+    if (sig == kSyscallStop) return {Stop::kSyscall, sig};
+    if ((st >> 16) == PTRACE_EVENT_STOP) return {Stop::kEvent, sig};
+    return {Stop::kSignal, sig};
+  }
+
+  StopEvent wait(Clock::time_point deadline) {
+    Backoff backoff;
+    for (;;) {
+      StopEvent ev = poll();
+      if (ev.kind != Stop::kNone) return ev;
+      if (detail::process_gone(pid)) return {Stop::kExited, 0};
+      if (Clock::now() > deadline) return {};
+      backoff.sleep();
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Seizing
+  // ---------------------------------------------------------------------
+
+  // Seizes tid and waits for its interrupt stop. Signals that arrive on
+  // the way are delivered as they would have been.
+  Status stop_thread(Clock::time_point deadline) {
+    if (::ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD)) != 0)
+      return detail::seize_refused(pid, tid, errno);
+    phase = Phase::kStopped;
+    ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+    for (;;) {
+      StopEvent ev = wait(deadline);
+      switch (ev.kind) {
+        case Stop::kExited:
+          phase = Phase::kGone;
+          if (detail::process_gone(pid)) return exited();
+          return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of " + p() + " exited");
+        case Stop::kNone:
+          return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of " + p() +
+                                                " did not stop in time (uninterruptible sleep: vfork, disk or NFS I/O?); retry later");
+        case Stop::kEvent:
+          if (ev.sig != SIGTRAP)
+            return make_error(FTJIT_E_INVALID_ARGUMENT, p() + " is stopped (" + strsignal(ev.sig) +
+                                                            "): continue it (kill -CONT " + std::to_string(pid) + ") and retry");
+          return {};
+        case Stop::kSignal:
+          ::ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.sig)));
+          ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+          break;
+        case Stop::kSyscall:
+          ::ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+          break;
+      }
+    }
+  }
+
+  Status save_state() {
+    if (::ptrace(PTRACE_GETREGS, tid, nullptr, &saved) != 0)
+      return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_GETREGS of thread " + std::to_string(tid), errno));
+    xstate.assign(kXstateBufferSize, 0);
+    iovec iov{xstate.data(), xstate.size()};
+    if (::ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) == 0 && iov.iov_len >= kFxsaveSize + 64) {
+      xstate.resize(iov.iov_len);
+    } else {
+      xstate.clear();
+      if (::ptrace(PTRACE_GETFPREGS, tid, nullptr, &fpregs) != 0)
+        return make_error(FTJIT_E_SYSTEM, errno_message("cannot read the FP registers of thread " + std::to_string(tid), errno));
+    }
+    if (::ptrace(PTRACE_GETSIGMASK, tid, reinterpret_cast<void*>(sizeof sigmask), &sigmask) != 0)
+      return make_error(FTJIT_E_SYSTEM, errno_message("cannot read the signal mask of thread " + std::to_string(tid), errno));
+    if (errno_tpoff) {
+      auto e = detail::read_target_memory(pid, saved.fs_base + static_cast<uint64_t>(*errno_tpoff), 4);
+      if (e) {
+        int32_t v;
+        std::memcpy(&v, e->data(), 4);
+        saved_errno = v;
+      }
+    }
+    scratch_top = (saved.rsp - kRedZone - kStackMargin) & ~uint64_t{15};
+    return {};
+  }
+
+  // Why this thread must not run the loader now, or "" if it may: the
+  // code it is in, or a frame of its call chain, holds a lock dlopen takes
+  // (a signal handler on top of malloc, a dl_iterate_phdr callback).
+  std::string unsafe_because(const detail::TargetLibc& libc) {
+    if (const detail::AddressRange* r = libc.holder_of(saved.rip)) return "inside " + r->what;
+    auto chain = detail::call_chain(tid, kMaxFrames);
+    if (!chain) return chain.error().message;
+    for (uint64_t ip : *chain)
+      if (const detail::AddressRange* r = libc.holder_of(ip - 1)) return "called from " + r->what;
+    return "";
+  }
+
+  // ---------------------------------------------------------------------
+  // The call
+  // ---------------------------------------------------------------------
+
+  // The signal frame that brings the thread back to `saved`.
+  std::vector<uint8_t> build_frame(uint64_t frame_addr, uint64_t fp_addr, uint64_t end) {
+    std::vector<uint8_t> bytes(end - frame_addr, 0);
+    std::memcpy(bytes.data(), &restore_rt, 8);  // the call's return address
+
+    ucontext_t uc;
+    std::memset(&uc, 0, sizeof uc);
+    uc.uc_flags = (xstate.empty() ? 0 : kUcFpXstate) | kUcSigcontextSs | kUcStrictRestoreSs;
+    uc.uc_stack.ss_flags = kLeaveAltStackAlone;
+    greg_t* g = uc.uc_mcontext.gregs;
+    g[REG_R8] = static_cast<greg_t>(saved.r8);
+    g[REG_R9] = static_cast<greg_t>(saved.r9);
+    g[REG_R10] = static_cast<greg_t>(saved.r10);
+    g[REG_R11] = static_cast<greg_t>(saved.r11);
+    g[REG_R12] = static_cast<greg_t>(saved.r12);
+    g[REG_R13] = static_cast<greg_t>(saved.r13);
+    g[REG_R14] = static_cast<greg_t>(saved.r14);
+    g[REG_R15] = static_cast<greg_t>(saved.r15);
+    g[REG_RDI] = static_cast<greg_t>(saved.rdi);
+    g[REG_RSI] = static_cast<greg_t>(saved.rsi);
+    g[REG_RBP] = static_cast<greg_t>(saved.rbp);
+    g[REG_RBX] = static_cast<greg_t>(saved.rbx);
+    g[REG_RDX] = static_cast<greg_t>(saved.rdx);
+    g[REG_RAX] = static_cast<greg_t>(saved.rax);
+    g[REG_RCX] = static_cast<greg_t>(saved.rcx);
+    g[REG_RSP] = static_cast<greg_t>(saved.rsp);
+    g[REG_RIP] = static_cast<greg_t>(saved.rip);
+    g[REG_EFL] = static_cast<greg_t>(saved.eflags);
+    // cs, gs, fs, ss as four 16-bit fields; 64-bit sigreturn restores cs
+    // and ss only (fs_base and gs_base are untouched).
+    g[REG_CSGSFS] = static_cast<greg_t>((saved.cs & 0xffff) | ((saved.ss & 0xffff) << 48));
+    // A thread stopped in a blocking syscall: the kernel would restart it
+    // on the way out (rip back over the 2-byte `syscall`, rax = its
+    // number); rt_sigreturn does not, so the frame does it. A restart block
+    // (a relative timeout) does not survive rt_sigreturn: that syscall is
+    // started again whole.
+    if (static_cast<long long>(saved.orig_rax) >= 0) {
+      long err = -static_cast<long>(saved.rax);
+      if (err == kERestartSys || err == kERestartNoIntr || err == kERestartNoHand || err == kERestartRestartBlock) {
+        g[REG_RAX] = static_cast<greg_t>(saved.orig_rax);
+        g[REG_RIP] = static_cast<greg_t>(saved.rip - 2);
+      }
+    }
+    uc.uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_addr);
+    std::memcpy(&uc.uc_sigmask, &sigmask, sizeof sigmask);
+    std::memcpy(bytes.data() + 8, &uc, sizeof uc);
+
+    uint8_t* fp = bytes.data() + (fp_addr - frame_addr);
+    if (xstate.empty()) {
+      std::memcpy(fp, &fpregs, kFxsaveSize);  // magic1 0: the kernel restores FXSAVE state only
+      std::memset(fp + kSwReservedOffset, 0, kFxsaveSize - kSwReservedOffset);
+    } else {
+      // ptrace's XSAVE image keeps XCR0 at the start of sw_reserved; a
+      // signal frame keeps struct _fpx_sw_bytes there.
+      std::memcpy(fp, xstate.data(), xstate.size());
+      uint64_t xcr0;
+      std::memcpy(&xcr0, xstate.data() + kSwReservedOffset, 8);
+      const uint32_t xstate_size = static_cast<uint32_t>(xstate.size());
+      const uint32_t extended_size = xstate_size + 4;
+      std::memset(fp + kSwReservedOffset, 0, kFxsaveSize - kSwReservedOffset);
+      std::memcpy(fp + kSwReservedOffset + 0, &kFpXstateMagic1, 4);
+      std::memcpy(fp + kSwReservedOffset + 4, &extended_size, 4);
+      std::memcpy(fp + kSwReservedOffset + 8, &xcr0, 8);
+      std::memcpy(fp + kSwReservedOffset + 16, &xstate_size, 4);
+      std::memcpy(fp + xstate.size(), &kFpXstateMagic2, 4);
+    }
+    return bytes;
+  }
+
+  // Puts every register, the FP state and the signal mask back as they
+  // were at the stop, for a call that crashed; the thread must be in
+  // an interrupt or signal-delivery stop, where the kernel's own syscall
+  // restart then applies.
+  void restore_in_place() {
+    ::ptrace(PTRACE_SETREGS, tid, nullptr, &saved);
+    if (!xstate.empty()) {
+      iovec iov{xstate.data(), xstate.size()};
+      ::ptrace(PTRACE_SETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov);
+    } else {
+      ::ptrace(PTRACE_SETFPREGS, tid, nullptr, &fpregs);
+    }
+    ::ptrace(PTRACE_SETSIGMASK, tid, reinterpret_cast<void*>(sizeof sigmask), &sigmask);
+  }
+
+  void put_errno_back() {
+    if (!errno_tpoff || !saved_errno) return;
+    int32_t v = *saved_errno;
+    (void)detail::write_target_memory(pid, saved.fs_base + static_cast<uint64_t>(*errno_tpoff),
+                                      {reinterpret_cast<const uint8_t*>(&v), 4});
+  }
+
+  // Leaves a call that does not return in time to finish on its own: its
+  // frame takes the thread home whenever it returns. (Putting the thread's
+  // registers back instead would strand whatever the call holds, such as
+  // the loader's lock, owned by a thread that is doing something else.)
+  // The thread is brought to any stop first: ptrace detaches only stopped
+  // threads. A syscall it was blocked in restarts as if we were never there.
+  Status let_go(const std::string& why) {
+    ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+    auto deadline = Clock::now() + std::chrono::seconds(2);
+    StopEvent ev = wait(deadline);
+    if (ev.kind == Stop::kExited) return exited();
+    if (ev.kind == Stop::kNone)
+      return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of " + p() + " does not stop; " + why);
+    int sig = ev.kind == Stop::kSignal ? ev.sig : 0;
+    ::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
+    phase = Phase::kReleased;
+    return make_error(FTJIT_E_SYSTEM, why);
+  }
+
+  static bool is_fault(int sig, const siginfo_t& si) {
+    return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP) && si.si_code > 0;
+  }
+
+  Status run(uint64_t function, std::span<const uint64_t> args, std::chrono::milliseconds timeout) {
+    if (phase == Phase::kGone) return exited();
+    if (phase != Phase::kStopped) return make_error(FTJIT_E_INVALID_ARGUMENT, "one call per stop of a thread");
+    if (args.size() > 6) return make_error(FTJIT_E_INVALID_ARGUMENT, "at most 6 integer arguments can be passed");
+    const auto deadline = Clock::now() + timeout;
+
+    const uint64_t top = scratch_top - scratch_used;
+    const size_t fp_size = (xstate.empty() ? kFxsaveSize : xstate.size() + 4);
+    const uint64_t fp_addr = (top - fp_size) & ~uint64_t{63};
+    const uint64_t uc_addr = (fp_addr - sizeof(ucontext_t)) & ~uint64_t{15};
+    frame = uc_addr - 8;
+    std::vector<uint8_t> bytes = build_frame(frame, fp_addr, fp_addr + fp_size);
+    FTJIT_TRY(detail::write_target_memory(pid, frame, bytes));
+
+    user_regs_struct regs = saved;
+    regs.rsp = frame;
+    regs.rip = function;
+    regs.rax = 0;  // no vector registers for a variadic callee
+    regs.orig_rax = static_cast<unsigned long long>(-1);  // no syscall restart on the way into the call
+    unsigned long long* arg_regs[6] = {&regs.rdi, &regs.rsi, &regs.rdx, &regs.rcx, &regs.r8, &regs.r9};
+    for (size_t i = 0; i < args.size(); ++i) *arg_regs[i] = args[i];
+    regs.eflags &= ~(kEflagsTrap | kEflagsDirection);
+    // Registers first, mask second: killed in between, the call runs with
+    // the thread's own mask and its frame restores that same mask.
+    if (::ptrace(PTRACE_SETREGS, tid, nullptr, &regs) != 0) {
+      if (errno == ESRCH) return exited();
+      return make_error(FTJIT_E_SYSTEM, errno_message("cannot set the registers of thread " + std::to_string(tid), errno));
+    }
+    // Every signal waits until the frame's mask is back: no handler runs on
+    // top of the loader (nor longjmps out of it).
+    const uint64_t all = ~uint64_t{0};
+    ::ptrace(PTRACE_SETSIGMASK, tid, reinterpret_cast<void*>(sizeof all), &all);
+    if (::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr) != 0) return exited();
+    phase = Phase::kRunning;
+
+    char fn[32];
+    std::snprintf(fn, sizeof fn, "0x%" PRIx64, function);
+    for (;;) {
+      StopEvent ev = wait(deadline);
+      switch (ev.kind) {
+        case Stop::kExited:
+          return exited();
+        case Stop::kNone:
+          return let_go("the call to " + std::string(fn) + " in " + p() + " did not return within " +
+                        std::to_string(timeout.count()) +
+                        " ms (a lock held by the program?); it is left to finish by itself, "
+                        "and its thread then goes back to what it was doing");
+        case Stop::kEvent:  // a group-stop: our call finishes first
+          ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
+          break;
+        case Stop::kSyscall: {
+          __ptrace_syscall_info info{};
+          if (::ptrace(PTRACE_GET_SYSCALL_INFO, tid, reinterpret_cast<void*>(sizeof info), &info) > 0 &&
+              info.op == PTRACE_SYSCALL_INFO_ENTRY && info.entry.nr == SYS_rt_sigreturn &&
+              info.instruction_pointer == restore_rt + 9 && info.stack_pointer == frame + 8) {
+            phase = Phase::kReturned;
+            return {};
+          }
+          ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
+          break;
+        }
+        case Stop::kSignal: {
+          siginfo_t si;
+          std::memset(&si, 0, sizeof si);
+          ::ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si);
+          if (!is_fault(ev.sig, si)) {
+            // Not blocked by the call's mask (the function unblocked it):
+            // delivered as the program would get it.
+            ::ptrace(PTRACE_SYSCALL, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.sig)));
+            break;
+          }
+          user_regs_struct now{};
+          ::ptrace(PTRACE_GETREGS, tid, nullptr, &now);
+          char where[64];
+          std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(now.rip));
+          // In the signal-delivery stop: put back, detach with no signal.
+          restore_in_place();
+          put_errno_back();
+          ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+          phase = Phase::kReleased;
+          return make_error(FTJIT_E_SYSTEM, "the call to " + std::string(fn) + " in " + p() + " crashed with " +
+                                                strsignal(ev.sig) + " at " + where +
+                                                "; the thread was put back where it was, the process keeps running");
+        }
+      }
+    }
+  }
+
+  Status release() {
+    switch (phase) {
+      case Phase::kReleased:
+      case Phase::kGone:
+        return {};
+      case Phase::kRunning:
+        return let_go("the call was left to finish by itself");
+      case Phase::kReturned:
+        // At the entry of its rt_sigreturn: let that run to its exit stop,
+        // so that the thread is back (registers, mask) when we return; a
+        // kill meanwhile changes nothing, the kernel lets it finish.
+        put_errno_back();
+        if (::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr) == 0) {
+          for (auto deadline = Clock::now() + std::chrono::seconds(2);;) {
+            StopEvent ev = wait(deadline);
+            if (ev.kind == Stop::kExited) return exited();
+            if (ev.kind == Stop::kNone || ev.kind == Stop::kSyscall) break;
+            // A signal or group-stop on the way out: delivered as usual.
+            ::ptrace(PTRACE_SYSCALL, tid, nullptr,
+                     reinterpret_cast<void*>(static_cast<uintptr_t>(ev.kind == Stop::kSignal ? ev.sig : 0)));
+          }
+        }
+        [[fallthrough]];
+      case Phase::kStopped:
+        phase = Phase::kReleased;
+        if (::ptrace(PTRACE_DETACH, tid, nullptr, nullptr) != 0 && errno == ESRCH && detail::process_gone(pid))
+          return exited();
+        return {};
+    }
+    return {};
+  }
+};
+
+ThreadCall::ThreadCall(std::unique_ptr<State> s) : s_(std::move(s)) {}
+ThreadCall::ThreadCall(ThreadCall&&) noexcept = default;
+ThreadCall& ThreadCall::operator=(ThreadCall&& other) noexcept {
+  if (this != &other) {
+    if (s_) (void)s_->release();
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+ThreadCall::~ThreadCall() {
+  if (s_) (void)s_->release();
+}
+
+pid_t ThreadCall::tid() const { return s_->tid; }
+uint64_t ThreadCall::thread_pointer() const { return s_->saved.fs_base; }
+
+Result<ThreadCall> ThreadCall::seize(pid_t pid, const detail::TargetLibc& libc, pid_t tid,
+                                     std::chrono::milliseconds timeout) {
+  if (pid <= 0) return make_error(FTJIT_E_INVALID_ARGUMENT, "invalid process id " + std::to_string(pid));
+  auto status = detail::read_text_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+  if (auto tracer = detail::status_field(*status, "TracerPid"); tracer && *tracer != "0")
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      "process " + std::to_string(pid) + " is already traced by PID " + *tracer + " (a debugger?)");
+  bool we_are_parent = false;
+  if (auto ppid = detail::status_field(*status, "PPid"))
+    we_are_parent = std::strtol(ppid->c_str(), nullptr, 10) == ::getpid();
+
+  const auto deadline = Clock::now() + timeout;
+  std::string last_reason;
+  for (;;) {
+    std::vector<Candidate> candidates;
+    if (tid != 0) candidates.push_back({tid, 0});
+    else candidates = rank_threads(pid);
+    if (candidates.empty()) {
+      if (detail::process_gone(pid)) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
+    }
+    for (const Candidate& c : candidates) {
+      auto s = std::make_unique<State>();
+      s->pid = pid;
+      s->tid = c.tid;
+      s->we_are_parent = we_are_parent;
+      s->restore_rt = libc.restore_rt;
+      s->errno_tpoff = libc.errno_tpoff;
+      Status stopped = s->stop_thread(deadline);
+      if (!stopped) {
+        (void)s->release();
+        // A thread that exited meanwhile is no reason to give up.
+        if (s->phase == State::Phase::kGone && !detail::process_gone(pid) && tid == 0) continue;
+        return stopped.take_error();
+      }
+      if (Status saved = s->save_state(); !saved) {
+        (void)s->release();
+        return saved.take_error();
+      }
+      std::string why = s->unsafe_because(libc);
+      if (why.empty()) return ThreadCall(std::move(s));
+      last_reason = "thread " + std::to_string(c.tid) + " is " + why;
+      (void)s->release();  // untouched: it goes on as if never stopped
+    }
+    if (Clock::now() > deadline) {
+      return make_error(FTJIT_E_SYSTEM, "no thread of process " + std::to_string(pid) +
+                                            " stood where it could safely load a library (" + last_reason +
+                                            "); retry when it is less busy");
+    }
+    timespec ts{0, 2'000'000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+Result<uint64_t> ThreadCall::push_string(std::string_view str) {
+  const uint64_t rounded = (str.size() + 1 + 15) & ~uint64_t{15};
+  if (s_->scratch_used + rounded > kScratchLimit)
+    return make_error(FTJIT_E_OUT_OF_RANGE, "more than 16 KiB pushed on the stack of " + s_->p());
+  const uint64_t addr = s_->scratch_top - s_->scratch_used - rounded;
+  std::vector<uint8_t> bytes(str.begin(), str.end());
+  bytes.push_back(0);
+  FTJIT_TRY(detail::write_target_memory(s_->pid, addr, bytes));
+  s_->scratch_used += rounded;
+  return addr;
+}
+
+Status ThreadCall::run(uint64_t function, std::span<const uint64_t> args, std::chrono::milliseconds timeout) {
+  return s_->run(function, args, timeout);
+}
+
+Status ThreadCall::release() { return s_ ? s_->release() : Status{}; }
+
+}  // namespace ftjit::inject
