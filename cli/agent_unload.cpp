@@ -75,6 +75,30 @@ Status unload_agent(pid_t pid, AgentConnection& conn) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (agent_thread_alive(pid)) return make_error(FTJIT_E_SYSTEM, "the agent's thread did not end: it stays loaded (inert)");
+  return finish_unload(pid);
+}
+
+Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, bool* unloaded) {
+  *unloaded = false;
+  const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
+  for (;;) {
+    auto conn = AgentConnection::connect(pid);
+    if (conn) return conn;
+    const bool mapped = !mapped_agent(pid).empty();
+    if (mapped && !agent_thread_alive(pid)) {
+      // A killed `ftjit` began the unload: finish it.
+      FTJIT_TRY(finish_unload(pid));
+      *unloaded = true;
+      return conn;
+    }
+    // Mapped with its thread alive but deaf: starting up (its loader call
+    // still running) or ending (its thread closing the socket). Ask again.
+    if (!mapped || std::chrono::steady_clock::now() > deadline) return conn;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Status finish_unload(pid_t pid) {
   std::string path = mapped_agent(pid);
   if (path.empty()) return {};
   auto target = inject::inspect_target(pid);

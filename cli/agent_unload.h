@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <memory>
+
 #include "cli/agent_client.h"
 #include "core/error.h"
 
@@ -14,5 +16,16 @@ namespace ftjit::cli {
 // `conn` is the connection the agent answered the unload on; it closes once
 // the agent's thread is done.
 Status unload_agent(pid_t pid, AgentConnection& conn);
+
+// The second half of unload_agent, for an agent whose thread is gone:
+// proves that no thread can be in its code, then has the process dlclose
+// it. Also ends what an `ftjit` killed during an unload left behind.
+Status finish_unload(pid_t pid);
+
+// Connects to the agent of pid. One that is mapped but deaf is waited for
+// while its thread lives (it is starting, or ending an unload); one whose
+// thread is gone (a CLI was killed while it unloaded it) is unloaded, and
+// *unloaded set: the result is then connect's "no ftjit agent" error.
+Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, bool* unloaded);
 
 }  // namespace ftjit::cli

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/agent_client.h"
+#include "cli/agent_unload.h"
 #include "cli/commands.h"
 #include "cli/inject/ptrace_inject.h"
 #include "cli/process_modules.h"
@@ -37,7 +38,10 @@ int run_attach(const AttachOptions& o) {
   if (!target) return fail(target.error().message);
 
   // An agent loaded by an earlier attach (or `ftjit run`) is reused.
-  bool loaded = AgentConnection::connect(o.pid).ok();
+  // (One a killed `ftjit` left half unloaded is unloaded first.)
+  bool unloaded = false;
+  auto existing = connect_finishing_unload(o.pid, &unloaded);
+  bool loaded = existing.ok();
   if (!loaded) {
     auto modules = process_modules(o.pid);
     if (!modules) return fail(modules.error().message);

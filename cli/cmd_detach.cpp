@@ -22,7 +22,9 @@ int run_detach(const DetachOptions& o) {
     std::fprintf(stderr, "ftjit detach: %s\n", message.c_str());
     return 1;
   };
-  auto conn = AgentConnection::connect(o.pid);
+  bool unloaded = false;
+  auto conn = connect_finishing_unload(o.pid, &unloaded);
+  if (!conn && unloaded && !o.keep_agent) return 0;  // what a killed `ftjit` left is gone now
   if (!conn) return fail(conn.error().message);
   if (!(*conn)->hello().attached && o.keep_agent) {
     return fail("process " + std::to_string(o.pid) + " is not being traced");

@@ -195,14 +195,25 @@ void dlopen_watch_stop(Engine* engine) {
   g_watching.store(false, std::memory_order_release);
 }
 
+// Whether the loader's slots point at the wrappers: an agent unloaded
+// before it ever attached has nothing to put back.
+std::atomic<bool> g_slots_redirected{false};
+
 Status install_dlopen_watch() {
   std::call_once(g_resolve_once, [] {
     for (GotRedirect& r : g_redirects) *r.real = dlsym(RTLD_DEFAULT, r.name);
   });
-  return redirect_got_slots(g_redirects);
+  FTJIT_TRY(redirect_got_slots(g_redirects));
+  g_slots_redirected.store(true, std::memory_order_release);
+  return {};
 }
 
-Status uninstall_dlopen_watch() { return undo_got_redirects(g_redirects); }
+Status uninstall_dlopen_watch() {
+  if (!g_slots_redirected.load(std::memory_order_acquire)) return {};
+  FTJIT_TRY(undo_got_redirects(g_redirects));
+  g_slots_redirected.store(false, std::memory_order_release);
+  return {};
+}
 
 std::vector<LoadedObjectRef> loaded_objects() {
   std::vector<LoadedObjectRef> out;

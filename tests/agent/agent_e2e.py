@@ -504,6 +504,69 @@ def attach_cli_killed():
         t.kill()
 
 
+def tracer_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^TracerPid:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def attach_kill_sweep():
+    """ftjit attach SIGKILLed at KILLS instants spread from its start over
+    a whole attach, trace, detach and unload (the injection included), on a
+    target with spinning threads, a thread blocked in read() inside a traced
+    function and main blocked reading its commands: the target never dies,
+    is never left stopped or traced, keeps its output; `ftjit detach -p`
+    then ends whatever the killed CLI left, and the next attach works."""
+    kills = int(os.environ.get("FTJIT_KILL_SWEEP", "120"))
+    t = Target(args.target, spinners=4)
+    try:
+        t.command("block", "blocked")
+        before = t.code()
+        plugins = ("latency", "count", "flame", "trace")
+        # One whole cycle, timed: the kills are spread over 1.2 times it.
+        begin = time.monotonic()
+        r = ftjit("attach", "-p", str(t.pid), "--plugin", "latency", "--filter", "fn_*",
+                  "--filter", "spin_step", "--duration", "0.1")
+        expect_ok(r, "a whole cycle")
+        whole = time.monotonic() - begin
+        t.check_no_ftjit("after a whole cycle")
+        outcomes = {"killed": 0, "finished": 0}
+        for i in range(kills):
+            a = subprocess.Popen([args.ftjit, "attach", "-p", str(t.pid), "--plugin",
+                                  plugins[i % len(plugins)], "--filter", "fn_*", "--filter",
+                                  "spin_step", "--duration", "0.1", "-o", os.devnull],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(whole * 1.2 * i / kills)
+            a.kill()
+            rc = a.wait()
+            outcomes["killed" if rc == -signal.SIGKILL else "finished"] += 1
+            deadline = time.monotonic() + 5
+            while tracer_of(t.pid) != 0 and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if not check(tracer_of(t.pid) == 0, "kill %d: target still traced by %d" %
+                         (i, tracer_of(t.pid))):
+                break
+            t.check_running("kill %d (after %.3f s)" % (i, whole * 1.2 * i / kills))
+            # Whatever the killed CLI left: a session, a kept agent, nothing.
+            r = ftjit("detach", "-p", str(t.pid))
+            if r.rc != 0 and not re.search(r"no ftjit agent in process|is not being traced", r.err):
+                check(False, "kill %d: detach -p: %s" % (i, r.describe()))
+                break
+            t.check_running("kill %d, after detach" % i)
+            t.command("call 3", "called 3 ")
+            if failures:
+                break
+        log("kill sweep: %r over %.3f s" % (outcomes, whole * 1.2))
+        t.check_code(before, "after the sweep")
+        r = ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
+                  "--filter", "fn_*", "--duration", "0.2")
+        expect_ok(r, "attach after the sweep")
+        t.check_no_ftjit("after the sweep")
+        t.command("unblock", "unblocked ")
+        t.finish("kill sweep")
+    finally:
+        t.kill()
+
+
 def errors_no_process():
     for cmd in ("attach", "detach", "status"):
         r = ftjit(cmd, "-p", "999999")
@@ -1095,6 +1158,7 @@ SCENARIOS = {
     "attach.duration_list": lambda: attach_duration(args.target, "list"),
     "attach.status_sigint": attach_status_sigint,
     "attach.cli_killed": attach_cli_killed,
+    "attach.kill_sweep": attach_kill_sweep,
     "attach.blocked_thread": attach_blocked_thread,
     "attach.dlopen": attach_dlopen,
     "attach.other_user": attach_other_user,
