@@ -433,7 +433,7 @@ void fork_race(bool exit_hooks) {
   }
   stop = true;
   forker.join();
-  EXPECT_GE(cycles, 20);
+  EXPECT_GE(cycles, 5);  // how many varies with the load: only check the race ran
   EXPECT_GT(children.load(), 0);
   EXPECT_EQ(bad_children.load(), 0) << "of " << children.load() << " children; first: " << first_bad;
   ftjit_engine_destroy(e);
