@@ -160,6 +160,11 @@ void* hook_dlmopen(Lmid_t lmid, const char* file, int mode) {
   return h;
 }
 
+// The engine needs no lock taken here: it reads and writes module code
+// only in code-change scopes (runtime/code_change.h), which hold the lock
+// under which the loader unmaps, and forget what was unloaded before they
+// began. So a dlclose by any path (this wrapper, a pointer from dlsym, libc
+// itself) is safe at any instant; the notification is bookkeeping only.
 int hook_dlclose(void* handle) {
   int r = g_dlclose(handle);
   if (r == 0) notify();
@@ -255,12 +260,33 @@ void Engine::loader_changed() {
 Result<size_t> Engine::refresh_locked() {
   uint64_t gen = loaded_modules_generation();
   if (gen == modules_generation_ && !modules_.empty()) return size_t{0};
-  if (!modules_.empty()) forget_unloaded_modules();
+  // Files are read outside the code-change scope (it holds the loader's
+  // lock); the sleds in memory inside it, for the modules still listed.
   auto found = discover_loaded_modules();
   if (!found) return found.take_error();
   const size_t before = sites_.size();
   const size_t first_module = modules_.size();
-  FTJIT_TRY(add_modules(std::move(found.value())));
+  FTJIT_TRY(with_modules_pinned([&]() -> Status {
+    std::vector<DiscoveredModule>& modules = found.value();
+    if (loaded_modules_generation() != gen) {
+      // Something was loaded or unloaded since the files were found: keep
+      // what the loader still lists at the same address (the first object
+      // is the executable, listed without a name).
+      // An unloaded one is left out: found again if it is loaded again.
+      const std::vector<LoadedObjectRef> live = loaded_objects();
+      std::vector<DiscoveredModule> listed;
+      for (size_t k = 0; k < modules.size(); ++k) {
+        DiscoveredModule& m = modules[k];
+        if (std::any_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
+              return o.load_bias == m.load_bias && (o.name == m.path || (k == 0 && o.name.empty()));
+            })) {
+          listed.push_back(std::move(m));
+        }
+      }
+      modules = std::move(listed);
+    }
+    return add_modules(std::move(modules));
+  }));
   modules_generation_ = gen;
   // A library loaded since exit hooks were first used may throw through
   // hooked frames too; and it may dlopen in turn.

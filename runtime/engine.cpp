@@ -17,6 +17,7 @@
 #include "runtime/log.h"
 
 #include "core/glob.h"
+#include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/grace.h"
 #include "runtime/process_backend.h"
@@ -30,7 +31,6 @@ namespace {
 
 std::atomic<bool> g_engine_exists{false};
 std::atomic<Engine*> g_engine{nullptr};
-std::once_flag g_atfork_once;
 
 
 }  // namespace
@@ -114,7 +114,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   // made now rather than with the first exit hook.
   set_process_backend(backend);
   if (auto st = prepare_exit_trampoline(engine->tls_offset_); !st) return fail(st.take_error());
-  std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, engine_atfork_child); });
+  install_code_change_fork_handlers(engine_atfork_child);
   g_engine.store(engine.get());
   if (options.watch_dlopen) dlopen_watch_start(engine.get());
   auto added = engine->refresh_modules();
@@ -224,8 +224,8 @@ Engine::~Engine() {
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
-    // What was unloaded must not be written (nor mapped back) now.
-    if (loaded_modules_generation() != modules_generation_) forget_unloaded_modules();
+    // What was unloaded is forgotten by each code-change scope below
+    // (commit, restore, mapping back): never written nor mapped back.
     while (!ops_.empty()) {
       OpsRecord* rec = ops_.back().get();
       std::vector<uint32_t> old = std::move(rec->sites);
@@ -244,7 +244,11 @@ Engine::~Engine() {
       for (auto& a : arenas_) a.release();
       for (auto& a : stub_arenas_) a.release();
     }
-    for (auto& alias : aliases_) alias->restore_file_mapping();
+    st = with_modules_pinned([&]() -> Status {
+      for (auto& alias : aliases_) alias->restore_file_mapping();
+      return {};
+    });
+    if (!st) ftjit::log().error("ftjit: mapping module text back at teardown: {}", st.error().message);
   }
   g_list_table.store(nullptr);
   g_engine_exists.store(false);
@@ -424,7 +428,7 @@ Status Engine::detach(ftjit_ops* ops) {
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "detach: this ops is not attached");
-  if (loaded_modules_generation() != modules_generation_) forget_unloaded_modules();
+  // Sites of modules unloaded since are dropped by commit's code-change scope.
   std::vector<uint32_t> old = std::move(rec->sites);
   Status st = commit(rec, old, {});
   if (!st) {

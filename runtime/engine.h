@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 #include <map>
 #include <memory>
@@ -197,9 +198,25 @@ class Engine {
   std::string site_label(uint32_t index) const;
   // Moves `rec` from old_sites to new_sites (both sorted). On success
   // rec->sites holds new_sites; on failure the caller still owns old_sites.
+  // Runs in a code-change scope (runtime/code_change.h): sites of modules
+  // unloaded meanwhile are dropped from both lists, never touched.
   Status commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
                 std::vector<uint32_t> new_sites);
+  // commit()'s work, inside the scope. *grace_after: a grace period is due
+  // (it may not wait inside the scope).
+  Status commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
+                         std::vector<uint32_t> new_sites, bool* grace_after);
+  // Every initialized sled of a site that calls nothing back to the
+  // compiler's bytes, slots too (after a grace period; in a scope).
   Status restore_original_sleds();
+  Status restore_original_sleds_in_scope();
+  // Runs `body` in a code-change scope (runtime/code_change.h) after
+  // forgetting every module the loader unloaded since the last check: in
+  // `body` every module not marked gone is mapped, and stays so. The only
+  // way the engine reads or writes module code or the mappings over it.
+  Status with_modules_pinned(const std::function<Status()>& body);
+  // Removes the sites of gone modules from `sites` (sorted).
+  void drop_gone_sites(std::vector<uint32_t>* sites) const;
   Result<CodeArena*> arena_for(uint64_t entry);
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
@@ -269,6 +286,9 @@ class Engine {
   uint64_t sites_dirty_ = 0;  // initialized or slot written: restore work
   uint64_t sites_enabled_ = 0;
   uint64_t modules_generation_ = 0;
+  // The loader's generation when unloaded modules were last looked for
+  // inside a code-change scope (with_modules_pinned).
+  uint64_t unloads_checked_at_ = UINT64_MAX;
   uint64_t dlopen_refreshes_ = 0;
   uint64_t dlopen_patch_ns_ = 0;
   uint64_t modules_unloaded_ = 0;
@@ -314,7 +334,8 @@ class Engine {
 
   // In a forked child: the code mappings become private copies and the
   // inherited engine becomes inert (its writable aliases still reach the
-  // parent's code).
+  // parent's code). Run by the fork handlers of runtime/code_change.cpp
+  // before the parent may write code again.
   void on_fork_child();
   bool inert() const;
   friend void engine_atfork_child();

@@ -11,6 +11,7 @@
 
 #include "runtime/log.h"
 
+#include "runtime/code_change.h"
 #include "runtime/engine.h"
 #include "runtime/grace.h"
 
@@ -133,8 +134,43 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   return target_for(route, a);
 }
 
+Status Engine::with_modules_pinned(const std::function<Status()>& body) {
+  return with_code_change([&](uint64_t generation) -> Status {
+    // Anything unloaded before the scope began is forgotten here, while
+    // nothing more can be: from now on every module not gone is mapped.
+    if (generation == 0 || generation != unloads_checked_at_) {
+      if (!modules_.empty()) forget_unloaded_modules();
+      unloads_checked_at_ = generation;
+    }
+    return body();
+  });
+}
+
+void Engine::drop_gone_sites(std::vector<uint32_t>* sites) const {
+  std::erase_if(*sites, [&](uint32_t i) { return modules_[sites_[i].module]->gone; });
+}
+
 Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
                       std::vector<uint32_t> new_sites) {
+  bool grace_after = false;
+  Status st = with_modules_pinned([&]() -> Status {
+    // The lists were made before the scope: a module may have gone since.
+    // (Only a process that ever unloaded one pays for the look.)
+    if (modules_unloaded_ == 0) return commit_in_scope(rec, old_sites, std::move(new_sites), &grace_after);
+    std::vector<uint32_t> old_live = old_sites;
+    drop_gone_sites(&old_live);
+    drop_gone_sites(&new_sites);
+    return commit_in_scope(rec, old_live, std::move(new_sites), &grace_after);
+  });
+  // Outside the scope: a grace period waits for other threads, which may
+  // be waiting for the loader or for fork (a nested commit leaves it to
+  // the next grace period).
+  if (grace_after && !in_code_change()) (void)release_after_grace();
+  return st;
+}
+
+Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
+                               std::vector<uint32_t> new_sites, bool* grace_after) {
   // The sites whose ops change: old xor new, walked once, in order.
   std::vector<uint32_t>& changed = changed_;
   changed.clear();
@@ -398,7 +434,7 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
     undo();
     undo_ops();
     for (size_t k = 0; k < inited.size(); ++k) sites_[plan[k].site].initialized = inited[k];
-    (void)release_after_grace();
+    *grace_after = true;
     return e;
   }
   for (auto& [r, set] : old_ipsets) {
@@ -425,6 +461,14 @@ Status Engine::commit(OpsRecord* rec, const std::vector<uint32_t>& old_sites,
 
 Status Engine::restore_original_sleds() {
   if (sites_dirty_ == 0) return {};
+  // Slots are only read by the call-ops trampoline, which no site calls
+  // now; a grace period makes sure no thread is still about to read one.
+  // It comes first: it may not wait inside the code-change scope.
+  FTJIT_TRY(release_after_grace());
+  return with_modules_pinned([&] { return restore_original_sleds_in_scope(); });
+}
+
+Status Engine::restore_original_sleds_in_scope() {
   std::vector<EntryWrite> writes;
   std::vector<SlotWrite> slots;
   for (uint32_t i = 0; i < sites_.size(); ++i) {
@@ -445,9 +489,6 @@ Status Engine::restore_original_sleds() {
     }
   }
   if (writes.empty() && slots.empty()) return {};
-  // Slots are only read by the call-ops trampoline, which no site calls
-  // now; a grace period makes sure no thread is still about to read one.
-  FTJIT_TRY(release_after_grace());
   FTJIT_TRY(patcher_.apply(writes, slots));
   ++batches_;
   last_batch_sites_ = writes.size();
