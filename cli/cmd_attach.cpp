@@ -11,6 +11,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/commands.h"
+#include "cli/option_values.h"
 #include "cli/inject/ptrace_inject.h"
 #include "cli/process_modules.h"
 #include "cli/session_driver.h"
@@ -74,7 +75,7 @@ int run_attach(const AttachOptions& o) {
 void add_attach_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<AttachOptions>();
   CLI::App* cmd = app.add_subcommand("attach", "Attach tracer plugins to a running process");
-  cmd->add_option("-p,--pid", o->pid, "The process")->required()->check(CLI::PositiveNumber);
+  accept_process_id(cmd->add_option("-p,--pid", o->pid, "The process")->required());
   add_trace_options(cmd, &o->trace);
   cmd->add_flag("--keep-agent", o->keep_agent,
                 "After detaching, leave the agent loaded (inert) for a quicker next attach; by "
