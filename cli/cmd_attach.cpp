@@ -32,28 +32,34 @@ int run_attach(const AttachOptions& o) {
     std::fprintf(stderr, "ftjit attach: %s\n", message.c_str());
     return 1;
   };
+  PhaseClock phases;
   // The plugins and options, before anything else.
   if (auto request = make_attach_request(o.trace); !request) return fail(request.error().message);
+  phases.end("check the plugins and options");
   auto target = inject::inspect_target(o.pid);
   if (!target) return fail(target.error().message);
+  phases.end("inspect the process");
 
   // An agent loaded by an earlier attach (or `ftjit run`) is reused.
   bool loaded = AgentConnection::connect(o.pid).ok();
+  phases.end("look for a loaded agent");
   if (!loaded) {
-    auto modules = process_modules(o.pid);
-    if (!modules) return fail(modules.error().message);
-    size_t sites = 0;
-    for (const auto& m : *modules) sites += m.found.sites.size();
-    if (sites == 0) {
+    // Only whether there is a site at all: the agent finds them itself.
+    auto has_sites = process_has_patchable_entries(o.pid);
+    if (!has_sites) return fail(has_sites.error().message);
+    if (!*has_sites) {
       return fail("process " + std::to_string(o.pid) + " (" + target->exe +
                   ") has no patchable function entries: build it with "
                   "-fpatchable-function-entry=5 (or =13,8)");
     }
+    phases.end("module scan");
     if (auto st = inject::check_ptrace_permitted(*target); !st) return fail(st.error().message);
+    phases.end("ptrace permission");
     auto agent = find_agent_library();
     if (!agent) return fail(agent.error().message);
     auto staged = inject::stage_library(*target, *agent);
     if (!staged) return fail(staged.error().message);
+    phases.end("stage the agent");
     if (o.trace.verbose) {
       std::fprintf(stderr, "ftjit attach: loading %s into process %d\n", staged->c_str(), o.pid);
     }
@@ -61,8 +67,10 @@ int run_attach(const AttachOptions& o) {
     auto handle = inject::inject_library(*target, *staged, kInjectTimeout);
     if (!handle) return fail("cannot load the agent: " + handle.error().message);
     if (stop_requested()) return fail("interrupted; the agent is loaded, nothing attached");
+    phases.end("inject the agent (ptrace, dlopen)");
   }
   DriveTarget t;
+  t.phases = &phases;
   t.command = "ftjit attach";
   t.pid = o.pid;
   t.connect_wait_ms = 5000;
