@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -87,6 +88,10 @@ Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int
   std::string dir = path->substr(0, path->rfind('/'));
   std::string base = path->substr(path->rfind('/') + 1);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  // A freshly started or injected agent listens within a few ms: look
+  // again soon, then less often (a fixed 20 ms made every `ftjit run` wait
+  // most of a period for an agent that was long ready).
+  auto retry_in = std::chrono::microseconds(500);
   for (;;) {
     int dfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     std::string via = dfd >= 0 ? "/proc/self/fd/" + std::to_string(dfd) + "/" + base : *path;
@@ -129,7 +134,8 @@ Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int
       return make_error(FTJIT_E_NOT_ATTACHED, "no ftjit agent in process " + std::to_string(pid) +
                                                   " (" + *path + ": " + std::strerror(err) + ")");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(retry_in);
+    retry_in = std::min<std::chrono::microseconds>(retry_in * 2, std::chrono::milliseconds(20));
   }
 }
 

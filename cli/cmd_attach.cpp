@@ -12,6 +12,7 @@
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
 #include "cli/commands.h"
+#include "cli/option_values.h"
 #include "cli/inject/ptrace_inject.h"
 #include "cli/process_modules.h"
 #include "cli/session_driver.h"
@@ -32,31 +33,36 @@ int run_attach(const AttachOptions& o) {
     std::fprintf(stderr, "ftjit attach: %s\n", message.c_str());
     return 1;
   };
+  PhaseClock phases;
   // The plugins and options, before anything else.
   if (auto request = make_attach_request(o.trace); !request) return fail(request.error().message);
+  phases.end("check the plugins and options");
   auto target = inject::inspect_target(o.pid);
   if (!target) return fail(target.error().message);
+  phases.end("inspect the process");
 
   // An agent loaded by an earlier attach (or `ftjit run`) is reused.
   // (One a killed `ftjit` left half unloaded is unloaded first.)
   bool unloaded = false;
-  auto existing = connect_finishing_unload(o.pid, &unloaded);
-  bool loaded = existing.ok();
+  bool loaded = connect_finishing_unload(o.pid, &unloaded).ok();
+  phases.end("look for a loaded agent");
   if (!loaded) {
-    auto modules = process_modules(o.pid);
-    if (!modules) return fail(modules.error().message);
-    size_t sites = 0;
-    for (const auto& m : *modules) sites += m.found.sites.size();
-    if (sites == 0) {
+    // Only whether there is a site at all: the agent finds them itself.
+    auto has_sites = process_has_patchable_entries(o.pid);
+    if (!has_sites) return fail(has_sites.error().message);
+    if (!*has_sites) {
       return fail("process " + std::to_string(o.pid) + " (" + target->exe +
                   ") has no patchable function entries: build it with "
                   "-fpatchable-function-entry=5 (or =13,8)");
     }
+    phases.end("module scan");
     if (auto st = inject::check_ptrace_permitted(*target); !st) return fail(st.error().message);
+    phases.end("ptrace permission");
     auto agent = find_agent_library();
     if (!agent) return fail(agent.error().message);
     auto staged = inject::stage_library(*target, *agent);
     if (!staged) return fail(staged.error().message);
+    phases.end("stage the agent");
     if (o.trace.verbose) {
       std::fprintf(stderr, "ftjit attach: loading %s into process %d\n", staged->c_str(), o.pid);
     }
@@ -64,8 +70,10 @@ int run_attach(const AttachOptions& o) {
     auto handle = inject::inject_library(*target, *staged, kInjectTimeout);
     if (!handle) return fail("cannot load the agent: " + handle.error().message);
     if (stop_requested()) return fail("interrupted; the agent is loaded, nothing attached");
+    phases.end("inject the agent (ptrace, dlopen)");
   }
   DriveTarget t;
+  t.phases = &phases;
   t.command = "ftjit attach";
   t.pid = o.pid;
   t.connect_wait_ms = 5000;
@@ -78,7 +86,7 @@ int run_attach(const AttachOptions& o) {
 void add_attach_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<AttachOptions>();
   CLI::App* cmd = app.add_subcommand("attach", "Attach tracer plugins to a running process");
-  cmd->add_option("-p,--pid", o->pid, "The process")->required()->check(CLI::PositiveNumber);
+  accept_process_id(cmd->add_option("-p,--pid", o->pid, "The process")->required());
   add_trace_options(cmd, &o->trace);
   cmd->add_flag("--keep-agent", o->keep_agent,
                 "After detaching, leave the agent loaded (inert) for a quicker next attach; by "

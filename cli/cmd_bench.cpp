@@ -41,7 +41,9 @@ int run_bench(const std::vector<std::string>& args) {
     return 1;
   }
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(bin.c_str()));
+  // Its name in usage lines and refusals is the command the user typed.
+  static char program_name[] = "ftjit bench";
+  argv.push_back(program_name);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execv(bin.c_str(), argv.data());

@@ -7,6 +7,7 @@
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
 #include "cli/commands.h"
+#include "cli/option_values.h"
 
 namespace ftjit::cli {
 namespace {
@@ -51,7 +52,7 @@ int run_detach(const DetachOptions& o) {
 void add_detach_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<DetachOptions>();
   CLI::App* cmd = app.add_subcommand("detach", "Detach the tracers from a process and print the report");
-  cmd->add_option("-p,--pid", o->pid, "The traced process")->required()->check(CLI::PositiveNumber);
+  accept_process_id(cmd->add_option("-p,--pid", o->pid, "The traced process")->required());
   cmd->add_flag("--no-report", o->no_report, "Detach without the plugins' report");
   cmd->add_flag("--keep-agent", o->keep_agent,
                 "Leave the agent loaded (inert). By default it is unloaded: every hook it "

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/mapped_file.h"
+#include "cli/option_values.h"
 #include "cli/process_modules.h"
 #include "core/elf_image.h"
 #include "core/filter.h"
@@ -114,8 +115,8 @@ void add_list_command(CLI::App& app, std::function<int()>* run) {
       "list", "List the patchable functions of an ELF file (ADDRESS<TAB>LAYOUT<TAB>NAME) or of "
               "a running process (with <TAB>MODULE)");
   auto* file = cmd->add_option("FILE", o->file, "Executable or shared object");
-  auto* pid = cmd->add_option("-p,--pid", o->pid, "A running process instead of a file")
-                  ->check(CLI::PositiveNumber);
+  auto* pid = accept_process_id(
+      cmd->add_option("-p,--pid", o->pid, "A running process instead of a file"));
   file->excludes(pid);
   pid->excludes(file);
   cmd->add_option("--filter", o->include, "Only functions matching GLOB (MODULE!GLOB), repeatable")

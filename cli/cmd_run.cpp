@@ -28,6 +28,7 @@ struct RunOptions {
 constexpr int kAgentWaitMs = 30000;
 
 int run_run(const RunOptions& o) {
+  PhaseClock phases;
   auto agent = find_agent_library();
   if (!agent) {
     std::fprintf(stderr, "ftjit run: %s\n", agent.error().message.c_str());
@@ -52,7 +53,9 @@ int run_run(const RunOptions& o) {
     std::fprintf(stderr, "ftjit run: cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
+  phases.end("start the program");
   DriveTarget target;
+  target.phases = &phases;
   target.command = "ftjit run";
   target.pid = child;
   target.is_child = true;

@@ -6,6 +6,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/commands.h"
+#include "cli/option_values.h"
 
 namespace ftjit::cli {
 namespace {
@@ -37,7 +38,7 @@ int run_status(const StatusOptions& o) {
 void add_status_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<StatusOptions>();
   CLI::App* cmd = app.add_subcommand("status", "Show what is attached in a traced process");
-  cmd->add_option("-p,--pid", o->pid, "The traced process")->required()->check(CLI::PositiveNumber);
+  accept_process_id(cmd->add_option("-p,--pid", o->pid, "The traced process")->required());
   cmd->add_flag("--summary", o->summary, "Counts only, not every enabled site");
   cmd->callback([run, o] { *run = [o] { return run_status(*o); }; });
 }

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "cli/commands.h"
+#include "cli/option_values.h"
 
 int main(int argc, char** argv) {
   // Logs go to stderr: stdout is the result, which scripts read.
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return ftjit::cli::exit_on_parse_error(app, e, "ftjit");
   }
   return run ? run() : 2;
 }

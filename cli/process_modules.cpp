@@ -11,7 +11,16 @@
 
 namespace ftjit::cli {
 
-Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
+namespace {
+
+struct MappedModule {
+  std::string path;   // as the process sees it
+  uint64_t base = 0;  // lowest address mapping file offset 0
+};
+
+// Every file of `pid` with an executable mapping, in the order of
+// /proc/PID/maps.
+Result<std::vector<MappedModule>> executable_files(pid_t pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
   std::ifstream maps(proc + "/maps");
   if (!maps) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
@@ -40,20 +49,47 @@ Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
     if (offset == 0 && start < it->second.base) it->second.base = start;
     if (perms[2] == 'x') it->second.exec = true;
   }
-  std::vector<ProcessModule> out;
-  const long page = sysconf(_SC_PAGESIZE);
+  std::vector<MappedModule> out;
   for (const std::string& path : order) {
     const Seen& s = files[path];
-    if (!s.exec || s.base == UINT64_MAX) continue;
+    if (s.exec && s.base != UINT64_MAX) out.push_back({path, s.base});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<bool> process_has_patchable_entries(pid_t pid) {
+  auto files = executable_files(pid);
+  if (!files) return files.take_error();
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  for (const MappedModule& m : *files) {
+    MappedFile file;
+    std::string error;
+    if (!file.open(root + m.path, &error)) continue;
+    auto image = ElfImage::parse_for_sites(file.bytes());
+    if (image && !image->patchable_records().empty()) return true;
+  }
+  return false;
+}
+
+Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
+  auto files = executable_files(pid);
+  if (!files) return files.take_error();
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::vector<ProcessModule> out;
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const MappedModule& mapped : *files) {
+    const std::string& path = mapped.path;
     auto file = std::make_unique<MappedFile>();
     std::string error;
     if (!file->open(proc + "/root" + path, &error)) continue;
-    auto image = ElfImage::parse(file->bytes());
+    auto image = ElfImage::parse_for_sites(file->bytes());
     if (!image || image->load_segments().empty()) continue;
     uint64_t first_vaddr = image->load_segments().front().vaddr & ~static_cast<uint64_t>(page - 1);
     ProcessModule m;
     m.path = path;
-    m.load_bias = s.base - first_vaddr;
+    m.load_bias = mapped.base - first_vaddr;
     auto found = discover_sites(*image, path, m.load_bias);
     if (!found) continue;
     m.found = std::move(found.value());

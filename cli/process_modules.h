@@ -29,4 +29,10 @@ struct ProcessModule {
 // cannot be read.
 Result<std::vector<ProcessModule>> process_modules(pid_t pid);
 
+// Whether any module of `pid` has a patchable entry: what `ftjit attach`
+// checks before injecting. Reads each file's headers and stops at the
+// first module with records; no symbol is read or demangled (the agent
+// finds the sites itself). Fails only if /proc/PID/maps cannot be read.
+Result<bool> process_has_patchable_entries(pid_t pid);
+
 }  // namespace ftjit::cli

@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -70,6 +73,8 @@ void install_stop_signals() {
 bool stop_requested() { return g_stop_signal.load() != 0; }
 
 int drive_session(const DriveTarget& t, const TraceOptions& o) {
+  PhaseClock own_phases;
+  PhaseClock& phases = t.phases != nullptr ? *t.phases : own_phases;
   install_stop_signals();
   int child_status = -1;
   auto reap = [&](int options) {
@@ -97,6 +102,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   if (!request) return fail_run(request.error().message);
   auto conn = AgentConnection::connect(t.pid, t.connect_wait_ms);
   if (!conn) return fail_run(conn.error().message);
+  phases.end("connect to the agent");
   if ((*conn)->hello().attached) {
     return fail_run("process " + std::to_string(t.pid) + " is already being traced (by ftjit pid " +
                     std::to_string((*conn)->hello().owner_pid) + "): run `ftjit detach -p " +
@@ -104,6 +110,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   }
   auto generator = GeneratorService::start(t.pid);
   if (!generator) return fail_run(generator.error().message);
+  phases.end("register as code generator");
 
   int out_fd = -1;
   if (!o.output.empty()) {
@@ -112,15 +119,18 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     request->output_fd = 1;
   }
 
-  // A progress line while a large process is being patched.
-  std::atomic<bool> attaching{true};
+  // A progress line while a large process is being patched. The thread
+  // is woken as soon as the reply is in: joining it must not add a tick.
+  std::mutex progress_mu;
+  std::condition_variable progress_cv;
+  bool attaching = true;
   auto started = std::chrono::steady_clock::now();
   std::thread progress([&] {
     bool shown = false;
-    while (attaching.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::unique_lock<std::mutex> lock(progress_mu);
+    while (!progress_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return !attaching; })) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (attaching.load() && s >= 1.0 && isatty(STDERR_FILENO)) {
+      if (s >= 1.0 && isatty(STDERR_FILENO)) {
         std::fprintf(stderr, "\r%s: attaching to %d... %.1f s", t.command, t.pid, s);
         shown = true;
       }
@@ -129,7 +139,11 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   });
   bool exited = false;
   auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), out_fd, -1, &exited);
-  attaching.store(false);
+  {
+    std::lock_guard<std::mutex> lock(progress_mu);
+    attaching = false;
+  }
+  progress_cv.notify_all();
   progress.join();
   if (out_fd >= 0) ::close(out_fd);
   if (!reply) return fail_run("attach failed: " + reply.error().message);
@@ -138,7 +152,10 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   }
   double attach_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  phases.end("attach request");
+  for (const auto& [name, micros] : reply->phases) phases.detail(name, micros);
   if (o.verbose) {
+    phases.print(t.command);
     std::fprintf(stderr, "%s: %s in %.1f ms (%llu trampolines generated here)\n", t.command,
                  reply->message.c_str(), attach_ms,
                  static_cast<unsigned long long>((*generator)->served()));
@@ -151,8 +168,14 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   for (;;) {
     if (stop_requested()) break;
     if (o.duration > 0 && std::chrono::steady_clock::now() >= deadline) break;
+    // Wake for the deadline itself, not the next 100 ms tick after it.
+    int wait_ms = 100;
+    if (o.duration > 0) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 100));
+    }
     pollfd p{(*conn)->fd(), POLLIN, 0};
-    int n = ::poll(&p, 1, 100);
+    int n = ::poll(&p, 1, wait_ms);
     if (n > 0) {
       auto frame = control::recv_frame((*conn)->fd(), 10000);
       if (frame && frame->type == control::MsgType::kExited) {

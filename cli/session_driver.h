@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include "cli/phase_clock.h"
 #include "cli/trace_options.h"
 
 namespace ftjit::cli {
@@ -17,6 +18,7 @@ struct DriveTarget {
   bool is_child = false;     // ours to wait for (run): its status is our exit code
   int connect_wait_ms = 0;   // the agent may not listen yet (run)
   bool unload = false;       // after the detach, unload the agent (attach)
+  PhaseClock* phases = nullptr;  // the phases so far (attach: injection); -v prints them
 };
 
 // Returns the exit status: on success 0 (attach) or the child's (run);

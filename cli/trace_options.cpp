@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "cli/option_values.h"
 #include "plugins/host/plugin_host.h"
 
 namespace ftjit::cli {
@@ -24,7 +25,9 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
       ->type_name("GLOB");
   cmd->add_option("--exclude", o->exclude, "Leave out functions matching GLOB. Repeatable")
       ->type_name("GLOB");
-  cmd->add_option("--tid", o->tids, "Trace only these threads. Repeatable")->type_name("TID");
+  accept_process_id(cmd->add_option("--tid", o->tids, "Trace only these threads. Repeatable"),
+                    "a thread id")
+      ->type_name("TID");
   cmd->add_option("--thread", o->thread_glob, "Trace only threads whose name matches GLOB")
       ->type_name("GLOB");
   cmd->add_flag("--main-thread", o->main_thread, "Trace only the main thread");
@@ -35,9 +38,8 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                                          "(what the plugins support; default: theirs)");
   cmd->add_option("-o,--output", o->output, "Write the report to FILE instead of stdout")
       ->type_name("FILE");
-  cmd->add_option("--duration", o->duration, "Detach after SECONDS")
-      ->type_name("SECONDS")
-      ->check(CLI::PositiveNumber);
+  accept_positive_seconds(cmd->add_option("--duration", o->duration, "Detach after SECONDS"))
+      ->type_name("SECONDS");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
 }
 

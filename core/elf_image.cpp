@@ -579,7 +579,13 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
 // ElfImage
 // ============================================================================
 
-Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) {
+Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) { return build(bytes, false); }
+
+Result<ElfImage> ElfImage::parse_for_sites(std::span<const uint8_t> bytes) {
+  return build(bytes, true);
+}
+
+Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_patchable) {
   FileView file(bytes);
   auto ehdr = read_elf_header(file);
   FTJIT_TRY(ehdr);
@@ -594,6 +600,13 @@ Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) {
   img.isa_ = isa_from_machine(ehdr->e_machine);
   img.dynamic_ = ehdr->e_type == ET_DYN;
   img.segments_ = std::move(segments.value());
+  if (only_if_patchable) {
+    bool patchable = false;
+    for (uint64_t i = 1; i < sections->count() && !patchable; ++i) {
+      patchable = sections->name(i) == kPatchableSectionName;
+    }
+    if (!patchable) return img;
+  }
   auto records = read_records(sections.value(), img.isa_, img.segments_,
                               &img.has_patchable_section_);
   FTJIT_TRY(records);

@@ -44,6 +44,13 @@ class ElfImage {
   // table or string the parser needs is truncated or inconsistent.
   [[nodiscard]] static Result<ElfImage> parse(std::span<const uint8_t> file);
 
+  // What site discovery needs, at a cost that follows the file's sites:
+  // like parse(), but a file without a __patchable_function_entries
+  // section stops after the headers (no symbols, no relocations read or
+  // checked). A process's libc, libstdc++... have none, and their symbol
+  // tables were most of the time of scanning it.
+  [[nodiscard]] static Result<ElfImage> parse_for_sites(std::span<const uint8_t> file);
+
   // ISA from e_machine; Isa::kUnknown for machines ftjit has no backend for.
   Isa isa() const { return isa_; }
 
@@ -75,6 +82,8 @@ class ElfImage {
   const std::vector<Segment>& load_segments() const { return segments_; }
 
  private:
+  static Result<ElfImage> build(std::span<const uint8_t> file, bool only_if_patchable);
+
   Isa isa_ = Isa::kUnknown;
   bool dynamic_ = false;
   bool has_patchable_section_ = false;

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstring>
@@ -93,7 +95,7 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
     if (read_path != report_path) e.message = report_path + " (via " + e.message + ")";
     return e;
   }
-  auto img = ElfImage::parse(file->bytes());
+  auto img = ElfImage::parse_for_sites(file->bytes());
   if (!img.ok()) {
     Error e = img.take_error();
     e.message = report_path + ": " + e.message;
@@ -143,13 +145,33 @@ int read_generation(dl_phdr_info* info, size_t size, void* data) {
   return 1;  // every object carries the same counters: one is enough
 }
 
+std::atomic<uint64_t> g_scan_micros{0};
+
+// Adds the lifetime of one scan to g_scan_micros.
+class ScanTimer {
+ public:
+  ~ScanTimer() {
+    g_scan_micros.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - start_)
+                                .count(),
+                            std::memory_order_relaxed);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
+uint64_t module_scan_micros() { return g_scan_micros.load(std::memory_order_relaxed); }
+
 Result<DiscoveredModule> discover_file(const std::string& path, uint64_t load_bias) {
+  ScanTimer timer;
   return discover_path(path, path, load_bias);
 }
 
 Result<std::vector<DiscoveredModule>> discover_loaded_modules() {
+  ScanTimer timer;
   // Files are read after the walk, not inside the callback, which runs with
   // the loader lock held and would block dlopen in other threads.
   std::vector<LoadedObject> objects;

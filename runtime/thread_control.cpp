@@ -407,8 +407,30 @@ static Error request_failed(const char* what, const char* why, pid_t who) {
   return make_error(FTJIT_E_SYSTEM, msg + why);
 }
 
+namespace {
+std::atomic<uint64_t> g_control_micros{0};
+
+// Adds the lifetime of one request to g_control_micros.
+class RequestTimer {
+ public:
+  RequestTimer() { clock_gettime(CLOCK_MONOTONIC, &start_); }
+  ~RequestTimer() {
+    timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    const int64_t ns = (end.tv_sec - start_.tv_sec) * 1'000'000'000LL + (end.tv_nsec - start_.tv_nsec);
+    g_control_micros.fetch_add(static_cast<uint64_t>(ns / 1000), std::memory_order_relaxed);
+  }
+
+ private:
+  timespec start_;
+};
+}  // namespace
+
+uint64_t thread_control_micros() { return g_control_micros.load(std::memory_order_relaxed); }
+
 Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
                       const std::function<void()>& body) {
+  RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
   const char* why = "";
@@ -432,6 +454,7 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
 
 Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>& may_proceed,
                                const std::function<void()>& body) {
+  RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
   const char* why = "";
@@ -461,6 +484,7 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
 }
 
 Result<std::vector<ThreadSnapshot>> snapshot_threads() {
+  RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
   const char* why = "";
@@ -491,6 +515,7 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads() {
 }
 
 Status signal_sync_all_threads() {
+  RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
   const char* why = "";

@@ -122,6 +122,11 @@ Status signal_sync_all_threads();
 // thread has exited and its memory is gone. False if unreadable.
 bool read_remote_word(const uint64_t* addr, uint64_t* out);
 
+// Microseconds spent so far in stop_the_world, stop_the_world_if,
+// snapshot_threads and signal_sync_all_threads together (for the attach's
+// "where the time went": callers subtract two readings).
+uint64_t thread_control_micros();
+
 // Whether thread `tid` still exists.
 bool thread_alive(pid_t tid);
 

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdlib>
 #include <map>
@@ -12,6 +13,7 @@
 #include "runtime/c_api_internal.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/engine.h"
+#include "runtime/module_scan.h"
 #include "runtime/patcher.h"
 #include "runtime/thread_control.h"
 #include "runtime/unwind_hooks.h"
@@ -58,8 +60,54 @@ pid_t AgentSession::owner_pid() const {
   return owner_pid_;
 }
 
+namespace {
+
+// Cumulative clocks of the parts of an attach; two readings give where the
+// time of one attach went (`ftjit attach -v` prints it).
+struct AttachClocks {
+  std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  uint64_t scan_us = module_scan_micros();
+  uint64_t control_us = thread_control_micros();
+  uint64_t trips = 0;
+  uint64_t trip_us = 0;
+
+  explicit AttachClocks(const RemoteEmitter& emitter)
+      : trips(emitter.round_trips()), trip_us(emitter.round_trip_micros()) {}
+};
+
+uint64_t micros_between(const AttachClocks& a, const AttachClocks& b) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(b.now - a.now).count());
+}
+
+uint64_t less(uint64_t total, uint64_t part) { return total > part ? total - part : 0; }
+
+// Engine setup (first attach only), module scan, then the session's start:
+// plugin load, plan, trampolines (round trips to the CLI), stop-the-world
+// and the patch batch.
+std::vector<std::pair<std::string, uint64_t>> attach_phases(const AttachClocks& start,
+                                                            const AttachClocks& engine_made,
+                                                            const AttachClocks& done) {
+  const uint64_t scan_in_setup = engine_made.scan_us - start.scan_us;
+  const uint64_t scan_in_start = done.scan_us - engine_made.scan_us;
+  const uint64_t trips = done.trips - start.trips;
+  const uint64_t trip_us = done.trip_us - start.trip_us;
+  const uint64_t control_us = done.control_us - start.control_us;
+  return {
+      {"module scan", scan_in_setup + scan_in_start},
+      {"engine setup", less(micros_between(start, engine_made), scan_in_setup)},
+      {"trampoline generation (" + std::to_string(trips) + " round trips to the CLI)", trip_us},
+      {"stop-the-world (sled rewrite, syncs)", control_us},
+      {"plugin load, plan, patch batch",
+       less(micros_between(engine_made, done), scan_in_start + trip_us + control_us)},
+  };
+}
+
+}  // namespace
+
 control::Reply AgentSession::attach(const control::Attach& request, int output_fd) {
   std::lock_guard<std::mutex> lock(mu_);
+  const AttachClocks start(emitter_);
   auto close_fd = [&] {
     if (output_fd >= 0) ::close(output_fd);
   };
@@ -90,6 +138,8 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
       return error_reply(FTJIT_E_SYSTEM, why.empty() ? "cannot create the engine" : why);
     }
   }
+
+  const AttachClocks engine_made(emitter_);
 
   plugins::SessionConfig config;
   for (const auto& p : request.plugins) {
@@ -122,6 +172,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
     memory_size_ = 0;
     return error_reply(session.error());
   }
+  const AttachClocks done(emitter_);
   session_ = std::move(session.value());
   out_ = out;
   owner_pid_ = request.owner_pid;
@@ -129,6 +180,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   ftjit_stats st{};
   ftjit_get_stats(engine_, &st);
   control::Reply r;
+  r.phases = attach_phases(start, engine_made, done);
   r.sites = st.sites_enabled;
   r.message = "attached to " + std::to_string(st.sites_enabled) + " of " + std::to_string(st.sites) +
               " patchable functions";

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/control/protocol.h"
 
@@ -40,6 +41,18 @@ bool RemoteEmitter::is_generator(int fd) const {
 
 Result<std::vector<uint8_t>> RemoteEmitter::ask(const std::string& payload) const {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto started = std::chrono::steady_clock::now();
+  struct Account {
+    const RemoteEmitter* self;
+    std::chrono::steady_clock::time_point started;
+    ~Account() {
+      self->round_trips_.fetch_add(1, std::memory_order_relaxed);
+      self->round_trip_micros_.fetch_add(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+              .count(),
+          std::memory_order_relaxed);
+    }
+  } account{this, started};
   while (!fds_.empty()) {
     int fd = fds_.back();
     auto sent = control::send_frame(fd, control::MsgType::kGenerate, payload);

@@ -4,6 +4,7 @@
 // come back. The agent itself links neither asmjit nor LLVM.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -27,11 +28,18 @@ class RemoteEmitter final : public TrampolineEmitter {
   Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& request,
                                                     uint64_t place) const override;
 
+  // Round trips to the CLI so far, and the microseconds they took (an
+  // attach's "where the time went" subtracts two readings).
+  uint64_t round_trips() const { return round_trips_.load(std::memory_order_relaxed); }
+  uint64_t round_trip_micros() const { return round_trip_micros_.load(std::memory_order_relaxed); }
+
  private:
   Result<std::vector<uint8_t>> ask(const std::string& payload) const;
 
   mutable std::mutex mu_;
   mutable std::vector<int> fds_;  // oldest first
+  mutable std::atomic<uint64_t> round_trips_{0};
+  mutable std::atomic<uint64_t> round_trip_micros_{0};
 };
 
 }  // namespace ftjit::agent

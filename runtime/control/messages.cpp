@@ -301,6 +301,11 @@ std::string encode(const Reply& m) {
   w.put(m.sites);
   w.put(m.recursion_drops);
   w.put(m.events_dropped);
+  w.put<uint32_t>(static_cast<uint32_t>(m.phases.size()));
+  for (const auto& [name, micros] : m.phases) {
+    w.str(name);
+    w.put(micros);
+  }
   return w.take();
 }
 
@@ -313,6 +318,11 @@ Result<Reply> decode_reply(std::string_view payload) {
   m.sites = r.get<uint64_t>();
   m.recursion_drops = r.get<uint64_t>();
   m.events_dropped = r.get<uint64_t>();
+  const uint32_t phases = r.count();
+  for (uint32_t i = 0; i < phases && r.ok(); ++i) {
+    std::string name = r.str();
+    m.phases.emplace_back(std::move(name), r.get<uint64_t>());
+  }
   return r.finish("reply", std::move(m));
 }
 

@@ -38,7 +38,7 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;  // 3: Reply::phases
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -120,6 +120,9 @@ struct Reply {
   uint64_t sites = 0;
   uint64_t recursion_drops = 0;
   uint64_t events_dropped = 0;
+  // Where an attach's time went inside the agent, in order: ("module
+  // scan", microseconds)... `ftjit attach -v` prints them.
+  std::vector<std::pair<std::string, uint64_t>> phases;
 };
 
 // Encoders: the payload of one message.

@@ -408,9 +408,26 @@ def attach_duration(target, strategy):
         before = t.code()
         rep = os.path.join(tmpdir, "attach.tsv")
         r = ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                  "--strategy", strategy, "--duration", "0.5", "-o", rep)
+                  "--strategy", strategy, "--duration", "0.5", "-o", rep, "-v")
         expect_ok(r, "attach --duration")
         check(r.out == "", "attach -o: stdout %r" % r.out)
+        # -v says where the attach's time went: every phase, in order, the
+        # agent's part broken down (durations vary; only their presence and
+        # form are checked).
+        phases = ["phase check the plugins and options", "phase inspect the process",
+                  "phase look for a loaded agent", "phase module scan",
+                  "phase ptrace permission", "phase stage the agent",
+                  "phase inject the agent (ptrace, dlopen)", "phase connect to the agent",
+                  "phase register as code generator", "phase attach request",
+                  "    agent: module scan", "    agent: engine setup",
+                  "    agent: trampoline generation (", "    agent: stop-the-world",
+                  "    agent: plugin load, plan, patch batch", "phases total"]
+        shown = [l[len("ftjit attach: "):] for l in r.err.splitlines()
+                 if re.match(r"^ftjit attach: .*: \d+\.\d ms$", l)]
+        names = [p for p in phases if any(l.startswith(p) for l in shown)]
+        check(names == phases, "attach -v: phase lines %r, want %r" % (shown, phases))
+        check([p for l in shown for p in phases if l.startswith(p)] == phases,
+              "attach -v: phases out of order or repeated: %r" % shown)
         counts = parse_tsv(read_file(rep), "attach -o")
         check(counts.get("spin_step", 0) > 0, "attach: no spin_step calls in %r" % counts)
         check(set(counts) <= {"spin_step", "main"}, "attach: unexpected functions %r" % counts)

@@ -56,4 +56,61 @@ expect 1 '' 'no patchable function of .* matches include: nothing\*' -- \
 expect 1 '' 'not|ELF' -- list "$0"
 expect 106 '' 'subcommand' --
 
+# Refused option values: exactly one line saying what is allowed, exit 105
+# (CLI11's validation status), nothing on stdout. The checks run before
+# anything touches a process, so pid 1 is never approached.
+# refused ARGS... -- LINE: the whole of stderr must be LINE.
+refused() {
+  args=""
+  while [ "$1" != "--" ]; do args="$args $1"; shift; done
+  shift
+  want=$1
+  # shellcheck disable=SC2086  # the arguments are words without spaces
+  "$ftjit" $args >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  echo "== ftjit$args -> $rc"
+  [ "$rc" = 105 ] || fail "ftjit$args: exit $rc, want 105 (stderr: $(cat "$tmp/err"))"
+  [ ! -s "$tmp/out" ] || fail "ftjit$args: stdout not empty: $(cat "$tmp/out")"
+  [ "$(cat "$tmp/err")" = "$want" ] || fail "ftjit$args: stderr is
+$(cat "$tmp/err")
+want
+$want"
+}
+seconds='must be a number of seconds > 0 (at most 31536000, a year)'
+pid='must be a process id, a whole number from 1 to 4194304'
+tid='must be a thread id, a whole number from 1 to 4194304'
+for cmd in attach run; do
+  for v in 0 -1 abc 1e999 inf nan 0x 31536001 ''; do
+    if [ "$cmd" = attach ]; then set -- attach -p 1; else set -- run; fi
+    [ -n "$v" ] || continue  # an empty word cannot pass through $args
+    refused "$@" --duration "$v" -- "ftjit $cmd: --duration $v: $seconds"
+  done
+  if [ "$cmd" = attach ]; then set -- attach -p 1; else set -- run; fi
+  refused "$@" --tid 0 -- "ftjit $cmd: --tid 0: $tid"
+  refused "$@" --tid 12x -- "ftjit $cmd: --tid 12x: $tid"
+  refused "$@" --tid 5 --tid -7 -- "ftjit $cmd: --tid -7: $tid"
+done
+# What is accepted gets past the options (to "no process" here).
+expect 1 '' '^ftjit attach: no process 4194304$' -- attach -p 4194304 --duration 0.5 --tid 1
+for cmd in attach detach status list; do
+  for v in 0 -3 x 4194305 99999999999999999999 1.5; do
+    refused "$cmd" -p "$v" -- "ftjit $cmd: --pid $v: $pid"
+  done
+  refused "$cmd" --pid=0 -- "ftjit $cmd: --pid 0: $pid"
+done
+# ftjit bench passes its options to ftjit-bench, which says the same way
+# (when the bench is built).
+"$ftjit" bench --reps 0 >"$tmp/out" 2>"$tmp/err"
+if grep -q 'ftjit-bench not found' "$tmp/err"; then
+  echo "SKIP: ftjit bench (ftjit-bench not built)"
+else
+  for v in 0 1001 x -2 2.5; do
+    refused bench --reps "$v" -- "ftjit bench: --reps $v: must be a whole number from 1 to 1000"
+  done
+  for v in 99999 1000000001 1e6 many; do
+    refused bench --calls "$v" -- \
+      "ftjit bench: --calls $v: must be a whole number from 100000 to 1000000000"
+  done
+fi
+
 [ "$failures" = 0 ] && echo PASS || exit 1
