@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <new>
 
 #include "plugins/host/host_internal.h"
@@ -42,15 +43,23 @@ thread_local int32_t t_tid __attribute__((tls_model("initial-exec")));
 
 void forget_tid_in_child() { t_tid = 0; }
 
+}  // namespace
+
+// From the host's own thread, before any callback can run: the event path
+// must take no lock (a callback may run inside fork's prepare handlers,
+// or under any lock of the thread it interrupts), and pthread_atfork takes
+// glibc's atfork lock.
+void register_event_fork_handlers() {
+  static std::once_flag once;
+  // A forked child's thread inherits the parent's cached id.
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, forget_tid_in_child); });
+}
+
+namespace {
+
 int32_t current_tid() {
   int32_t tid = t_tid;
   if (tid == 0) {
-    static const bool registered = [] {
-      // A forked child's thread inherits the parent's cached id.
-      pthread_atfork(nullptr, nullptr, forget_tid_in_child);
-      return true;
-    }();
-    (void)registered;
     tid = static_cast<int32_t>(::syscall(SYS_gettid));
     t_tid = tid;
   }

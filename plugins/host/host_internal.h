@@ -244,4 +244,9 @@ class Instance {
   std::string error_;
 };
 
+// Registers what the event services need at fork (a child's threads
+// forget the parent's cached thread ids). Once per process, from the host's
+// own thread before any plugin runs: never from the event path.
+void register_event_fork_handlers();
+
 }  // namespace ftjit::plugins::detail

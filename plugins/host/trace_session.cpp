@@ -172,6 +172,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
 
   // 1. Load and check every plugin before running any of its code but the
   //    descriptor function.
+  detail::register_event_fork_handlers();
   for (const PluginSpec& spec : c.plugins) {
     auto loaded = detail::load_plugin(spec);
     if (!loaded) return loaded.take_error();
