@@ -203,6 +203,10 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
 
   control::Detach detach;
   detach.unload = t.unload;
+  const auto detach_started = std::chrono::steady_clock::now();
+  auto ms_since = [](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+  };
   auto done = (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
   if (!done && t.is_child) {
     // The program ended while we detached (it got the Ctrl-C too): its
@@ -217,8 +221,10 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   if (!exited && done->code != 0) return fail(t, done->message);
   if (t.unload && !exited) {
     generator->reset();
+    if (o.verbose) std::fprintf(stderr, "%s: detached in %.1f ms\n", t.command, ms_since(detach_started));
+    const auto unload_started = std::chrono::steady_clock::now();
     if (auto st = unload_agent(t.pid, **conn); !st) return fail(t, st.error().message);
-    if (o.verbose) std::fprintf(stderr, "%s: agent unloaded\n", t.command);
+    if (o.verbose) std::fprintf(stderr, "%s: agent unloaded in %.1f ms\n", t.command, ms_since(unload_started));
   }
   if (t.is_child) {
     // Detached on a signal: the program now runs on untraced; pass the
