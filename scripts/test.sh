@@ -50,7 +50,9 @@ fi
 echo "== building with ASan+UBSan"
 cmake -S . -B build-asan -DFTJIT_SANITIZE=address,undefined -DFTJIT_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-asan -j"$JOBS" >/dev/null
+# The long sweeps run whole in the normal build; checked, a sample of each.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  FTJIT_KILL_SWEEP=${FTJIT_ASAN_KILL_SWEEP:-30} FTJIT_HAZARD_CYCLES=${FTJIT_ASAN_HAZARD_CYCLES:-5} \
   run_ctest asan+ubsan build-asan
 
 echo "== building with TSan"
