@@ -2,12 +2,15 @@
 // A target for the injector tests: three threads (one blocked in read() on
 // stdin, one checking a floating-point computation, main printing a
 // deterministic line every 10 ms, --ticks N lines, default 20), plus with
-// --hold-lock-ms N a fourth one that holds inject_target_lock for N ms. Prints "start" once every thread
+// --hold-lock-ms N a fourth one that holds inject_target_lock for N ms,
+// --hold-loader-ms N one that sits N ms in a dl_iterate_phdr callback,
+// --churn 1 one that creates and joins threads all the time. Prints "start" once every thread
 // runs; exits 0 once it has printed its lines and read a byte from stdin.
 // Its stdout does not depend on timing, so a traced run must match an
 // untraced one byte for byte.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -134,6 +137,36 @@ static void* fp_main(void* arg) {
   return NULL;
 }
 
+// --hold-loader-ms: a thread that sits in a dl_iterate_phdr callback (the
+// loader's load-write lock held) for that long: not one to run dlopen on.
+static long hold_loader_ms;
+volatile long inject_target_loader_holder = 0;  // its thread id, once inside
+static int hold_in_callback(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)info;
+  (void)size;
+  (void)data;
+  inject_target_loader_holder = gettid();
+  sleep_ms(hold_loader_ms);
+  return 1;
+}
+static void* loader_holder_main(void* arg) {
+  (void)arg;
+  dl_iterate_phdr(hold_in_callback, NULL);
+  return NULL;
+}
+
+// --churn: threads are created and end all the time.
+static volatile int churn_stop;
+static void* churn_child(void* arg) { return arg; }
+static void* churn_main(void* arg) {
+  (void)arg;
+  while (!churn_stop) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn_child, NULL) == 0) pthread_join(t, NULL);
+  }
+  return NULL;
+}
+
 static void* holder_main(void* arg) {
   (void)arg;
   pthread_mutex_lock(&inject_target_lock);
@@ -145,9 +178,12 @@ static void* holder_main(void* arg) {
 
 int main(int argc, char** argv) {
   int ticks = 20;
+  int churn = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--hold-lock-ms") == 0) hold_lock_ms = atol(argv[i + 1]);
     if (strcmp(argv[i], "--ticks") == 0) ticks = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--hold-loader-ms") == 0) hold_loader_ms = atol(argv[i + 1]);
+    if (strcmp(argv[i], "--churn") == 0) churn = atoi(argv[i + 1]);
   }
   signal(SIGUSR1, on_usr1);
   stack_t alt = {.ss_sp = alt_stack_area, .ss_size = sizeof alt_stack_area, .ss_flags = 0};
@@ -161,6 +197,12 @@ int main(int argc, char** argv) {
     while (sem_wait(&lock_taken) != 0) {
     }
   }
+  pthread_t loader_holder, churner;
+  if (hold_loader_ms > 0) {
+    pthread_create(&loader_holder, NULL, loader_holder_main, NULL);
+    while (inject_target_loader_holder == 0) sleep_ms(1);
+  }
+  if (churn) pthread_create(&churner, NULL, churn_main, NULL);
   printf("start\n");
   fflush(stdout);
   unsigned long checksum = 1;
@@ -189,6 +231,11 @@ int main(int argc, char** argv) {
   fp_stop = 1;
   pthread_join(fp, NULL);
   if (hold_lock_ms > 0) pthread_join(holder, NULL);
+  if (hold_loader_ms > 0) pthread_join(loader_holder, NULL);
+  if (churn) {
+    churn_stop = 1;
+    pthread_join(churner, NULL);
+  }
   printf("reader got %c\nfp %s\ndone\n", reader_got, fp_rounds > 0 ? "ran" : "idle");
   return 0;
 }

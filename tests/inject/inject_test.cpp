@@ -372,7 +372,9 @@ TEST(Inject, InjectorKilledAtAnyInstantHarmsNothing) {
   auto unload_if_loaded = [&] {
     auto handle = detail::loaded_object_handle(t.pid(), *libc, FTJIT_INJECT_TESTLIB);
     ASSERT_TRUE(handle.ok()) << handle.error().message;
-    if (*handle != 0) ASSERT_TRUE(unload_library(*info, *handle, kTimeout).ok());
+    if (*handle != 0) {
+      ASSERT_TRUE(unload_library(*info, *handle, kTimeout).ok());
+    }
   };
   // How long one load takes here: the kills are spread over 1.5 times it.
   auto begin = std::chrono::steady_clock::now();
@@ -504,6 +506,79 @@ TEST(Inject, StagesACopyIntoAnotherRoot) {
   ASSERT_EQ(::symlink("/", (root + dir).c_str()), 0);
   EXPECT_FALSE(stage_library(info, FTJIT_INJECT_TESTLIB).ok());
   ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
+}
+
+
+// A process stopped by SIGSTOP is refused with one line and left as it
+// was: stopped, untouched; continued, it runs on as if never asked.
+TEST(Inject, StoppedTargetIsRefusedAndLeftStopped) {
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (slurp("/proc/" + std::to_string(t.pid()) + "/status").find("State:\tT") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.error().message, "process " + std::to_string(t.pid()) +
+                                        " is stopped (Stopped (signal)): continue it (kill -CONT " +
+                                        std::to_string(t.pid()) + ") and retry");
+  std::string status = slurp("/proc/" + std::to_string(t.pid()) + "/status");
+  EXPECT_NE(status.find("State:\tT (stopped)"), std::string::npos) << status;
+  EXPECT_NE(status.find("TracerPid:\t0\n"), std::string::npos) << status;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "<missing>");
+  ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
+  expect_clean_finish(t);
+}
+
+// A thread that holds the loader's lock (inside a dl_iterate_phdr
+// callback) is never the one asked to run dlopen: asked for it by name,
+// it is refused, saying why; left to choose, the injector takes another
+// thread, whose dlopen waits for the lock like any dlopen would.
+TEST(Inject, ThreadHoldingTheLoaderLockIsNotBorrowed) {
+  Target t({FTJIT_INJECT_TARGET, "--hold-loader-ms", "1500"});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto holder_at = symbol_in_target(t.pid(), basename_of(info->exe), "inject_target_loader_holder");
+  ASSERT_TRUE(holder_at.ok());
+  const pid_t holder = static_cast<pid_t>(read_long(t.pid(), *holder_at));
+  ASSERT_GT(holder, 0);
+  auto libc = detail::read_target_libc(*info);
+  ASSERT_TRUE(libc.ok()) << libc.error().message;
+  auto refused = ThreadCall::seize(t.pid(), *libc, holder, 200ms);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("thread " + std::to_string(holder) + " is called from dl_iterate_phdr"),
+            std::string::npos)
+      << refused.error().message;
+  auto chosen = ThreadCall::seize(t.pid(), *libc, 0, kTimeout);
+  ASSERT_TRUE(chosen.ok()) << chosen.error().message;
+  EXPECT_NE(chosen->tid(), holder);
+  ASSERT_TRUE(chosen->release().ok());
+  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+  expect_clean_finish(t);
+}
+
+// Threads created and ending all the time do not disturb an injection.
+TEST(Inject, ThreadsComingAndGoingDuringTheInjection) {
+  Target t({FTJIT_INJECT_TARGET, "--churn", "1"});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto libc = detail::read_target_libc(*info);
+  ASSERT_TRUE(libc.ok()) << libc.error().message;
+  for (int i = 0; i < 10; ++i) {
+    auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+    ASSERT_TRUE(handle.ok()) << handle.error().message;
+    ASSERT_TRUE(unload_library(*info, *handle, kTimeout).ok());
+  }
+  EXPECT_EQ(slurp(marker_path(t.pid())).size(), 10 * std::string("loaded\nunloaded\n").size());
+  expect_clean_finish(t);
 }
 
 // ---------------------------------------------------------------------------
