@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,10 +64,14 @@ int code_munmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_mu
 
 }  // namespace
 
-void privatize_after_fork(uint64_t lo, size_t size) {
+namespace {
+
+// Replaces [lo, hi) by a private copy of its bytes.
+void privatize_range(uint64_t lo, uint64_t hi) {
   // Copy into a fresh private mapping, make it read+exec, then move it over
   // the shared one in one step (mremap replaces the old mapping): the bytes
   // at `lo` are never missing, and never writable and executable at once.
+  const size_t size = hi - lo;
   void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy == MAP_FAILED) return;
   std::memcpy(copy, reinterpret_cast<const void*>(lo), size);
@@ -75,6 +80,64 @@ void privatize_after_fork(uint64_t lo, size_t size) {
               reinterpret_cast<void*>(lo)) < 0) {
     munmap(copy, size);
   }
+}
+
+uint64_t memfd_inode(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+}  // namespace
+
+void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode) {
+  // Only the parts of [lo, lo+size) that are still our memfd's executable
+  // mapping: the engine's lists may name a range that is not. A library
+  // that a thread dlclosed stays in the list of text aliases until the next
+  // code-change scope forgets it (nothing stops dlclose between scopes), so
+  // its range may be unmapped at fork, or hold another library since:
+  // copying from it killed the child (SIGSEGV in this handler), and moving
+  // a copy over another object's code would be worse. What is not ours is
+  // not shared with the parent either, so there is nothing to make private.
+  // /proc/self/maps read with system calls into a stack buffer: this runs
+  // in a fork child handler.
+  if (inode == 0) return;
+  const uint64_t hi = lo + size;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[4096];
+  char line[512];
+  size_t len = 0;
+  bool overlong = false;
+  auto consider = [&] {
+    line[len] = '\0';
+    uint64_t mlo = 0, mhi = 0, off = 0, ino = 0;
+    char perms[8] = {};
+    unsigned dev_major = 0, dev_minor = 0;
+    if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64, &mlo, &mhi, perms,
+               &off, &dev_major, &dev_minor, &ino) != 7) {
+      return;
+    }
+    if (ino != inode || perms[2] != 'x' || perms[3] != 's') return;
+    const uint64_t a = std::max(mlo, lo), b = std::min(mhi, hi);
+    if (a < b) privatize_range(a, b);
+  };
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        if (!overlong) consider();
+        len = 0;
+        overlong = false;
+      } else if (len + 1 < sizeof line) {
+        line[len++] = buf[i];
+      } else {
+        overlong = true;  // a long path: the fields we read come first
+      }
+    }
+  }
+  close(fd);
 }
 
 // ---------------------------------------------------------------------------
@@ -113,6 +176,7 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
     return sys_error("mmap of the text alias");
   }
   std::memcpy(rw, reinterpret_cast<const void*>(lo), size);
+  const uint64_t inode = memfd_inode(fd);
   // Replacing the mapping is atomic for the other threads: a fault on the
   // range waits for the mmap lock and then finds identical bytes.
   void* rx = code_mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC,
@@ -130,6 +194,7 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   t->rw_ = static_cast<uint8_t*>(rw);
   t->path_ = std::move(path);
   t->file_offset_ = file_offset;
+  t->inode_ = inode;
   return t;
 }
 
@@ -187,6 +252,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
       rx = p;
     }
   }
+  const uint64_t inode = memfd_inode(fd);
   close(fd);
   if (rx == MAP_FAILED) {
     munmap(rw, size);
@@ -201,6 +267,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   a->rx_ = reinterpret_cast<uint64_t>(rx);
   a->rw_ = static_cast<uint8_t*>(rw);
   a->size_ = size;
+  a->inode_ = inode;
   a->free_.push_back({a->rx_, size});
   // Fill with int3 so a stray jump into unused space traps loudly.
   std::memset(rw, 0xcc, size);

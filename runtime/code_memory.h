@@ -37,10 +37,12 @@ class TextAlias {
   // to the file's (they are once every site is restored). Otherwise keeps
   // the memfd mapping, which holds the same bytes. Called at teardown.
   void restore_file_mapping();
+  // The memfd's inode (as /proc/self/maps shows it), 0 if unknown.
+  uint64_t inode() const { return inode_; }
 
  private:
   TextAlias() = default;
-  uint64_t lo_ = 0, hi_ = 0;
+  uint64_t lo_ = 0, hi_ = 0, inode_ = 0;
   uint8_t* rw_ = nullptr;
   std::string path_;
   uint64_t file_offset_ = 0;
@@ -48,9 +50,11 @@ class TextAlias {
 
 // In a child after fork(): replaces the shared mapping [lo, lo+size) by a
 // private copy of its bytes (same address, read+exec), so that the parent's
-// later patching no longer reaches the child. Async-signal-safe; the child
-// is single-threaded when it runs.
-void privatize_after_fork(uint64_t lo, size_t size);
+// later patching no longer reaches the child. Only where the range is still
+// the executable mapping of the memfd `inode` (a library dlclosed since its
+// alias was made is not). Async-signal-safe; the child is single-threaded
+// when it runs.
+void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode);
 
 // Finds the executable mapping of /proc/self/maps that contains `addr`.
 struct ExecMapping {
@@ -82,10 +86,13 @@ class CodeArena {
   // Keeps the code mapped when this object goes (a forked child's copy:
   // its patched sites still call into it).
   void keep_code_mapped() { keep_code_ = true; }
+  // The memfd's inode (as /proc/self/maps shows it), 0 if unknown.
+  uint64_t inode() const { return inode_; }
 
  private:
   CodeArena() = default;
   bool keep_code_ = false;
+  uint64_t inode_ = 0;
   struct Block { uint64_t addr; size_t size; };
   uint64_t rx_ = 0;
   uint8_t* rw_ = nullptr;

@@ -83,9 +83,9 @@ void engine_atfork_child() {
 void Engine::on_fork_child() {
   // No lock: another parent thread may have held it at fork() and does not
   // exist here. The lists are only read.
-  for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo());
-  for (const auto& a : arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo());
-  for (const auto& a : stub_arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo());
+  for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
+  for (const auto& a : arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
+  for (const auto& a : stub_arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
 }
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
