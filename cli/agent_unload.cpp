@@ -109,9 +109,15 @@ Status finish_unload(pid_t pid) {
   // routine or of dlopen it was inside when its hook was taken away, a
   // trampoline, a signal handler. With every thread stopped, no register
   // and no stack word may point into the agent's code; the hooks are gone,
-  // so a thread that has no such address cannot come by a new one. A
+  // so a thread that has no such address cannot come by a new one (the
+  // fork handlers, which dlclose removes, are inert and none is running). A
   // thread that still has one gets time to leave; after that the agent
   // stays loaded, inert, and the user is told why.
+  auto libc = inject::detail::read_target_libc(*target);
+  if (!libc) return make_error(libc.error().code, libc.error().message + "; the agent stays (inert)");
+  std::vector<inject::detail::AddressRange> forks;
+  for (const auto& r : libc->lock_holders)
+    if (r.what == "fork" || r.what == "_Fork") forks.push_back(r);
   const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
   for (;;) {
     auto ranges = agent_code(pid);
@@ -119,17 +125,18 @@ Status finish_unload(pid_t pid) {
     auto stopped = inject::StoppedProcess::stop(pid, kCallTimeout);
     if (!stopped) return stopped.take_error();
     auto refs = stopped->find_references(*ranges);
+    // A fork in progress runs the agent's fork handlers (inert by now, but
+    // code of ours all the same) until it returns: none may be.
+    std::string busy = !refs ? "" : !refs->empty() ? *refs : stopped->find_in_call_chains(forks);
     FTJIT_TRY(stopped->detach());
     if (!refs) return refs.take_error();
-    if (refs->empty()) break;
+    if (busy.empty()) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      return make_error(FTJIT_E_SYSTEM, "the agent stays loaded (inert): " + *refs);
+      return make_error(FTJIT_E_SYSTEM, "the agent stays loaded (inert): " + busy);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
-  auto libc = inject::detail::read_target_libc(*target);
-  if (!libc) return make_error(libc.error().code, libc.error().message + "; the agent stays (inert)");
   auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
   if (!handle) return handle.take_error();
   if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <mutex>
@@ -47,12 +48,21 @@ int run_in_callback(dl_phdr_info* info, size_t size, void* data) {
   return 1;  // one object is enough: the lock is what matters
 }
 
+// Set once the agent is about to be unloaded: a fork then passes through
+// these handlers at once, so that the unload (which waits for no thread to
+// be in fork) leaves the narrowest gap for one to enter agent code.
+std::atomic<bool> g_handlers_inert{false};
+// What this thread's prepare did, for its parent and child handlers.
+thread_local bool t_fork_locked = false;
+
 void fork_prepare() {
+  if (g_handlers_inert.load(std::memory_order_acquire)) return;
   if (t_depth > 0) {
     t_fork_without_lock = true;
     return;
   }
   g_fork_exclusion.lock();
+  t_fork_locked = true;
   if (g_privatize != nullptr && pipe2(g_child_done, O_CLOEXEC) != 0) {
     g_child_done[0] = g_child_done[1] = -1;
   }
@@ -63,6 +73,8 @@ void fork_parent() {
     t_fork_without_lock = false;
     return;
   }
+  if (!t_fork_locked) return;  // inert when prepare ran
+  t_fork_locked = false;
   if (g_child_done[1] >= 0) {
     // Our copy of the write end goes first: the read then ends with the
     // child's byte, or with end-of-file if the child died or fork failed.
@@ -84,6 +96,8 @@ void fork_child() {
     if (g_privatize != nullptr) g_privatize();
     return;
   }
+  if (!t_fork_locked) return;  // inert when prepare ran
+  t_fork_locked = false;
   const int saved_errno = errno;
   if (g_privatize != nullptr) g_privatize();
   if (g_child_done[1] >= 0) {
@@ -115,6 +129,8 @@ Status with_code_change(const std::function<Status(uint64_t)>& body) {
 }
 
 bool in_code_change() { return t_depth > 0; }
+
+void make_fork_handlers_inert() { g_handlers_inert.store(true, std::memory_order_release); }
 
 void install_code_change_fork_handlers(void (*privatize)()) {
   std::call_once(g_handlers_once, [&] {

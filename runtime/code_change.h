@@ -47,4 +47,10 @@ bool in_code_change();
 // what the child runs before it tells the parent it may go on.
 void install_code_change_fork_handlers(void (*privatize)());
 
+// For an agent about to be unloaded (no engine left): fork() then passes
+// through the handlers above without waiting for anything, so that a fork
+// spends next to no time in our code while the unload looks for threads
+// inside it.
+void make_fork_handlers_inert();
+
 }  // namespace ftjit

@@ -32,6 +32,7 @@ namespace ftjit::inject {
 
 namespace detail {
 struct AddressRange;
+struct TargetLibc;
 }
 
 // What /proc tells about a target before anything touches it.
@@ -97,6 +98,13 @@ class StoppedProcess {
   // (conservatively: a stale word counts too) are compared with them.
   // "" if no thread can; else which thread, and where the address was.
   [[nodiscard]] Result<std::string> find_references(std::span<const detail::AddressRange> ranges);
+
+  // The threads in a ptrace stop now.
+  std::vector<pid_t> stopped_threads() const;
+
+  // A thread whose call chain (unwound from its CFI) is inside one of
+  // `code`, as "thread T is inside X"; "" if none is.
+  [[nodiscard]] std::string find_in_call_chains(std::span<const detail::AddressRange> code);
 
   // Lets every thread go. Idempotent. Fails only if the process died.
   Status detach();

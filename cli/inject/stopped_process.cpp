@@ -351,6 +351,27 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
   return std::string();
 }
 
+std::vector<pid_t> StoppedProcess::stopped_threads() const {
+  std::vector<pid_t> out;
+  for (const State::Thread& t : s_->threads)
+    if (t.run == State::Run::kStopped) out.push_back(t.tid);
+  return out;
+}
+
+std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressRange> code) {
+  for (pid_t tid : stopped_threads()) {
+    auto chain = detail::call_chain(tid, 4096);
+    if (!chain) continue;  // cannot be followed: its references were checked
+    for (size_t i = 0; i < chain->size(); ++i) {
+      // The pc itself, then return addresses (one past their call).
+      uint64_t ip = i == 0 ? (*chain)[i] : (*chain)[i] - 1;
+      for (const detail::AddressRange& r : code)
+        if (r.contains(ip)) return "thread " + std::to_string(tid) + " is inside " + r.what;
+    }
+  }
+  return "";
+}
+
 Status StoppedProcess::detach() { return s_ ? s_->detach() : Status{}; }
 
 }  // namespace ftjit::inject

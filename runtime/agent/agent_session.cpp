@@ -11,6 +11,7 @@
 #include "core/planner.h"
 #include "plugins/host/plugin_host.h"
 #include "runtime/c_api_internal.h"
+#include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/engine.h"
 #include "runtime/module_scan.h"
@@ -239,6 +240,7 @@ control::Reply AgentSession::prepare_unload() {
     if (!st) return error_reply(st.error());
   }
   Patcher::uninstall_trap_handler();
+  make_fork_handlers_inert();
   uninstall_thread_control();
   shadow_forget_threads();
   unloaded_ = true;
