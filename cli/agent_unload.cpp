@@ -11,11 +11,15 @@
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/ptrace_inject.h"
 #include "cli/inject/target_libc.h"
+#include "cli/inject/thread_call.h"
 
 namespace ftjit::cli {
 namespace {
 
 constexpr std::chrono::milliseconds kCallTimeout{10000};
+// How long the other threads stay stopped while dlclose runs (longer: one
+// of them may hold a lock it needs).
+constexpr std::chrono::milliseconds kOthersStoppedFor{300};
 // How long threads get to leave the agent's code before it stays loaded.
 constexpr std::chrono::milliseconds kLeaveAgentCodeWithin{3000};
 
@@ -107,14 +111,19 @@ Status finish_unload(pid_t pid) {
   // Nothing of the agent may be unmapped while a thread can still execute
   // it or return into it: a wrapper of the unwinder, of the personality
   // routine or of dlopen it was inside when its hook was taken away, a
-  // trampoline, a signal handler. With every thread stopped, no register
-  // and no stack word may point into the agent's code; the hooks are gone,
-  // so a thread that has no such address cannot come by a new one (the
-  // fork handlers, which dlclose removes, are inert and none is running). A
-  // thread that still has one gets time to leave; after that the agent
-  // stays loaded, inert, and the user is told why.
+  // trampoline, a fork handler, a signal handler. With every thread
+  // stopped, no register and no stack word may point into the agent's
+  // code, and no thread may be inside fork; the hooks are gone, so a thread
+  // that has no such address cannot come by a new one, except through a
+  // fork handler dlclose has not unregistered yet: dlclose runs while the
+  // other threads stay stopped. A thread that still has an address of ours
+  // gets time to leave; after that the agent stays loaded, inert, and the
+  // user is told why.
   auto libc = inject::detail::read_target_libc(*target);
   if (!libc) return make_error(libc.error().code, libc.error().message + "; the agent stays (inert)");
+  auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
+  if (!handle) return handle.take_error();
+  if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
   std::vector<inject::detail::AddressRange> forks;
   for (const auto& r : libc->lock_holders)
     if (r.what == "fork" || r.what == "_Fork") forks.push_back(r);
@@ -125,22 +134,41 @@ Status finish_unload(pid_t pid) {
     auto stopped = inject::StoppedProcess::stop(pid, kCallTimeout);
     if (!stopped) return stopped.take_error();
     auto refs = stopped->find_references(*ranges);
-    // A fork in progress runs the agent's fork handlers (inert by now, but
-    // code of ours all the same) until it returns: none may be.
-    std::string busy = !refs ? "" : !refs->empty() ? *refs : stopped->find_in_call_chains(forks);
-    FTJIT_TRY(stopped->detach());
     if (!refs) return refs.take_error();
-    if (busy.empty()) break;
+    // A fork in progress runs the agent's fork handlers until it returns.
+    std::string busy = !refs->empty() ? *refs : stopped->find_in_call_chains(forks);
+    if (busy.empty()) {
+      // dlclose runs on one thread while the others stay stopped, so that
+      // none can enter the agent's code meanwhile (glibc calls a fork
+      // handler it read before dlclose unregistered it); if it needs a
+      // lock one of them holds, they are let go after a moment.
+      auto threads = stopped->stopped_threads();
+      if (threads.empty()) return make_error(FTJIT_E_SYSTEM, "no thread of process " + std::to_string(pid) + " stopped");
+      auto call = inject::ThreadCall::adopt(pid, *libc, threads.front());
+      if (!call) return call.take_error();
+      const std::string before = inject::detail::pending_dlerror(pid, *libc, call->thread_pointer());
+      const uint64_t args[] = {*handle};
+      FTJIT_TRY(call->start(libc->dlclose, args));
+      auto returned = call->returned_within(kOthersStoppedFor);
+      if (!returned) return returned.take_error();
+      if (!*returned) {
+        stopped->detach_except(call->tid());
+        FTJIT_TRY(call->finish(kCallTimeout));
+      }
+      const std::string after = inject::detail::pending_dlerror(pid, *libc, call->thread_pointer());
+      FTJIT_TRY(call->release());
+      FTJIT_TRY(stopped->detach());
+      if (!after.empty() && after != before)
+        return make_error(FTJIT_E_SYSTEM, "dlclose of the agent failed in process " + std::to_string(pid) + ": " + after);
+      break;
+    }
+    FTJIT_TRY(stopped->detach());
     if (std::chrono::steady_clock::now() > deadline) {
       return make_error(FTJIT_E_SYSTEM, "the agent stays loaded (inert): " + busy);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
-  auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
-  if (!handle) return handle.take_error();
-  if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
-  FTJIT_TRY(inject::unload_library(*target, *handle, kCallTimeout));
   // dlclose unmaps at once unless a thread still has thread-local
   // destructors of ours to run: give those threads a moment.
   for (int i = 0; i < 50 && !mapped_agent(pid).empty(); ++i) {

@@ -106,6 +106,9 @@ class StoppedProcess {
   // `code`, as "thread T is inside X"; "" if none is.
   [[nodiscard]] std::string find_in_call_chains(std::span<const detail::AddressRange> code);
 
+  // Lets every thread go but `keep` (which stays ours, for detach()).
+  void detach_except(pid_t keep);
+
   // Lets every thread go. Idempotent. Fails only if the process died.
   Status detach();
 

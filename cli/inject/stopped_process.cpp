@@ -372,6 +372,13 @@ std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressR
   return "";
 }
 
+void StoppedProcess::detach_except(pid_t keep) {
+  for (State::Thread& t : s_->threads) {
+    if (t.tid == keep || t.run != State::Run::kStopped) continue;
+    if (::ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr) == 0) t.run = State::Run::kGone;  // no longer ours
+  }
+}
+
 Status StoppedProcess::detach() { return s_ ? s_->detach() : Status{}; }
 
 }  // namespace ftjit::inject

@@ -180,6 +180,7 @@ struct ThreadCall::State {
   pid_t pid = 0;
   pid_t tid = 0;
   bool we_are_parent = false;
+  bool adopted = false;  // a StoppedProcess's thread: never detached here
   Phase phase = Phase::kReleased;
   uint64_t restore_rt = 0;
   std::optional<int64_t> errno_tpoff;
@@ -192,6 +193,7 @@ struct ThreadCall::State {
   uint64_t scratch_top = 0;
   uint64_t scratch_used = 0;
   uint64_t frame = 0;  // address of the return address slot of the frame
+  uint64_t function_ = 0;
 
   std::string p() const { return "process " + std::to_string(pid); }
   Error exited() {
@@ -421,20 +423,31 @@ struct ThreadCall::State {
     if (ev.kind == Stop::kNone)
       return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of " + p() + " does not stop; " + why);
     int sig = ev.kind == Stop::kSignal ? ev.sig : 0;
-    ::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
+    // Adopted: its owner detaches it; it must not sit in a syscall stop.
+    if (adopted) ::ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
+    else ::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
     phase = Phase::kReleased;
     return make_error(FTJIT_E_SYSTEM, why);
   }
+
+  // The error of a Status that is one (every caller's is).
+  static Error as_error(Status st) { return st.take_error(); }
 
   static bool is_fault(int sig, const siginfo_t& si) {
     return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP) && si.si_code > 0;
   }
 
   Status run(uint64_t function, std::span<const uint64_t> args, std::chrono::milliseconds timeout) {
+    FTJIT_TRY(start(function, args));
+    auto r = follow(Clock::now() + timeout, timeout, true);
+    FTJIT_TRY(r);
+    return {};
+  }
+
+  Status start(uint64_t function, std::span<const uint64_t> args) {
     if (phase == Phase::kGone) return exited();
     if (phase != Phase::kStopped) return make_error(FTJIT_E_INVALID_ARGUMENT, "one call per stop of a thread");
     if (args.size() > 6) return make_error(FTJIT_E_INVALID_ARGUMENT, "at most 6 integer arguments can be passed");
-    const auto deadline = Clock::now() + timeout;
 
     const uint64_t top = scratch_top - scratch_used;
     const size_t fp_size = (xstate.empty() ? kFxsaveSize : xstate.size() + 4);
@@ -464,19 +477,30 @@ struct ThreadCall::State {
     ::ptrace(PTRACE_SETSIGMASK, tid, reinterpret_cast<void*>(sizeof all), &all);
     if (::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr) != 0) return exited();
     phase = Phase::kRunning;
+    function_ = function;
+    return {};
+  }
 
+
+  // Follows the running call until it returns (true), or until deadline
+  // (false; with give_up, the call is then left to finish by itself and
+  // that is the error).
+  Result<bool> follow(Clock::time_point deadline, std::chrono::milliseconds timeout, bool give_up) {
+    if (phase == Phase::kReturned) return true;
+    if (phase != Phase::kRunning) return make_error(FTJIT_E_INVALID_ARGUMENT, "no call is running");
     char fn[32];
-    std::snprintf(fn, sizeof fn, "0x%" PRIx64, function);
+    std::snprintf(fn, sizeof fn, "0x%" PRIx64, function_);
     for (;;) {
       StopEvent ev = wait(deadline);
       switch (ev.kind) {
         case Stop::kExited:
-          return exited();
+          return as_error(exited());
         case Stop::kNone:
-          return let_go("the call to " + std::string(fn) + " in " + p() + " did not return within " +
+          if (!give_up) return false;
+          return as_error(let_go("the call to " + std::string(fn) + " in " + p() + " did not return within " +
                         std::to_string(timeout.count()) +
                         " ms (a lock held by the program?); it is left to finish by itself, "
-                        "and its thread then goes back to what it was doing");
+                        "and its thread then goes back to what it was doing"));
         case Stop::kEvent:  // a group-stop: our call finishes first
           ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
           break;
@@ -486,7 +510,7 @@ struct ThreadCall::State {
               info.op == PTRACE_SYSCALL_INFO_ENTRY && info.entry.nr == SYS_rt_sigreturn &&
               info.instruction_pointer == restore_rt + 9 && info.stack_pointer == frame + 8) {
             phase = Phase::kReturned;
-            return {};
+            return true;
           }
           ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
           break;
@@ -508,7 +532,7 @@ struct ThreadCall::State {
           // In the signal-delivery stop: put back, detach with no signal.
           restore_in_place();
           put_errno_back();
-          ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+          if (!adopted) ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
           phase = Phase::kReleased;
           return make_error(FTJIT_E_SYSTEM, "the call to " + std::string(fn) + " in " + p() + " crashed with " +
                                                 strsignal(ev.sig) + " at " + where +
@@ -543,6 +567,7 @@ struct ThreadCall::State {
         [[fallthrough]];
       case Phase::kStopped:
         phase = Phase::kReleased;
+        if (adopted) return {};  // stays stopped: its owner lets it go
         if (::ptrace(PTRACE_DETACH, tid, nullptr, nullptr) != 0 && errno == ESRCH && detail::process_gone(pid))
           return exited();
         return {};
@@ -619,6 +644,31 @@ Result<ThreadCall> ThreadCall::seize(pid_t pid, const detail::TargetLibc& libc, 
     timespec ts{0, 2'000'000};
     ::nanosleep(&ts, nullptr);
   }
+}
+
+Result<ThreadCall> ThreadCall::adopt(pid_t pid, const detail::TargetLibc& libc, pid_t tid) {
+  auto s = std::make_unique<State>();
+  s->pid = pid;
+  s->tid = tid;
+  s->adopted = true;
+  s->restore_rt = libc.restore_rt;
+  s->errno_tpoff = libc.errno_tpoff;
+  if (::ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD)) != 0)
+    return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_SETOPTIONS of thread " + std::to_string(tid), errno));
+  s->phase = State::Phase::kStopped;
+  FTJIT_TRY(s->save_state());
+  return ThreadCall(std::move(s));
+}
+
+Status ThreadCall::start(uint64_t function, std::span<const uint64_t> args) { return s_->start(function, args); }
+
+Result<bool> ThreadCall::returned_within(std::chrono::milliseconds patience) {
+  return s_->follow(Clock::now() + patience, patience, false);
+}
+
+Status ThreadCall::finish(std::chrono::milliseconds timeout) {
+  FTJIT_TRY(s_->follow(Clock::now() + timeout, timeout, true));
+  return {};
 }
 
 Result<uint64_t> ThreadCall::push_string(std::string_view str) {

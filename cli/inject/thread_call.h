@@ -47,6 +47,12 @@ class ThreadCall {
   [[nodiscard]] static Result<ThreadCall> seize(pid_t pid, const detail::TargetLibc& libc, pid_t tid,
                                                 std::chrono::milliseconds timeout);
 
+  // A thread we already hold in a ptrace stop (a StoppedProcess's), the
+  // other threads of the process kept stopped by the caller. The call runs
+  // on it the same way; release() leaves it stopped, for its owner to let
+  // go. No safety check: the caller has made its own.
+  [[nodiscard]] static Result<ThreadCall> adopt(pid_t pid, const detail::TargetLibc& libc, pid_t tid);
+
   ThreadCall(ThreadCall&&) noexcept;
   ThreadCall& operator=(ThreadCall&&) noexcept;
   ~ThreadCall();
@@ -67,6 +73,15 @@ class ThreadCall {
   // took stay taken); a timeout (the call is left to finish by itself, and
   // its thread then goes home through its frame as if we were still here).
   [[nodiscard]] Status run(uint64_t function, std::span<const uint64_t> args, std::chrono::milliseconds timeout);
+
+  // run() in two steps: start() enters the call; finish() waits until it
+  // returns, as run() does. Between them, `running_for` polls: true once
+  // the call has returned, false while it runs after `patience` (so that
+  // the caller can let the other threads go: one of them may hold a lock
+  // the call needs).
+  [[nodiscard]] Status start(uint64_t function, std::span<const uint64_t> args);
+  [[nodiscard]] Result<bool> returned_within(std::chrono::milliseconds patience);
+  [[nodiscard]] Status finish(std::chrono::milliseconds timeout);
 
   // Lets the thread go back to its own state and run on. Idempotent; the
   // destructor does it too.
