@@ -103,8 +103,10 @@ class StoppedProcess {
   std::vector<pid_t> stopped_threads() const;
 
   // A thread whose call chain (unwound from its CFI) is inside one of
-  // `code`, as "thread T is inside X"; "" if none is.
-  [[nodiscard]] std::string find_in_call_chains(std::span<const detail::AddressRange> code);
+  // `code`, as "thread T is inside X", or whose chain cannot be followed
+  // to one of `ends` (so that what it is inside is unknown); "" if none.
+  [[nodiscard]] std::string find_in_call_chains(std::span<const detail::AddressRange> code,
+                                                std::span<const detail::AddressRange> ends);
 
   // Lets every thread go but `keep` (which stays ours, for detach()).
   void detach_except(pid_t keep);

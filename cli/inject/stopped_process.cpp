@@ -358,16 +358,20 @@ std::vector<pid_t> StoppedProcess::stopped_threads() const {
   return out;
 }
 
-std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressRange> code) {
+std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressRange> code,
+                                                std::span<const detail::AddressRange> ends) {
   for (pid_t tid : stopped_threads()) {
     auto chain = detail::call_chain(tid, 4096);
-    if (!chain) continue;  // cannot be followed: its references were checked
+    if (!chain) return "thread " + std::to_string(tid) + "'s stack cannot be unwound";
     for (size_t i = 0; i < chain->size(); ++i) {
       // The pc itself, then return addresses (one past their call).
       uint64_t ip = i == 0 ? (*chain)[i] : (*chain)[i] - 1;
       for (const detail::AddressRange& r : code)
         if (r.contains(ip)) return "thread " + std::to_string(tid) + " is inside " + r.what;
     }
+    const uint64_t last = chain->empty() ? 0 : chain->back();
+    if (std::none_of(ends.begin(), ends.end(), [&](const detail::AddressRange& r) { return r.contains(last); }))
+      return "thread " + std::to_string(tid) + "'s stack cannot be unwound past " + std::to_string(chain->size()) + " frames";
   }
   return "";
 }

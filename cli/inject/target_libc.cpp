@@ -188,6 +188,15 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
   }
 
   FTJIT_TRY(add_symbol_ranges(pid, *libc, kLibcLockHolders, &out.lock_holders));
+  for (const Mapping* m : code_of(*maps, libc->path)) out.chain_ends.push_back({m->start, m->end, "libc"});
+  if (auto auxv = read_text_file("/proc/" + std::to_string(pid) + "/auxv")) {
+    for (size_t at = 0; at + 16 <= auxv->size(); at += 16) {
+      uint64_t type, value;
+      std::memcpy(&type, auxv->data() + at, 8);
+      std::memcpy(&value, auxv->data() + at + 8, 8);
+      if (type == 9 /* AT_ENTRY */) out.chain_ends.push_back({value, value + 64, "_start"});
+    }
+  }
   if (libdl) FTJIT_TRY(add_symbol_ranges(pid, *libdl, kLibcLockHolders, &out.lock_holders));
   if (libgcc) FTJIT_TRY(add_symbol_ranges(pid, *libgcc, kUnwinderLockHolders, &out.lock_holders));
   if (loader) {

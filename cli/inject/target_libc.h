@@ -46,6 +46,11 @@ struct TargetLibc {
   // run dlopen/dlclose: the loader, and the libc entry points that take the
   // locks dlopen and a library constructor take again.
   std::vector<AddressRange> lock_holders;
+  // Where a whole call chain ends: libc's code (start_thread, clone3, and
+  // __libc_start_call_main below main) and the program's entry point
+  // (_start). A chain that ends anywhere else was cut short by a frame the
+  // unwinder could not follow (a library's _init has no CFI, say).
+  std::vector<AddressRange> chain_ends;
 
   // The range a code address or stack word falls in, or nullptr.
   const AddressRange* holder_of(uint64_t address) const;

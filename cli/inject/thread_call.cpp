@@ -311,6 +311,11 @@ struct ThreadCall::State {
     if (!chain) return chain.error().message;
     for (uint64_t ip : *chain)
       if (const detail::AddressRange* r = libc.holder_of(ip - 1)) return "called from " + r->what;
+    // Cut short (a frame without CFI): what it is called from is unknown.
+    const uint64_t last = chain->empty() ? 0 : chain->back();
+    bool whole = false;
+    for (const detail::AddressRange& r : libc.chain_ends) whole = whole || r.contains(last);
+    if (!whole) return "on a stack that cannot be unwound past " + std::to_string(chain->size()) + " frames";
     return "";
   }
 
