@@ -103,8 +103,9 @@ class StoppedProcess {
   std::vector<pid_t> stopped_threads() const;
 
   // A thread whose call chain (unwound from its CFI) is inside one of
-  // `code`, as "thread T is inside X", or whose chain cannot be followed
-  // to one of `ends` (so that what it is inside is unknown); "" if none.
+  // `code`, as "thread T is inside X", or (`ends` given) whose chain
+  // cannot be followed to one of `ends` (what it is inside is unknown);
+  // "" if none.
   [[nodiscard]] std::string find_in_call_chains(std::span<const detail::AddressRange> code,
                                                 std::span<const detail::AddressRange> ends);
 

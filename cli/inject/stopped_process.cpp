@@ -370,7 +370,7 @@ std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressR
         if (r.contains(ip)) return "thread " + std::to_string(tid) + " is inside " + r.what;
     }
     const uint64_t last = chain->empty() ? 0 : chain->back();
-    if (std::none_of(ends.begin(), ends.end(), [&](const detail::AddressRange& r) { return r.contains(last); }))
+    if (!ends.empty() && std::none_of(ends.begin(), ends.end(), [&](const detail::AddressRange& r) { return r.contains(last); }))
       return "thread " + std::to_string(tid) + "'s stack cannot be unwound past " + std::to_string(chain->size()) + " frames";
   }
   return "";

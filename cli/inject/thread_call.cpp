@@ -625,7 +625,8 @@ Result<ThreadCall> ThreadCall::seize(pid_t pid, const detail::TargetLibc& libc, 
       s->we_are_parent = we_are_parent;
       s->restore_rt = libc.restore_rt;
       s->errno_tpoff = libc.errno_tpoff;
-      Status stopped = s->stop_thread(deadline);
+      // A stop takes what it takes, whatever is left of the search's time.
+      Status stopped = s->stop_thread(std::max(deadline, Clock::now() + std::chrono::seconds(2)));
       if (!stopped) {
         (void)s->release();
         // A thread that exited meanwhile is no reason to give up.
