@@ -5,8 +5,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +21,10 @@
 #include "runtime/dispatch.h"
 #include "runtime/process_backend.h"
 #include "runtime/thread_control.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux 6.3; older headers lack it
+#endif
 
 namespace ftjit {
 
@@ -239,7 +245,16 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
       return;
     }
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    void* m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // A private mapping of a named memfd, not an anonymous one: its name in
+    // /proc/PID/maps lets the CLI find it among the agent's code before an
+    // unload (a stack word still pointing here is a frame still hooked).
+    int fd = static_cast<int>(syscall(SYS_memfd_create, "ftjit-exit-trampoline", MFD_CLOEXEC | MFD_EXEC));
+    if (fd < 0 && errno == EINVAL) fd = static_cast<int>(syscall(SYS_memfd_create, "ftjit-exit-trampoline", MFD_CLOEXEC));
+    void* m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(page)) == 0) {
+      m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    }
+    if (fd >= 0) close(fd);
     if (m == MAP_FAILED) {
       g_prepare_status = make_error(FTJIT_E_SYSTEM, std::string("mmap exit trampoline: ") +
                                                         strerror(errno));
@@ -466,6 +481,12 @@ Status shadow_put_back_all(int timeout_ms) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+void release_exit_trampoline() {
+  const uint64_t place = g_call_and_land.exchange(0, std::memory_order_acq_rel);
+  g_exit_trampoline.store(0, std::memory_order_release);
+  if (place != 0) munmap(reinterpret_cast<void*>(place), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
 }
 
 void shadow_forget_threads() {

@@ -17,6 +17,7 @@
 #include "runtime/agent/agent_session.h"
 #include "runtime/agent/control_server.h"
 #include "runtime/log.h"
+#include "runtime/shadow_stack.h"
 
 namespace ftjit::agent {
 namespace {
@@ -89,6 +90,13 @@ __attribute__((constructor)) void agent_init() {
   g_agent->server = std::move(server.value());
   std::atexit(finish_at_exit);
   if (wait_ms > 0) g_agent->server->wait_first_attach(wait_ms);
+}
+
+// Runs in dlclose (after the CLI saw no thread can return into our code)
+// or at the process's exit. The exit trampoline page is not part of the
+// agent's mapping: it goes too, but only when the agent is being unloaded.
+__attribute__((destructor)) void agent_fini() {
+  if (g_agent != nullptr && g_agent->session.unloaded()) release_exit_trampoline();
 }
 
 }  // namespace

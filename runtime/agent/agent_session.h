@@ -60,6 +60,10 @@ class AgentSession {
   size_t memory_size_ = 0;
   pid_t owner_pid_ = 0;
   bool unloaded_ = false;
+
+ public:
+  // Whether prepare_unload() has run: the agent is being dlclosed.
+  bool unloaded() const { return unloaded_; }
 };
 
 }  // namespace ftjit::agent
