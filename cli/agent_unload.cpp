@@ -124,11 +124,8 @@ Status finish_unload(pid_t pid) {
   auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
   if (!handle) return handle.take_error();
   if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
-  std::vector<inject::detail::AddressRange> forks;
-  for (const auto& r : libc->lock_holders)
-    if (r.what == "fork" || r.what == "_Fork") forks.push_back(r);
   const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
-  const auto prefer_idle_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const auto prefer_idle_until = deadline;
   for (;;) {
     auto ranges = agent_code(pid);
     if (!ranges) return ranges.take_error();
@@ -136,11 +133,13 @@ Status finish_unload(pid_t pid) {
     if (!stopped) return stopped.take_error();
     auto refs = stopped->find_references(*ranges);
     if (!refs) return refs.take_error();
-    // A fork in progress runs the agent's fork handlers until it returns.
-    std::string busy = !refs->empty() ? *refs : stopped->find_in_call_chains(forks, {});
-    // A thread inside the loader or malloc holds a lock dlclose needs: a
-    // moment without one is waited for a while (then the others are let
-    // go after kOthersStoppedFor, should dlclose wait for one of them).
+    std::string busy = *refs;
+    // A thread inside the loader or malloc holds a lock dlclose needs, and
+    // one inside fork calls the fork handlers glibc read before dlclose
+    // unregistered them (ours are inert, but ours): a moment without either
+    // is waited for, as long as a thread may take to leave our code. Then
+    // dlclose goes ahead, and the others are let go after
+    // kOthersStoppedFor, should it wait for one of them.
     if (busy.empty() && std::chrono::steady_clock::now() < prefer_idle_until &&
         !stopped->find_in_call_chains(libc->lock_holders, libc->chain_ends).empty()) {
       FTJIT_TRY(stopped->detach());
