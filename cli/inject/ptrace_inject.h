@@ -94,8 +94,9 @@ class StoppedProcess {
   size_t thread_count() const;
 
   // Whether a thread can be executing, or come back to, code in `ranges`:
-  // its program counter, its other registers and every word of its stack
-  // (conservatively: a stale word counts too) are compared with them.
+  // its program counter, its other registers and the return addresses of
+  // its call chain (unwound with libunwind, signal frames included) are
+  // compared with them.
   // "" if no thread can; else which thread, and where the address was.
   [[nodiscard]] Result<std::string> find_references(std::span<const detail::AddressRange> ranges);
 

@@ -330,23 +330,14 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
                                        regs.r8,  regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15};
     for (unsigned long long v : gprs)
       if (const auto* r = hit(v)) return who + " holds an address in " + r->what + " (" + hex(v) + ") in a register";
-    // Every word of its stack, from the red zone below the stack pointer
-    // to the top of the mapping: return addresses, saved contexts of
-    // signal handlers, code pointers about to be called.
-    const uint64_t from = (regs.rsp - 128) & ~uint64_t{7};
-    const detail::Mapping* stack = nullptr;
-    for (const detail::Mapping& m : *maps)
-      if (regs.rsp >= m.start && regs.rsp < m.end) stack = &m;
-    if (stack == nullptr) continue;
-    const uint64_t lo = std::max(from, stack->start);
-    auto words = detail::read_target_memory(s_->pid, lo, stack->end - lo);
-    FTJIT_TRY(words);
-    for (size_t at = 0; at + 8 <= words->size(); at += 8) {
-      uint64_t v;
-      std::memcpy(&v, words->data() + at, 8);
-      if (const auto* r = hit(v))
-        return who + " has an address in " + r->what + " (" + hex(v) + ") on its stack at " + hex(lo + at);
-    }
+    // Its call chain, unwound from the CFI of its modules (signal frames
+    // included): the return addresses it will take. Every stack word would
+    // also count stale slots (an ASan frame's leftovers) and keep the agent
+    // loaded for nothing.
+    auto chain = detail::call_chain(t.tid, 4096);
+    if (!chain) return who + "'s stack cannot be unwound";
+    for (uint64_t ip : *chain)
+      if (const auto* r = hit(ip)) return who + " returns into " + r->what + " (" + hex(ip) + ")";
   }
   return std::string();
 }
