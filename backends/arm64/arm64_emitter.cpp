@@ -14,7 +14,7 @@
 //     S-24      x30 = start+8                    \ ours; x29 = S-32
 //     S-32      x29 = S-16                       /
 //     sp+K+64   ip, parent_ip across shadow-stack calls
-//     sp+K      x8 x10 x11 x12 x13 x14 x15 (pad)
+//     sp+K      x8 x10 x11 x12 x13 x14 x15 x18
 //     sp+80     q0..q7 (16 B each)      (with FP) -+
 //     sp+72     S: sp at the traced entry          |  ftjit_regs, passed
 //     sp+64     direct (0 = none)                  |  as `regs`
@@ -22,9 +22,11 @@
 //     sp        = S-32-R; K = 208 with FP, 80 without; R = K+80
 //
 //     Kept: x0-x8 and x10-x15 (arguments, the indirect result, and what an
-//     -fipa-ra caller might keep), q0-q7 with save_fp (FP arguments), x18
-//     never written, x19-x28 and the low halves of v8-v15 by the callback
-//     (AAPCS64 callee-saved). Clobbered: x9 (the sled's own), x16/x17
+//     -fipa-ra caller might keep), x18, q0-q7 with save_fp (FP arguments),
+//     x19-x28 and the low halves of v8-v15 by the callback (AAPCS64
+//     callee-saved). x18 is the platform register, which no trampoline
+//     writes; but GCC on Linux allocates it as a temporary (and passes the
+//     static chain in it), so a callback may change it: it is kept. Clobbered: x9 (the sled's own), x16/x17
 //     (IP0/IP1, any veneer's), the flags, and v16-v31 and the high halves
 //     of v8-v15, which AAPCS64 lets every call clobber: with the
 //     -fpatchable-function-entry flag GCC has -fipa-ra off (TOOLCHAIN Q6),
@@ -65,13 +67,14 @@
 // (d) The exit trampoline, one per process. A hooked function returns
 //     (`ret` through x30 = the landing) with sp = S again; the landing
 //     asks pop(slot = S-8, regs) for the real return address and returns
-//     there through x30. No word at or below S-16 is written before pop
-//     returned (the shadow stack may read the slot's neighbourhood):
+//     there through x30. The 16 bytes below S, the slot's, are never
+//     written here (the shadow stack may read the slot until pop returns):
 //
-//     S-16..S   untouched
-//     sp+256    x29, x30: a frame record (x29 = sp+256)
-//     sp+248    the real return address, across the restores
-//     sp+144    x2..x8 x10..x15
+//     S-16..S   untouched; sp = S-304
+//     sp+272    x29, x30: a frame record (x29 = sp+272)
+//     sp+264    (pad)
+//     sp+256    the real return address, across the restores
+//     sp+144    x2..x8 x10..x15 x18
 //     sp+48     q2..q7
 //     sp+16     q0 q1                      -+ ftjit_ret_regs
 //     sp+0      x0 x1                      -+
@@ -113,7 +116,7 @@ constexpr int32_t kRegsSp = 72;
 constexpr int32_t kRegsFp = 80;
 constexpr int32_t kKeptWithFp = 208;
 constexpr int32_t kKeptNoFp = 80;
-constexpr int32_t kKeptBytes = 64;        // x8 x10..x15, pad
+constexpr int32_t kKeptBytes = 64;        // x8 x10..x15 x18
 constexpr int32_t kIpParentBytes = 16;
 constexpr int32_t kRecordsBytes = 32;     // the two frame records
 constexpr int32_t kOurReturn = 8;         // x29+8: start+8
@@ -127,8 +130,8 @@ static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
 constexpr int32_t kExitQ2 = 48;
 constexpr int32_t kExitGprs = 144;
-constexpr int32_t kExitRealReturn = 248;
-constexpr int32_t kExitRecord = 256;
+constexpr int32_t kExitRealReturn = 256;
+constexpr int32_t kExitRecord = 272;
 constexpr int32_t kExitUntouched = 16;
 constexpr int32_t kExitFrame = kExitRecord + 16 + kExitUntouched;
 constexpr int32_t kSlotBelowSp = 8;       // the slot is S-8
@@ -250,7 +253,7 @@ void emit_call(asmjit::a64::Assembler& a, LiteralPool& pool, uint64_t place, uin
 // ---------------------------------------------------------------------------
 
 struct EntryFrame {
-  int32_t kept;   // x8 x10..x15
+  int32_t kept;   // x8 x10..x15 x18
   int32_t size;   // R
   int32_t ip_parent() const { return kept + kKeptBytes; }
 };
@@ -269,6 +272,7 @@ void emit_save_gprs(asmjit::a64::Assembler& a, const EntryFrame& f) {
   a.stp(x10, x11, ptr(sp, f.kept + 8));
   a.stp(x12, x13, ptr(sp, f.kept + 24));
   a.stp(x14, x15, ptr(sp, f.kept + 40));
+  a.str(x18, ptr(sp, f.kept + 56));
 }
 
 void emit_restore_gprs(asmjit::a64::Assembler& a, const EntryFrame& f) {
@@ -278,6 +282,7 @@ void emit_restore_gprs(asmjit::a64::Assembler& a, const EntryFrame& f) {
   a.ldp(x10, x11, ptr(sp, f.kept + 8));
   a.ldp(x12, x13, ptr(sp, f.kept + 24));
   a.ldp(x14, x15, ptr(sp, f.kept + 40));
+  a.ldr(x18, ptr(sp, f.kept + 56));
 }
 
 void emit_fp_regs(asmjit::a64::Assembler& a, int32_t at, int first, int count, bool save) {
@@ -466,12 +471,8 @@ void emit_exit_save(asmjit::a64::Assembler& a, bool save) {
   pair(x8, x10, kExitGprs + 48);
   pair(x11, x12, kExitGprs + 64);
   pair(x13, x14, kExitGprs + 80);
-  if (save) {
-    a.str(x15, ptr(sp, kExitGprs + 96));
-  } else {
-    a.ldr(x15, ptr(sp, kExitGprs + 96));
-  }
-  static_assert(kExitGprs + 104 == kExitRealReturn);
+  pair(x15, x18, kExitGprs + 96);
+  static_assert(kExitGprs + 112 == kExitRealReturn);
 }
 
 // Back to the parent: x30 = the real return address, sp = S.
