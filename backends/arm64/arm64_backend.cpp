@@ -29,9 +29,10 @@
 //     (one aligned 8-byte store); it lies before the symbol and is never
 //     executed. The mov is not live-patched: a thread may have executed the
 //     first nop and not yet the second, and nop <-> mov is not among the
-//     changes the architecture lets other cores see half-done (ARM ARM
-//     B2.2.5 "concurrent modification and execution": nop, b, bl only);
-//     seed 004 keeps it once written.
+//     instructions the architecture lets one core rewrite while another
+//     executes them (the ARM ARM's concurrent modification and execution
+//     rules name B, BL, NOP and a few hint instructions, not ORR); seed
+//     004 keeps it once written.
 //
 // (b) Registers at the live word (AAPCS64): x0-x7 arguments, x8 indirect
 //     result, v0-v7 FP/SIMD arguments: live. x18 is the platform register:
