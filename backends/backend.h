@@ -34,6 +34,9 @@ struct IsaTraits {
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
   uint32_t reloc_abs64 = 0;   // a data word holding S + A (personality refs)
+  // Bytes from a site's start to its live instruction: 0 on x86-64; 4 on
+  // arm64, where `mov x9, x30` (written once, at init) comes first.
+  uint32_t live_offset = 0;
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight
