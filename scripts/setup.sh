@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
 # with protoc, an oracle independent of our encoder.
-PACKAGES=(build-essential cmake clang libasmjit-dev libspdlog-dev libcli11-dev
+PACKAGES=(build-essential cmake clang clang-16 libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
           protobuf-compiler
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user)
