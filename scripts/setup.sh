@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang-16: the arm64 discovery fixtures' clang (issue 12 names 16;
+# Debian 12's default clang is 14, which the x86-64 fixtures use).
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
 # with protoc, an oracle independent of our encoder.
 PACKAGES=(build-essential cmake clang clang-16 libasmjit-dev libspdlog-dev libcli11-dev

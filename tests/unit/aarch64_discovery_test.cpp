@@ -350,17 +350,20 @@ TEST(Aarch64DiscoveryPads, DiscoveryAndBackendAgreeOnEveryHintWord) {
 // The executables are real programs
 // ============================================================================
 
-#ifdef FTJIT_AARCH64_RUNNER
 // Linked by each compiler's own driver (clang through the GNU cross
 // linker): they must load and run, under qemu-aarch64 on an x86-64 host.
 TEST(Aarch64DiscoveryFiles, ExecutablesRun) {
+#ifndef FTJIT_AARCH64_RUNNER
+  GTEST_SKIP() << "this test runs under qemu-user, where a guest cannot start another guest "
+                  "(no binfmt_misc): the host build runs the fixtures";
+#else
   for (const auto& f : a64_fixtures()) {
     if (f.kind != FixtureKind::kExecutable) continue;
     const std::string cmd = std::string(FTJIT_AARCH64_RUNNER) + " " + f.path();
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
-}
 #endif
+}
 
 }  // namespace
 }  // namespace ftjit
