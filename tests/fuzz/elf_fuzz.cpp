@@ -37,13 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& site : module->sites) {
       if (site.prefix_bytes > ftjit::kMaxSitePrefixBytes) __builtin_trap();
       if (site.entry - site.record != site.prefix_bytes) __builtin_trap();
-      if (site.name.empty()) {
-        if (site.symbol != 0 || site.slot_state != ftjit::OpsSlot::kNone) __builtin_trap();
-        continue;
-      }
-      if (site.entry - site.symbol != site.pad_bytes) __builtin_trap();
+      // The slot, when there is one, is the 8 bytes before the symbol.
       const bool has_slot = site.slot_state != ftjit::OpsSlot::kNone;
       if (has_slot ? site.symbol - site.slot != 8 : site.slot != 0) __builtin_trap();
+      // A site that has a symbol (whose name may be empty in a hostile
+      // file) starts past its landing pad, which is one a64 word at most.
+      if (site.pad_bytes > 4) __builtin_trap();
+      const bool unnamed = site.symbol == 0 && site.name.empty();
+      if (!unnamed && site.entry - site.symbol != site.pad_bytes) __builtin_trap();
     }
   }
   return 0;
