@@ -135,7 +135,10 @@ ShadowStack* create_stack() {
           g_stacks[i].state.store(kNever, std::memory_order_release);
           return nullptr;
         }
-        s = new (m) ShadowStack{};
+        // Default-initialised, not value-initialised: `ShadowStack{}`
+        // zeroed all 32 MiB (the mapping is zero already), so every thread
+        // that ever hooked a return cost 32 MiB of memory.
+        s = new (m) ShadowStack;
         g_stacks[i].stack.store(s, std::memory_order_release);
       }
       s->depth = 0;
@@ -487,6 +490,14 @@ void release_exit_trampoline() {
   const uint64_t place = g_call_and_land.exchange(0, std::memory_order_acq_rel);
   g_exit_trampoline.store(0, std::memory_order_release);
   if (place != 0) munmap(reinterpret_cast<void*>(place), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  // The shadow stacks go with it: no frame is hooked and no thread is in
+  // our code (the unload proved it), and the agent's code that reads them
+  // is being unmapped. Kept, each cycle of attach and unload cost every
+  // thread that hooked a return its stack again.
+  for (StackSlot& slot : g_stacks) {
+    if (ShadowStack* s = slot.stack.exchange(nullptr, std::memory_order_acq_rel)) munmap(s, sizeof(ShadowStack));
+    slot.state.store(kNever, std::memory_order_release);
+  }
 }
 
 void shadow_forget_threads() {
