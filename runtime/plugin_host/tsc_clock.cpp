@@ -6,7 +6,7 @@
 //
 // mult is ns per tick in 32.32 fixed point, measured over ~10 ms; the
 // product is taken in 128 bits, so no tick count overflows it.
-#include "plugins/host/tsc_clock.h"
+#include "runtime/plugin_host/tsc_clock.h"
 
 #include <time.h>
 
