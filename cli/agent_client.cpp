@@ -88,9 +88,11 @@ Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int
   std::string dir = path->substr(0, path->rfind('/'));
   std::string base = path->substr(path->rfind('/') + 1);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  // A freshly started or injected agent listens within a few ms: look
-  // again soon, then less often (a fixed 20 ms made every `ftjit run` wait
-  // most of a period for an agent that was long ready).
+  // A freshly started or injected agent listens within tens of ms: look
+  // every millisecond for the first two seconds (a failed connect costs
+  // microseconds; a backoff that had reached 16 ms made `ftjit run` wait
+  // most of a period for an agent long ready), then every 20 ms.
+  const auto started = std::chrono::steady_clock::now();
   auto retry_in = std::chrono::microseconds(500);
   for (;;) {
     int dfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -135,7 +137,8 @@ Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int
                                                   " (" + *path + ": " + std::strerror(err) + ")");
     }
     std::this_thread::sleep_for(retry_in);
-    retry_in = std::min<std::chrono::microseconds>(retry_in * 2, std::chrono::milliseconds(20));
+    const bool early = std::chrono::steady_clock::now() - started < std::chrono::seconds(2);
+    retry_in = early ? std::chrono::microseconds(1000) : std::chrono::microseconds(20000);
   }
 }
 

@@ -69,6 +69,21 @@ Result<std::vector<inject::detail::AddressRange>> agent_code(pid_t pid) {
   return out;
 }
 
+// The unwinder's code (libgcc_s): between reading a frame's personality
+// routine (a wrapper of ours while exit hooks were on) and calling it, it
+// keeps the address in its frame state on the stack, not as a return
+// address.
+Result<std::vector<inject::detail::AddressRange>> unwinder_code(pid_t pid) {
+  auto maps = inject::detail::read_maps(pid);
+  if (!maps) return maps.take_error();
+  std::vector<inject::detail::AddressRange> out;
+  for (const auto& m : *maps) {
+    if (m.perms.size() < 3 || m.perms[2] != 'x') continue;
+    if (m.path.find("/libgcc_s.so") != std::string::npos) out.push_back({m.start, m.end, "the unwinder"});
+  }
+  return out;
+}
+
 }  // namespace
 
 Status unload_agent(pid_t pid, AgentConnection& conn) {
@@ -113,7 +128,9 @@ Status finish_unload(pid_t pid) {
   // routine or of dlopen it was inside when its hook was taken away, a
   // trampoline, a fork handler, a signal handler. With every thread
   // stopped, no register and no stack word may point into the agent's
-  // code, and no thread may be inside fork; the hooks are gone, so a thread
+  // code (return addresses of call chains followed to their end, and every
+  // word of the unwinder's frames), and no thread may be inside fork; the
+  // hooks are gone, so a thread
   // that has no such address cannot come by a new one, except through a
   // fork handler dlclose has not unregistered yet: dlclose runs while the
   // other threads stay stopped. A thread that still has an address of ours
@@ -131,7 +148,9 @@ Status finish_unload(pid_t pid) {
     if (!ranges) return ranges.take_error();
     auto stopped = inject::StoppedProcess::stop(pid, kCallTimeout);
     if (!stopped) return stopped.take_error();
-    auto refs = stopped->find_references(*ranges);
+    auto unwinder = unwinder_code(pid);
+    if (!unwinder) return unwinder.take_error();
+    auto refs = stopped->find_references(*ranges, libc->chain_ends, *unwinder);
     if (!refs) return refs.take_error();
     std::string busy = *refs;
     // A thread inside the loader or malloc holds a lock dlclose needs, and

@@ -219,7 +219,27 @@ Result<size_t> Engine::refresh_locked() {
   if (gen == modules_generation_ && !modules_.empty()) return size_t{0};
   // Files are read outside the code-change scope (it holds the loader's
   // lock); the sleds in memory inside it, for the modules still listed.
-  auto found = discover_loaded_modules();
+  // Only objects not scanned before are read: a module with sites the
+  // engine holds (and has not found gone), or one scanned without sites
+  // that the loader still lists at the same place.
+  const std::string main_exe = main_executable_path();
+  // Modules unloaded (and maybe loaded again at the same place: a new,
+  // unpatched copy) are found gone first, so that they are read again.
+  FTJIT_TRY(with_modules_pinned([] { return Status{}; }));
+  {
+    const std::vector<LoadedObjectRef> live = loaded_objects();
+    std::erase_if(scanned_without_sites_, [&](const std::pair<std::string, uint64_t>& s) {
+      return std::none_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
+        return o.load_bias == s.second && (o.name == s.first || (o.name.empty() && s.first == main_exe));
+      });
+    });
+  }
+  auto found = discover_loaded_modules([&](const std::string& path, uint64_t bias) {
+    if (scanned_without_sites_.count({path, bias}) != 0) return true;
+    return std::any_of(modules_.begin(), modules_.end(), [&](const std::unique_ptr<ModuleRecord>& m) {
+      return !m->gone && m->path == path && m->load_bias == bias;
+    });
+  });
   if (!found) return found.take_error();
   const size_t before = sites_.size();
   const size_t first_module = modules_.size();
@@ -235,7 +255,7 @@ Result<size_t> Engine::refresh_locked() {
       for (size_t k = 0; k < modules.size(); ++k) {
         DiscoveredModule& m = modules[k];
         if (std::any_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
-              return o.load_bias == m.load_bias && (o.name == m.path || (k == 0 && o.name.empty()));
+              return o.load_bias == m.load_bias && (o.name == m.path || (o.name.empty() && m.path == main_exe));
             })) {
           listed.push_back(std::move(m));
         }

@@ -159,6 +159,7 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
   const IsaTraits& traits = backend_.traits();
   for (DiscoveredModule& m : modules) {
     if (!m.has_patchable_section || m.sites.empty() || m.isa != traits.isa) {
+      scanned_without_sites_.insert({m.path, m.load_bias});
       std::string base(path_basename(m.path));
       if (std::find(modules_without_sites_.begin(), modules_without_sites_.end(), base) ==
           modules_without_sites_.end()) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <unordered_map>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -282,6 +283,10 @@ class Engine {
   Patcher patcher_;
   std::vector<std::unique_ptr<ModuleRecord>> modules_;
   std::vector<std::string> modules_without_sites_;  // basenames, for messages
+  // Objects scanned and found without usable sites (path, load bias): not
+  // read again while the loader lists them (a refresh after each dlopen
+  // then reads the new objects only).
+  std::set<std::pair<std::string, uint64_t>> scanned_without_sites_;
   std::vector<SiteRecord> sites_;    // per module, in entry order
   std::vector<SiteOrigin> origins_;  // parallel to sites_
   std::unordered_map<uint32_t, std::unique_ptr<SiteMux>> muxes_;  // by site

@@ -13,26 +13,46 @@ passed=0
 failed=0
 failures=()
 
+flaky=()
+
 run_ctest() {  # name build-dir [ctest args...]
   local name=$1 dir=$2
   shift 2
   echo "== ctest ($name)"
-  local log summary n_failed n_total
+  local log summary n_failed n_total names
   log=$(mktemp)
   ctest --test-dir "$dir" --output-on-failure -j"$JOBS" "$@" 2>&1 | tee "$log"
   # "100% tests passed, 0 tests failed out of 167"
   summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
-  rm -f "$log"
   if [ -z "$summary" ]; then
+    rm -f "$log"
     failed=$((failed + 1))
     failures+=("$name (no ctest summary)")
     return
   fi
   n_failed=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
   n_total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+  # "  123 - suite.name (Failed)": the names, for the last lines of the log.
+  names=$(sed -nE 's/^\s+[0-9]+ - (.*) \((Failed|Timeout|SEGFAULT|Subprocess.*|Exception.*|Child.*|OTHER_FAULT|.*)\)$/\1 (\2)/p' "$log" |
+          grep -v '(Skipped)' | tr '\n' ';')
+  rm -f "$log"
+  if [ "$n_failed" -ne 0 ]; then
+    # Once more, alone (-j1): a test that passes then failed only under the
+    # load of its neighbours on 2 cores. It still counts as passed, but is
+    # named at the end of the log, so a flaky test never goes unnoticed.
+    echo "== ctest ($name): re-running the failed tests alone: $names"
+    log=$(mktemp)
+    ctest --test-dir "$dir" --output-on-failure --rerun-failed -j1 "$@" 2>&1 | tee "$log"
+    summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+    rm -f "$log"
+    local still
+    still=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"${summary:-0 tests passed, $n_failed tests failed out of 0}")
+    flaky+=("$name: $names (failed $n_failed, again on a re-run alone: $still)")
+    n_failed=$still
+  fi
   passed=$((passed + n_total - n_failed))
   failed=$((failed + n_failed))
-  [ "$n_failed" -eq 0 ] || failures+=("$name")
+  [ "$n_failed" -eq 0 ] || failures+=("$name: $names")
 }
 
 # -LE hazard: the attach cycles around the hazard program (tests/hazards),
@@ -75,6 +95,7 @@ else
 fi
 
 echo
+for f in "${flaky[@]}"; do echo "failed under load: $f"; done
 ((${#failures[@]})) && echo "failing parts: ${failures[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

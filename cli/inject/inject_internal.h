@@ -86,6 +86,14 @@ Error seize_refused(pid_t pid, pid_t tid, int err);
 // target's modules goes (a frame without CFI ends the chain).
 Result<std::vector<uint64_t>> call_chain(pid_t tid, size_t max_frames);
 
+// The same walk, with each frame's stack pointer: frame i's own stack
+// words lie in [sp, the next frame's sp).
+struct StackFrame {
+  uint64_t ip = 0;
+  uint64_t sp = 0;
+};
+Result<std::vector<StackFrame>> call_frames(pid_t tid, size_t max_frames);
+
 // file path as seen from us for a path inside the target's root.
 std::string path_in_root(pid_t pid, const std::string& target_path);
 

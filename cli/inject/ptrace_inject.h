@@ -96,9 +96,16 @@ class StoppedProcess {
   // Whether a thread can be executing, or come back to, code in `ranges`:
   // its program counter, its other registers and the return addresses of
   // its call chain (unwound with libunwind, signal frames included) are
-  // compared with them.
+  // compared with them. A chain that does not reach one of `ends` proves
+  // nothing about the frames it could not follow (a library's _init has no
+  // CFI, and a dlopen wrapper of ours may wait above it): that thread
+  // counts as one that can. Frames inside one of `data_holders` (the
+  // unwinder, which keeps the personality routine it read in its frame
+  // state before calling it) have every stack word compared too.
   // "" if no thread can; else which thread, and where the address was.
-  [[nodiscard]] Result<std::string> find_references(std::span<const detail::AddressRange> ranges);
+  [[nodiscard]] Result<std::string> find_references(std::span<const detail::AddressRange> ranges,
+                                                    std::span<const detail::AddressRange> ends,
+                                                    std::span<const detail::AddressRange> data_holders);
 
   // The threads in a ptrace stop now.
   std::vector<pid_t> stopped_threads() const;

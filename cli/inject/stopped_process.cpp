@@ -306,7 +306,9 @@ Result<StoppedProcess> StoppedProcess::stop(pid_t pid, std::chrono::milliseconds
   return stopped;
 }
 
-Result<std::string> StoppedProcess::find_references(std::span<const detail::AddressRange> ranges) {
+Result<std::string> StoppedProcess::find_references(std::span<const detail::AddressRange> ranges,
+                                                    std::span<const detail::AddressRange> ends,
+                                                    std::span<const detail::AddressRange> data_holders) {
   auto maps = detail::read_maps(s_->pid);
   FTJIT_TRY(maps);
   auto hit = [&](uint64_t v) -> const detail::AddressRange* {
@@ -331,10 +333,32 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
     // included): the return addresses it will take. Every stack word would
     // also count stale slots (an ASan frame's leftovers) and keep the agent
     // loaded for nothing.
-    auto chain = detail::call_chain(t.tid, 4096);
-    if (!chain) return who + "'s stack cannot be unwound";
-    for (uint64_t ip : *chain)
-      if (const auto* r = hit(ip)) return who + " returns into " + r->what + " (" + hex(ip) + ")";
+    auto frames = detail::call_frames(t.tid, 4096);
+    if (!frames) return who + "'s stack cannot be unwound";
+    for (const detail::StackFrame& f : *frames)
+      if (const auto* r = hit(f.ip)) return who + " returns into " + r->what + " (" + hex(f.ip) + ")";
+    const uint64_t last = frames->empty() ? 0 : frames->back().ip;
+    if (!ends.empty() &&
+        std::none_of(ends.begin(), ends.end(), [&](const detail::AddressRange& r) { return r.contains(last); })) {
+      return who + "'s call chain cannot be followed past " + std::to_string(frames->size()) + " frames (" +
+             hex(last) + ")";
+    }
+    for (size_t i = 0; i + 1 < frames->size(); ++i) {
+      const detail::StackFrame& f = (*frames)[i];
+      if (std::none_of(data_holders.begin(), data_holders.end(),
+                       [&](const detail::AddressRange& r) { return r.contains(f.ip); }))
+        continue;
+      const uint64_t lo = f.sp, hi = (*frames)[i + 1].sp;
+      if (hi <= lo || hi - lo > (1u << 20)) continue;
+      auto words = detail::read_target_memory(s_->pid, lo, hi - lo);
+      if (!words) return who + "'s stack cannot be read: " + words.error().message;
+      for (size_t at = 0; at + 8 <= words->size(); at += 8) {
+        uint64_t v;
+        std::memcpy(&v, words->data() + at, 8);
+        if (const auto* r = hit(v))
+          return who + "'s unwinder holds an address in " + r->what + " (" + hex(v) + ")";
+      }
+    }
   }
   return std::string();
 }
