@@ -342,6 +342,12 @@ inline void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
 
 }  // namespace
 
+// Shadow entries are keyed by the stack word that holds their frame's
+// return address (runtime/arch/arch.h). An ISA whose return address lives
+// in a register brings its model with its trampolines' exit hooks.
+static_assert(arch::return_address_home() == arch::ReturnAddressHome::kStackWordAtEntrySp,
+              "exit hooks: this ISA's return-address model is not written yet");
+
 void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
                          uint64_t parent_ip, ftjit_regs* regs) {
   const uint64_t slot = arch::return_slot_at_entry(regs->sp);
