@@ -10,11 +10,13 @@
 // site is given back (de-init); the live part is one instruction, toggled
 // while other threads run:
 //
-//              entry-8        entry          entry+4        entry+8
-//   x86-64 =5     .........   [ nop5 | call rel32 ][ body       live_offset 0
-//   x86-64 =13,8  [ ops slot ][ nop5 | call rel32 ][ body       site_bytes 5
-//   arm64 =4,2    [ ops slot ][ mov x9, x30 ][ nop | bl ][ body  live_offset 4
-//                             `-- fixed ---'  `- live --'        site_bytes 8
+//                 entry-8     entry                     entry+5/+8
+//   x86-64 =5                 [ nop5 | call rel32 ]     [ body ...
+//   x86-64 =13,8  [ ops slot ][ nop5 | call rel32 ]     [ body ...
+//   arm64 =4,2    [ ops slot ][ mov x9, x30 ][ nop | bl ][ body ...
+//                             `-- fixed ---' `- live --'
+//
+//   x86-64: live_offset 0, site_bytes 5; arm64: live_offset 4, site_bytes 8
 //
 // On x86-64 the fixed part is the live instruction's own first state (the
 // compiler's one-byte NOPs become one nop5); on arm64 it is the `mov`,
