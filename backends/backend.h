@@ -52,8 +52,9 @@ struct IsaTraits {
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
   uint32_t reloc_abs64 = 0;   // a data word holding S + A (personality refs)
-  // Where the live instruction sits, from the entry (x86-64 0, arm64 4):
-  // sites' live writes and traps happen at entry + live_offset.
+  // Where the live instruction sits, from the site's start (x86-64 0;
+  // arm64 4, after the `mov x9, x30` written once at init): live writes,
+  // traps and encode_call/encode_jump happen at entry + live_offset.
   uint32_t live_offset = 0;
   // The bytes from the entry that make a site, fixed and live part: what
   // classify_entry reads, init writes (encode_init) and de-init restores
@@ -240,14 +241,15 @@ class Backend : public TrampolineEmitter {
   // The live instruction's disabled state (at entry + live_offset).
   virtual Insn encode_nop() const = 0;
 
-  // Encodes the live instruction of the site at `entry` as a call to
+  // Encodes the live instruction at `at` (a site's entry + live_offset:
+  // branches are relative to the instruction that holds them) as a call to
   // `target`, into *out; false if out of reach. (Not a Result: a batch
   // encodes a million of these, returning a 9-byte value stalled store
   // forwarding, and the caller words the error with the site's name.)
-  virtual bool encode_call(uint64_t entry, uint64_t target, Insn* out) const = 0;
+  virtual bool encode_call(uint64_t at, uint64_t target, Insn* out) const = 0;
 
   // The same as a jump (to the site's stub); false if out of reach.
-  virtual bool encode_jump(uint64_t entry, uint64_t target, Insn* out) const = 0;
+  virtual bool encode_jump(uint64_t at, uint64_t target, Insn* out) const = 0;
 
   // The code of the stub at `stub` (traits().stub_bytes, into `out`) for
   // the site at `entry`: it makes the stack look as if the site had called

@@ -4,12 +4,18 @@
 
 #include "backends/backend.h"
 #include "backends/x86_64/x86_64_backend.h"
+#if FTJIT_HAVE_ARM64
+#include "backends/arm64/arm64_backend.h"
+#endif
 
 namespace ftjit {
 
 const Backend* backend_for(Isa isa) {
   switch (isa) {
     case Isa::kX86_64: return &x86_64_backend();
+#if FTJIT_HAVE_ARM64
+    case Isa::kArm64: return &arm64_backend();
+#endif
     default: return nullptr;
   }
 }
@@ -17,13 +23,20 @@ const Backend* backend_for(Isa isa) {
 const TrampolineEmitter* emitter_for(Isa isa) {
   switch (isa) {
     case Isa::kX86_64: return &x86_64_emitter();
+#if FTJIT_HAVE_ARM64
+    case Isa::kArm64: return &arm64_emitter();
+#endif
     default: return nullptr;
   }
 }
 
+// Where the native backend is picked (native_isa() is the sites library's,
+// which an embedder's link need not include).
 const Backend* native_backend() {
 #if defined(__x86_64__)
   return backend_for(Isa::kX86_64);
+#elif defined(__aarch64__)
+  return backend_for(Isa::kArm64);
 #else
   return nullptr;
 #endif

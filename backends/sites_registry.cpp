@@ -3,12 +3,18 @@
 // (an agent's proxy to the generator in the CLI). Links no code generator.
 #include "backends/backend.h"
 #include "backends/x86_64/x86_64_backend.h"
+#if FTJIT_HAVE_ARM64
+#include "backends/arm64/arm64_backend.h"
+#endif
 
 namespace ftjit {
 
 std::unique_ptr<Backend> make_backend(Isa isa, const TrampolineEmitter& emitter) {
   switch (isa) {
     case Isa::kX86_64: return make_x86_64_backend(emitter);
+#if FTJIT_HAVE_ARM64
+    case Isa::kArm64: return make_arm64_backend(emitter);
+#endif
     default: return nullptr;
   }
 }

@@ -19,9 +19,16 @@ namespace {
 constexpr std::chrono::milliseconds kCallTimeout{10000};
 // How long the other threads stay stopped while dlclose runs (longer: one
 // of them may hold a lock it needs).
-constexpr std::chrono::milliseconds kOthersStoppedFor{300};
-// How long threads get to leave the agent's code before it stays loaded.
+constexpr std::chrono::milliseconds kOthersStoppedFor{100};
+// How long threads get to leave the agent's code (and fork) before it
+// stays loaded.
 constexpr std::chrono::milliseconds kLeaveAgentCodeWithin{3000};
+// How long a moment with no thread inside the loader, malloc or the
+// unwinder's lock is looked for: past it, dlclose goes ahead and may wait
+// kOthersStoppedFor for one of them. (A busy program has such a thread
+// almost always: waiting the whole kLeaveAgentCodeWithin made every
+// unload of the hazard program take 3.5 s.)
+constexpr std::chrono::milliseconds kPreferIdleFor{100};
 
 // The agent's path as the process sees it, "" if it is not mapped.
 std::string mapped_agent(pid_t pid) {
@@ -142,7 +149,7 @@ Status finish_unload(pid_t pid) {
   if (!handle) return handle.take_error();
   if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
   const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
-  const auto prefer_idle_until = deadline;
+  const auto prefer_idle_until = std::chrono::steady_clock::now() + kPreferIdleFor;
   for (;;) {
     auto ranges = agent_code(pid);
     if (!ranges) return ranges.take_error();
@@ -153,12 +160,13 @@ Status finish_unload(pid_t pid) {
     auto refs = stopped->find_references(*ranges, libc->chain_ends, *unwinder);
     if (!refs) return refs.take_error();
     std::string busy = *refs;
-    // A thread inside the loader or malloc holds a lock dlclose needs, and
-    // one inside fork calls the fork handlers glibc read before dlclose
-    // unregistered them (ours are inert, but ours): a moment without either
-    // is waited for, as long as a thread may take to leave our code. Then
-    // dlclose goes ahead, and the others are let go after
-    // kOthersStoppedFor, should it wait for one of them.
+    if (busy.empty()) busy = stopped->find_in_call_chains(libc->fork_entries, {});
+    // A thread inside fork calls the fork handlers glibc read before
+    // dlclose unregistered them (ours are inert, but ours): it must leave
+    // fork first, like our code. A thread inside the loader, malloc or
+    // the unwinder holds a lock dlclose needs: a moment without one is
+    // looked for a little while; then dlclose goes ahead, and the others
+    // are let go after kOthersStoppedFor, should it wait for one of them.
     if (busy.empty() && std::chrono::steady_clock::now() < prefer_idle_until &&
         !stopped->find_in_call_chains(libc->lock_holders, libc->chain_ends).empty()) {
       FTJIT_TRY(stopped->detach());

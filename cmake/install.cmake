@@ -18,6 +18,10 @@ install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_
   ftjit_backend_x86_64_sites ftjit_plugin_sdk
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET ftjit_backend_arm64)
+  install(TARGETS ftjit_backend_arm64 ftjit_backend_arm64_sites
+    EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(FILES include/ftjit/ftjit.h include/ftjit/ftjit.hpp plugins/include/ftjit/plugin.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ftjit)
 install(EXPORT ftjitTargets NAMESPACE ftjit::

@@ -243,10 +243,11 @@ class Engine {
       Insn insn;
       // In reach: encoded once already.
       const SiteTarget t{call, 0};
+      const uint64_t at = s.entry + backend_.traits().live_offset;
       if (t.via_stub()) {
-        backend_.encode_jump(s.entry, stub_of(index), &insn);
+        backend_.encode_jump(at, stub_of(index), &insn);
       } else {
-        backend_.encode_call(s.entry, call, &insn);
+        backend_.encode_call(at, call, &insn);
       }
       return insn;
     }

@@ -338,8 +338,8 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
-        if (t.via_stub() ? !backend_.encode_jump(s.entry, stub_of(i), &to)
-                         : !backend_.encode_call(s.entry, t.call, &to)) {
+        if (t.via_stub() ? !backend_.encode_jump(s.entry + live_offset, stub_of(i), &to)
+                         : !backend_.encode_call(s.entry + live_offset, t.call, &to)) {
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }

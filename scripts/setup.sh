@@ -11,16 +11,23 @@ cd "$(dirname "$0")/.."
 # with protoc, an oracle independent of our encoder.
 PACKAGES=(build-essential cmake clang libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
-          protobuf-compiler)
+          protobuf-compiler
+          g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user)
+# The arm64 leg (scripts/build_aarch64.sh): Debian's multiarch arm64 builds
+# of the libraries the cross-built backend and its tests link, run under
+# qemu-aarch64. binutils-aarch64-linux-gnu's objdump is the independent
+# disassembler of the host-side aarch64 encoding test.
+ARM64_PACKAGES=(libasmjit-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64)
 
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${PACKAGES[@]}" "${ARM64_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "== installing: ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole test suite: the normal build, an ASan+UBSan build, a TSan build
-# of the concurrency tests, and a bounded libFuzzer run of the ELF parser.
+# The whole test suite: the normal build, the arm64 leg (cross-built, run
+# under qemu-aarch64), an ASan+UBSan build, a TSan build of the concurrency
+# tests, and a bounded libFuzzer run of the ELF parser.
 # Prints "N passed, N failed" at the end; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,16 @@ run_ctest() {  # name build-dir [ctest args...]
 # -LE hazard: the attach cycles around the hazard program (tests/hazards),
 # which still find a rare crash; run them with `ctest -L hazard`.
 run_ctest normal build -LE hazard
+
+# The arm64 leg: the backend and its harness cross-built, run as arm64
+# code under qemu-aarch64 (about a minute on 2 cores).
+echo "== cross-building the arm64 leg (scripts/build_aarch64.sh)"
+if JOBS=$JOBS scripts/build_aarch64.sh --build-only build-aarch64 >/dev/null; then
+  run_ctest aarch64-qemu build-aarch64 -L aarch64
+else
+  failed=$((failed + 1))
+  failures+=("aarch64 build")
+fi
 
 echo "== installing into build/prefix; building the examples against it only"
 rm -rf build/prefix build/examples

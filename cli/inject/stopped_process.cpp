@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <optional>
 
 #include "cli/inject/injector_isa.h"
 #include "cli/inject/inject_internal.h"
@@ -68,6 +69,9 @@ struct StoppedProcess::State {
   struct Thread {
     pid_t tid;
     Run run;
+    // Its call chain, unwound once per stop (remote unwinding is a ptrace
+    // read per word: the checks of one stop share it).
+    std::optional<Result<std::vector<detail::StackFrame>>> frames;
   };
   pid_t pid = 0;
   bool we_are_parent = false;
@@ -135,7 +139,10 @@ struct StoppedProcess::State {
         Event ev = poll(t.tid);
         switch (ev.kind) {
           case EventKind::kNone: all = false; break;
-          case EventKind::kStopEvent: t.run = Run::kStopped; break;
+          case EventKind::kStopEvent:
+            t.run = Run::kStopped;
+            t.frames.reset();
+            break;
           case EventKind::kSignal:
             // It would have been delivered now anyway; the pending
             // interrupt stops the thread before its handler runs.
@@ -259,6 +266,16 @@ struct StoppedProcess::State {
   }
 };
 
+namespace {
+
+// A stopped thread's call chain, unwound at its first use in this stop.
+Result<std::vector<detail::StackFrame>>& frames_of(StoppedProcess::State::Thread& t) {
+  if (!t.frames) t.frames = detail::call_frames(t.tid, 4096);
+  return *t.frames;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // StoppedProcess
 // ---------------------------------------------------------------------------
@@ -321,7 +338,7 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
     std::snprintf(b, sizeof b, "0x%" PRIx64, v);
     return std::string(b);
   };
-  for (const State::Thread& t : s_->threads) {
+  for (State::Thread& t : s_->threads) {
     if (t.run != State::Run::kStopped) continue;
     const std::string who = "thread " + std::to_string(t.tid);
     auto regs = detail::read_stopped_registers(t.tid);
@@ -333,7 +350,7 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
     // included): the return addresses it will take. Every stack word would
     // also count stale slots (an ASan frame's leftovers) and keep the agent
     // loaded for nothing.
-    auto frames = detail::call_frames(t.tid, 4096);
+    auto& frames = frames_of(t);
     if (!frames) return who + "'s stack cannot be unwound";
     for (const detail::StackFrame& f : *frames)
       if (const auto* r = hit(f.ip)) return who + " returns into " + r->what + " (" + hex(f.ip) + ")";
@@ -372,9 +389,14 @@ std::vector<pid_t> StoppedProcess::stopped_threads() const {
 
 std::string StoppedProcess::find_in_call_chains(std::span<const detail::AddressRange> code,
                                                 std::span<const detail::AddressRange> ends) {
-  for (pid_t tid : stopped_threads()) {
-    auto chain = detail::call_chain(tid, 4096);
-    if (!chain) return "thread " + std::to_string(tid) + "'s stack cannot be unwound";
+  for (State::Thread& t : s_->threads) {
+    if (t.run != State::Run::kStopped) continue;
+    const pid_t tid = t.tid;
+    auto& frames = frames_of(t);
+    if (!frames) return "thread " + std::to_string(tid) + "'s stack cannot be unwound";
+    std::vector<uint64_t> chain_ips;
+    for (const detail::StackFrame& f : *frames) chain_ips.push_back(f.ip);
+    const std::vector<uint64_t>* chain = &chain_ips;
     for (size_t i = 0; i < chain->size(); ++i) {
       // The pc itself, then return addresses (one past their call).
       uint64_t ip = i == 0 ? (*chain)[i] : (*chain)[i] - 1;

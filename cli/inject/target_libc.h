@@ -46,6 +46,10 @@ struct TargetLibc {
   // run dlopen/dlclose: the loader, and the libc entry points that take the
   // locks dlopen and a library constructor take again.
   std::vector<AddressRange> lock_holders;
+  // fork and _Fork (also lock holders): a thread inside them may call a
+  // fork handler whose address it read before a dlclose unregistered it
+  // (glibc drops its atfork lock around each parent and child handler).
+  std::vector<AddressRange> fork_entries;
   // Where a whole call chain ends: libc's code (start_thread, clone3, and
   // __libc_start_call_main below main) and the program's entry point
   // (_start). A chain that ends anywhere else was cut short by a frame the

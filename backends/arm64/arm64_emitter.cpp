@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: MIT
+// arm64 trampolines, emitted with asmjit's a64 Assembler (sites:
+// arm64_backend.cpp). Runs on any host: the CLI on x86-64 emits them for
+// an arm64 agent.
+//
+// (c) The entry trampoline's frame. The site's `bl` left x30 = start+8 and
+//     the sled's mov left x9 = the parent's return address; sp = S, the
+//     traced function's stack pointer at its entry (16-aligned). Two frame
+//     records come first, so that an unwinder walking x29 sees the traced
+//     function between us and its caller (as Linux's ftrace_caller does):
+//
+//     S-8       x9: the parent's return address  \ the traced function's
+//     S-16      the caller's x29                 / record; S-8 is the slot
+//     S-24      x30 = start+8                    \ ours; x29 = S-32
+//     S-32      x29 = S-16                       /
+//     sp+K+64   ip, parent_ip across shadow-stack calls
+//     sp+K      x8 x10 x11 x12 x13 x14 x15 x18
+//     sp+80     q0..q7 (16 B each)      (with FP) -+
+//     sp+72     S: sp at the traced entry          |  ftjit_regs, passed
+//     sp+64     direct (0 = none)                  |  as `regs`
+//     sp+0      x0..x7                            -+
+//     sp        = S-32-R; K = 208 with FP, 80 without; R = K+80
+//
+//     Kept: x0-x8 and x10-x15 (arguments, the indirect result, and what an
+//     -fipa-ra caller might keep), x18, q0-q7 with save_fp (FP arguments),
+//     x19-x28 and the low halves of v8-v15 by the callback (AAPCS64
+//     callee-saved). x18 is the platform register, which no trampoline
+//     writes; but GCC on Linux allocates it as a temporary (and passes the
+//     static chain in it), so a callback may change it: it is kept. Clobbered: x9 (the sled's own), x16/x17
+//     (IP0/IP1, any veneer's), the flags, and v16-v31 and the high halves
+//     of v8-v15, which AAPCS64 lets every call clobber: with the
+//     -fpatchable-function-entry flag GCC has -fipa-ra off (TOOLCHAIN Q6),
+//     so no caller keeps values there across a traced call.
+//
+//     ip = x30 - 8, the site start (after any landing pad: see
+//     arm64_backend.h); parent_ip = x9. The slot, where the return address
+//     the function will return through is kept while the trampoline runs,
+//     is S-8: an exit hook replaces it (shadow_push writes the landing
+//     there) and the trampoline's last loads put it into x30.
+//
+//     Per-thread counters at tpidr_el0+tls (entries) and +8 (exits), as on
+//     x86-64 (runtime/thread_control.h): counted with ldxr/stxr, which a
+//     signal handler between the two cannot tear (an exception return
+//     clears the exclusive monitor, so the stxr fails and we retry; a plain
+//     load-add-store would lose the handler's own counts):
+//
+//         stp x29, x9, [sp, #-16]! ; mov x29, sp        ; the function's
+//         stp x29, x30, [sp, #-16]! ; mov x29, sp       ; ours
+//         sub sp, sp, #R ; stp x0..x15 (not x9)
+//         mrs x16, tpidr_el0 ; add x16, x16, #tls
+//      1: ldxr x17, [x16] ; add x17, x17, #1 ; stxr w15, x17, [x16]
+//         cbnz w15, 1b                                  ; entries++
+//      2: ldr x10, [x16] ; ldr x11, [x16, #8]           ; the guard: read
+//         ldr x12, [x16] ; cmp x10, x12 ; b.ne 2b       ; past a handler
+//         sub x10, x10, x11 ; cmp x10, #1 ; b.ne nested
+//         ...  save q0-q7, call, restore
+//         exits++ (as 1:, status in w9) ; ldr x16, [sp, #64] (direct)
+//         add sp, sp, #R ; ldr x9, [sp, #8] ; ldp x29, x30, [sp, #16]
+//         add sp, sp, #32
+//         cbnz x16, to_direct                           ; honour_direct
+//         ret x9                                        ; into start+8
+//     to_direct:                        ; as if the site had called it:
+//         mov x17, x30 ; mov x30, x9 ; mov x9, x17 ; br x16
+//     nested:                           ; under a callback: count a drop,
+//         drops++ (ldxr/stxr) ; restore ; entries-- ; unwind ; ret x9
+//
+// (d) The exit trampoline, one per process. A hooked function returns
+//     (`ret` through x30 = the landing) with sp = S again; the landing
+//     asks pop(slot = S-8, regs) for the real return address and returns
+//     there through x30. The 16 bytes below S, the slot's, are never
+//     written here (the shadow stack may read the slot until pop returns):
+//
+//     S-16..S   untouched; sp = S-304
+//     sp+272    x29, x30: a frame record (x29 = sp+272)
+//     sp+264    (pad)
+//     sp+256    the real return address, across the restores
+//     sp+144    x2..x8 x10..x15 x18
+//     sp+48     q2..q7
+//     sp+16     q0 q1                      -+ ftjit_ret_regs
+//     sp+0      x0 x1                      -+
+//
+//     x0-x1 and q0-q3 are the return values (q0-q3: homogeneous FP
+//     aggregates); the rest is kept as for (c). The landing counts an entry
+//     and an exit (or takes its entry back when another of the thread's
+//     is open), as on x86-64. A chain (pop returns the landing itself: the
+//     frame was hooked twice) pops again.
+//
+//     Before the landing, where x86-64 has call-and-land (for sites
+//     entered by a stub), arm64 has `brk` words: it has no stubs
+//     (arm64_backend.cpp), and a jump there is a bug to stop at.
+//
+//     Not yet emitted on arm64 (each has a correct slower equivalent, used
+//     instead): the landing's own pop of the common case (shadow_tls_offset
+//     is ignored: pop() does the same work), and the generated trampoline's
+//     inline prune check and push (shadow_prune and shadow_push are called:
+//     they check and push the same way).
+#include "backends/arm64/arm64_backend.h"
+
+#include <asmjit/arm.h>
+#include <asmjit/arm/a64assembler.h>
+
+#include <cstddef>
+#include <map>
+
+#include "backends/arm64/arm64_encoding.h"
+#include "ftjit/ftjit.h"
+
+namespace ftjit {
+namespace {
+
+using namespace arm64;
+
+// (c): offsets from sp inside an entry trampoline.
+constexpr int32_t kRegsDirect = 64;
+constexpr int32_t kRegsSp = 72;
+constexpr int32_t kRegsFp = 80;
+constexpr int32_t kKeptWithFp = 208;
+constexpr int32_t kKeptNoFp = 80;
+constexpr int32_t kKeptBytes = 64;        // x8 x10..x15 x18
+constexpr int32_t kIpParentBytes = 16;
+constexpr int32_t kRecordsBytes = 32;     // the two frame records
+constexpr int32_t kOurReturn = 8;         // x29+8: start+8
+constexpr int32_t kSlotFromOurFp = 24;    // x29+24 = S-8
+static_assert(offsetof(ftjit_regs, direct) == kRegsDirect);
+static_assert(offsetof(ftjit_regs, sp) == kRegsSp);
+static_assert(offsetof(ftjit_regs, fp) == kRegsFp);
+static_assert(kRegsFp + 8 * 16 == kKeptWithFp);
+static_assert(offsetof(ftjit_ops, func) == 8);
+// (d): offsets from sp inside the exit trampoline.
+static_assert(sizeof(ftjit_ret_regs) == 48);
+constexpr int32_t kExitQ2 = 48;
+constexpr int32_t kExitGprs = 144;
+constexpr int32_t kExitRealReturn = 256;
+constexpr int32_t kExitRecord = 272;
+constexpr int32_t kExitUntouched = 16;
+constexpr int32_t kExitFrame = kExitRecord + 16 + kExitUntouched;
+constexpr int32_t kSlotBelowSp = 8;       // the slot is S-8
+// A jump into the exit trampoline's call-and-land area is a bug.
+constexpr uint32_t kNoCallAndLandBrk = 0xfa64;
+
+class Arm64Emitter final : public TrampolineEmitter {
+ public:
+  Result<std::vector<uint8_t>> emit_trampoline(const TrampolineRequest& req,
+                                               uint64_t place) const override;
+  Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& req,
+                                                    uint64_t place) const override;
+};
+
+// ---------------------------------------------------------------------------
+// Code holder, literal pool, small sequences
+// ---------------------------------------------------------------------------
+
+Status start_code(asmjit::CodeHolder& code, uint64_t place) {
+  if (code.init(asmjit::Environment(asmjit::Arch::kAArch64), place) != asmjit::kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot init an a64 code holder");
+  }
+  return {};
+}
+
+// 64-bit constants (addresses of ops, callbacks, runtime functions) live
+// in a pool after the code and are read with `ldr xN, <label>` (pc-relative,
+// +-1 MiB): one instruction, where movz/movk would take four.
+class LiteralPool {
+ public:
+  explicit LiteralPool(asmjit::a64::Assembler& a) : a_(a) {}
+
+  void load(const asmjit::a64::Gp& dst, uint64_t value) {
+    auto it = labels_.find(value);
+    if (it == labels_.end()) it = labels_.emplace(value, a_.newLabel()).first;
+    a_.ldr(dst, asmjit::a64::ptr(it->second));
+  }
+
+  void emit() {
+    if (labels_.empty()) return;
+    a_.align(asmjit::AlignMode::kData, 8);
+    for (const auto& [value, label] : labels_) {
+      a_.bind(label);
+      a_.embedUInt64(value);
+    }
+  }
+
+ private:
+  asmjit::a64::Assembler& a_;
+  std::map<uint64_t, asmjit::Label> labels_;
+};
+
+Result<std::vector<uint8_t>> finish(asmjit::a64::Assembler& a, LiteralPool& pool,
+                                    asmjit::CodeHolder& code, uint64_t place) {
+  using namespace asmjit;
+  pool.emit();
+  if (a.finalize() != kErrorOk || code.flatten() != kErrorOk ||
+      code.resolveUnresolvedLinks() != kErrorOk || code.relocateToBase(place) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot relocate a64 trampoline");
+  }
+  std::vector<uint8_t> out(code.codeSize());
+  if (code.copyFlattenedData(out.data(), out.size()) != kErrorOk) {
+    return make_error(FTJIT_E_INTERNAL, "asmjit: cannot copy a64 trampoline");
+  }
+  return out;
+}
+
+// dst = tpidr_el0 + offset. Initial-exec TLS lies after the thread pointer
+// on arm64 (a 16-byte TCB, then the blocks): small and positive, one or
+// two adds; anything else through the pool.
+void emit_tls_address(asmjit::a64::Assembler& a, LiteralPool& pool,
+                      const asmjit::a64::Gp& dst, const asmjit::a64::Gp& scratch,
+                      int64_t offset) {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  a.mrs(dst, Imm(Predicate::SysReg::kTPIDR_EL0));
+  if (offset >= 0 && offset < (int64_t{1} << 24)) {
+    if (offset >> 12) a.add(dst, dst, Imm(offset >> 12), lsl(12));
+    if (offset & 0xfff) a.add(dst, dst, Imm(offset & 0xfff));
+  } else {
+    pool.load(scratch, static_cast<uint64_t>(offset));
+    a.add(dst, dst, scratch);
+  }
+}
+
+// [addr] += delta, atomically with respect to this thread's signal
+// handlers and to other threads (drops are shared): an exclusive pair,
+// retried when anything came between.
+void emit_atomic_add(asmjit::a64::Assembler& a, const asmjit::a64::Gp& addr,
+                     const asmjit::a64::Gp& value, const asmjit::a64::Gp& status, int delta) {
+  using namespace asmjit;
+  Label retry = a.newLabel();
+  a.bind(retry);
+  a.ldxr(value, a64::ptr(addr));
+  if (delta > 0) {
+    a.add(value, value, Imm(delta));
+  } else {
+    a.sub(value, value, Imm(-delta));
+  }
+  a.stxr(status.w(), value, a64::ptr(addr));
+  a.cbnz(status.w(), retry);
+}
+
+// Calls `target`: a direct `bl` when it is within reach from anywhere in a
+// trampoline at `place`, else through x16 from the pool.
+void emit_call(asmjit::a64::Assembler& a, LiteralPool& pool, uint64_t place, uint64_t target) {
+  using namespace asmjit::a64;
+  constexpr uint64_t kTrampolineSpan = 4096;
+  if (branch_reaches(place, target - kTrampolineSpan) && branch_reaches(place, target + kTrampolineSpan)) {
+    a.bl(asmjit::Imm(target));
+  } else {
+    pool.load(x16, target);
+    a.blr(x16);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Entry trampolines (c)
+// ---------------------------------------------------------------------------
+
+struct EntryFrame {
+  int32_t kept;   // x8 x10..x15 x18
+  int32_t size;   // R
+  int32_t ip_parent() const { return kept + kKeptBytes; }
+};
+
+EntryFrame entry_frame(bool save_fp) {
+  EntryFrame f;
+  f.kept = save_fp ? kKeptWithFp : kKeptNoFp;
+  f.size = f.kept + kKeptBytes + kIpParentBytes;
+  return f;
+}
+
+void emit_save_gprs(asmjit::a64::Assembler& a, const EntryFrame& f) {
+  using namespace asmjit::a64;
+  for (int i = 0; i < 8; i += 2) a.stp(x(i), x(i + 1), ptr(sp, i * 8));
+  a.str(x8, ptr(sp, f.kept));
+  a.stp(x10, x11, ptr(sp, f.kept + 8));
+  a.stp(x12, x13, ptr(sp, f.kept + 24));
+  a.stp(x14, x15, ptr(sp, f.kept + 40));
+  a.str(x18, ptr(sp, f.kept + 56));
+}
+
+void emit_restore_gprs(asmjit::a64::Assembler& a, const EntryFrame& f) {
+  using namespace asmjit::a64;
+  for (int i = 0; i < 8; i += 2) a.ldp(x(i), x(i + 1), ptr(sp, i * 8));
+  a.ldr(x8, ptr(sp, f.kept));
+  a.ldp(x10, x11, ptr(sp, f.kept + 8));
+  a.ldp(x12, x13, ptr(sp, f.kept + 24));
+  a.ldp(x14, x15, ptr(sp, f.kept + 40));
+  a.ldr(x18, ptr(sp, f.kept + 56));
+}
+
+void emit_fp_regs(asmjit::a64::Assembler& a, int32_t at, int first, int count, bool save) {
+  using namespace asmjit::a64;
+  for (int i = 0; i < count; i += 2) {
+    const Mem m = ptr(sp, at + 16 * i);
+    if (save) {
+      a.stp(VecV(first + i), VecV(first + i + 1), m);
+    } else {
+      a.ldp(VecV(first + i), VecV(first + i + 1), m);
+    }
+  }
+}
+
+// From sp = S-32-R back to the site's state on return: x29 the caller's,
+// x30 the slot (the parent's return address, or the landing), x9 =
+// start+8, sp = S.
+void emit_unwind_records(asmjit::a64::Assembler& a, const EntryFrame& f) {
+  using namespace asmjit::a64;
+  a.add(sp, sp, asmjit::Imm(f.size));
+  a.ldr(x9, ptr(sp, kOurReturn));
+  a.ldp(x29, x30, ptr(sp, 16));
+  a.add(sp, sp, asmjit::Imm(kRecordsBytes));
+}
+
+// x0 = ip: the site start, 8 bytes before the return address into it.
+void emit_ip(asmjit::a64::Assembler& a) {
+  using namespace asmjit::a64;
+  a.ldr(x0, ptr(x29, kOurReturn));
+  a.sub(x0, x0, asmjit::Imm(kSiteBytes));
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> Arm64Emitter::emit_trampoline(const TrampolineRequest& req,
+                                                           uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  if (req.recursion_drops == 0) {
+    return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
+  }
+  if (req.entered_by_stub) {
+    return make_error(FTJIT_E_UNSUPPORTED,
+                      "arm64 trampolines are never entered by a stub: sites call them with bl "
+                      "and hooked returns need no call-and-land (backends/arm64)");
+  }
+  if (req.exit_record != 0 && (req.exit_trampoline == 0 || req.shadow_prune == 0 ||
+                               req.shadow_push == 0)) {
+    return make_error(FTJIT_E_INTERNAL, "exit-hooking trampoline without its shadow-stack calls");
+  }
+  if ((place & 3) != 0) return make_error(FTJIT_E_INTERNAL, "a64 code must be 4-byte aligned");
+
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, place));
+  Assembler a(&code);
+  LiteralPool pool(a);
+  const EntryFrame f = entry_frame(req.save_fp);
+  Label nested = a.newLabel();
+
+  // Frame records, then everything the callback may clobber.
+  a.stp(x29, x9, ptr_pre(sp, -16));
+  a.mov(x29, sp);
+  a.stp(x29, x30, ptr_pre(sp, -16));
+  a.mov(x29, sp);
+  a.sub(sp, sp, Imm(f.size));
+  emit_save_gprs(a, f);
+
+  // Our entry counted, then the guard.
+  emit_tls_address(a, pool, x16, x17, req.counts_tls_offset);
+  emit_atomic_add(a, x16, x17, x15, +1);
+  Label again = a.newLabel();
+  a.bind(again);
+  a.ldr(x10, ptr(x16));
+  a.ldr(x11, ptr(x16, 8));
+  a.ldr(x12, ptr(x16));
+  a.cmp(x10, x12);
+  a.b_ne(again);
+  a.sub(x10, x10, x11);
+  a.cmp(x10, Imm(1));
+  a.b_ne(nested);
+
+  if (req.honour_direct) a.str(xzr, ptr(sp, kRegsDirect));
+  if (req.save_fp) emit_fp_regs(a, kRegsFp, 0, 8, true);
+  a.add(x10, x29, Imm(kRecordsBytes));
+  a.str(x10, ptr(sp, kRegsSp));              // S
+  emit_ip(a);
+  a.mov(x1, x9);                             // parent_ip
+  if (req.exit_trampoline != 0) {
+    // parent_ip is the landing: this frame's return was hooked already
+    // (a hooked function tail-called this one). The real one is on the
+    // shadow stack.
+    Label parent_ok = a.newLabel();
+    pool.load(x10, req.exit_trampoline);
+    a.cmp(x1, x10);
+    a.b_ne(parent_ok);
+    a.add(x0, x29, Imm(kSlotFromOurFp));
+    emit_call(a, pool, place, req.real_return);
+    a.mov(x1, x0);
+    emit_ip(a);
+    a.bind(parent_ok);
+  }
+  if (req.exit_record != 0) {
+    // Frames a longjmp or an unwind left behind go first.
+    a.stp(x0, x1, ptr(sp, f.ip_parent()));
+    a.add(x0, x29, Imm(kSlotFromOurFp));
+    emit_call(a, pool, place, req.shadow_prune);
+    a.ldp(x0, x1, ptr(sp, f.ip_parent()));
+  }
+  a.mov(x3, sp);                             // regs
+  if (req.source == OpsSource::kImmediate) {
+    pool.load(x2, req.ops);
+    emit_call(a, pool, place, req.func);
+  } else {
+    // The literal: 16 bytes below start+8 rounded down to 8. With a
+    // landing pad before the sled the return address is literal+20, not
+    // literal+16; rounding down covers both.
+    a.ldr(x10, ptr(x29, kOurReturn));
+    a.and_(x10, x10, Imm(~uint64_t{7}));
+    a.ldur(x2, ptr(x10, -16));
+    if (req.func != 0) {
+      emit_call(a, pool, place, req.func);   // a fixed dispatcher, given the ops
+    } else {
+      a.ldr(x16, ptr(x2, 8));                // ops->func
+      a.blr(x16);
+    }
+  }
+  if (req.exit_record != 0) {
+    // The return hooked: shadow_push writes the landing into the slot.
+    a.add(x0, x29, Imm(kSlotFromOurFp));
+    a.ldr(x1, ptr(sp, f.ip_parent()));
+    pool.load(x2, req.exit_record);
+    emit_call(a, pool, place, req.shadow_push);
+  }
+
+  if (req.save_fp) emit_fp_regs(a, kRegsFp, 0, 8, false);
+  emit_restore_gprs(a, f);
+  emit_tls_address(a, pool, x16, x17, req.counts_tls_offset + 8);
+  emit_atomic_add(a, x16, x17, x9, +1);      // exits
+  if (req.honour_direct) a.ldr(x16, ptr(sp, kRegsDirect));
+  emit_unwind_records(a, f);
+  Label to_direct = a.newLabel();
+  if (req.honour_direct) a.cbnz(x16, to_direct);
+  a.ret(x9);
+  if (req.honour_direct) {
+    a.bind(to_direct);
+    a.mov(x17, x30);
+    a.mov(x30, x9);
+    a.mov(x9, x17);
+    a.br(x16);
+  }
+
+  // Called from inside a callback: count it, run nothing (not even a
+  // direct trampoline: it is tracer code too), take our entry back (exits
+  // count outermost frames only).
+  a.bind(nested);
+  pool.load(x10, req.recursion_drops);
+  emit_atomic_add(a, x10, x11, x12, +1);
+  emit_restore_gprs(a, f);
+  emit_atomic_add(a, x16, x17, x9, -1);      // x16: still &entries
+  emit_unwind_records(a, f);
+  a.ret(x9);
+  return finish(a, pool, code, place);
+}
+
+// ---------------------------------------------------------------------------
+// Exit trampoline (d)
+// ---------------------------------------------------------------------------
+
+namespace {
+
+void emit_exit_save(asmjit::a64::Assembler& a, bool save) {
+  using namespace asmjit::a64;
+  auto pair = [&](const Gp& r0, const Gp& r1, int32_t at) {
+    if (save) {
+      a.stp(r0, r1, ptr(sp, at));
+    } else {
+      a.ldp(r0, r1, ptr(sp, at));
+    }
+  };
+  pair(x0, x1, 0);
+  emit_fp_regs(a, 16, 0, 2, save);
+  emit_fp_regs(a, kExitQ2, 2, 6, save);
+  pair(x2, x3, kExitGprs);
+  pair(x4, x5, kExitGprs + 16);
+  pair(x6, x7, kExitGprs + 32);
+  pair(x8, x10, kExitGprs + 48);
+  pair(x11, x12, kExitGprs + 64);
+  pair(x13, x14, kExitGprs + 80);
+  pair(x15, x18, kExitGprs + 96);
+  static_assert(kExitGprs + 112 == kExitRealReturn);
+}
+
+// Back to the parent: x30 = the real return address, sp = S.
+void emit_exit_leave(asmjit::a64::Assembler& a) {
+  using namespace asmjit::a64;
+  a.ldr(x30, ptr(sp, kExitRealReturn));
+  a.ldr(x29, ptr(sp, kExitRecord));
+  a.add(sp, sp, asmjit::Imm(kExitFrame));
+  a.ret(x30);
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> Arm64Emitter::emit_exit_trampoline(const ExitTrampolineRequest& req,
+                                                                uint64_t place) const {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  if (req.landing_offset % kInsnBytes != 0 || (place & 3) != 0) {
+    return make_error(FTJIT_E_INTERNAL, "a64 exit trampoline: landing must be 4-byte aligned");
+  }
+  if (req.pop == 0) return make_error(FTJIT_E_INTERNAL, "exit trampoline request without pop");
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, place));
+  Assembler a(&code);
+  LiteralPool pool(a);
+  for (uint32_t i = 0; i < req.landing_offset; i += kInsnBytes) a.brk(Imm(kNoCallAndLandBrk));
+
+  Label landing = a.newLabel(), again = a.newLabel(), nested_end = a.newLabel();
+  a.bind(landing);
+  a.sub(sp, sp, Imm(kExitFrame));
+  a.stp(x29, x30, ptr(sp, kExitRecord));
+  a.add(x29, sp, Imm(kExitRecord));
+  emit_exit_save(a, true);
+  emit_tls_address(a, pool, x16, x17, req.counts_tls_offset);
+  emit_atomic_add(a, x16, x17, x9, +1);      // entries
+
+  a.bind(again);
+  a.add(x0, sp, Imm(kExitFrame - kSlotBelowSp));  // the slot: S-8
+  a.mov(x1, sp);                             // ftjit_ret_regs
+  emit_call(a, pool, place, req.pop);
+  // A chain: the entry popped returns to the landing itself. Pop again.
+  a.adr(x16, landing);
+  a.cmp(x0, x16);
+  a.b_eq(again);
+  a.str(x0, ptr(sp, kExitRealReturn));
+  emit_exit_save(a, false);
+
+  // pop() also runs when another of the thread's entries is open (a
+  // signal handler's traced code returning under a callback): then our
+  // entry is taken back rather than matched by an exit.
+  emit_tls_address(a, pool, x16, x17, req.counts_tls_offset);
+  a.ldr(x17, ptr(x16));
+  a.ldr(x9, ptr(x16, 8));
+  a.sub(x17, x17, x9);
+  a.cmp(x17, Imm(1));
+  a.b_ne(nested_end);
+  a.add(x16, x16, Imm(8));
+  emit_atomic_add(a, x16, x17, x9, +1);      // exits
+  emit_exit_leave(a);
+  a.bind(nested_end);
+  emit_atomic_add(a, x16, x17, x9, -1);      // entries
+  emit_exit_leave(a);
+  return finish(a, pool, code, place);
+}
+
+const TrampolineEmitter& arm64_emitter() {
+  static const Arm64Emitter emitter;
+  return emitter;
+}
+
+const Backend& arm64_backend() {
+  static const std::unique_ptr<Backend> backend = make_arm64_backend(arm64_emitter());
+  return *backend;
+}
+
+}  // namespace ftjit
