@@ -23,8 +23,11 @@ namespace ftjit {
 // Waits until no thread other than the caller can be inside code or data
 // retired before the call. `in_trampoline_code(pc)` tells whether a pc lies
 // in trampoline memory. Fails after `timeout_ms` (the caller must then keep
-// the retired memory alive: leaking is safe, freeing is not).
+// the retired memory alive: leaking is safe, freeing is not). 30 s: on a
+// loaded machine a thread running a callback from a signal handler was
+// seen to need more than 5 s, and a detach that fails leaves the plugin
+// attached for the user to retry; waiting is the better answer.
 Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoline_code,
-                             int timeout_ms = 5000);
+                             int timeout_ms = 30000);
 
 }  // namespace ftjit
