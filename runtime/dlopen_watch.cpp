@@ -23,6 +23,7 @@
 
 #include "runtime/log.h"
 
+#include "runtime/arch/arch.h"
 #include "runtime/engine.h"
 #include "runtime/module_scan.h"
 #include "runtime/thread_control.h"
@@ -64,43 +65,10 @@ void notify() {
 
 // dlopen and dlmopen look at their return address to find the calling
 // object: its namespace, and its DT_RPATH/DT_RUNPATH for a bare name. A
-// wrapper in libftjit would make every caller look like libftjit. So (on
-// x86-64) the real function is entered with a return address inside the
-// caller's object: a `ret` byte of its _fini/_init, which returns on into
-// the wrapper. Where none is found the call is a plain one.
-#if defined(__x86_64__)
-extern "C" uint64_t ftjit_call_returning_via(const void* fn, uint64_t a0, uint64_t a1, uint64_t a2,
-                                             const void* ret_gadget);
-asm(R"(
-  .text
-  .p2align 4
-  .globl ftjit_call_returning_via
-  .hidden ftjit_call_returning_via
-  .type ftjit_call_returning_via, @function
-ftjit_call_returning_via:
-  .cfi_startproc
-  pushq %rbp
-  .cfi_def_cfa_offset 16
-  .cfi_offset %rbp, -16
-  movq %rsp, %rbp
-  .cfi_def_cfa_register %rbp
-  subq $8, %rsp
-  leaq 1f(%rip), %rax
-  pushq %rax
-  pushq %r8
-  movq %rdi, %r11
-  movq %rsi, %rdi
-  movq %rdx, %rsi
-  movq %rcx, %rdx
-  jmpq *%r11
-1:
-  leave
-  .cfi_def_cfa %rsp, 8
-  ret
-  .cfi_endproc
-  .size ftjit_call_returning_via, .-ftjit_call_returning_via
-)");
-
+// wrapper in libftjit would make every caller look like libftjit. So the
+// real function is entered with a return address inside the caller's
+// object: a return gadget of its _fini/_init (runtime/arch/arch.h), which
+// returns on into the wrapper. Where none is found the call is a plain one.
 const void* ret_gadget_of_caller(const void* caller) {
   Dl_info info;
   link_map* lm = nullptr;
@@ -112,26 +80,18 @@ const void* ret_gadget_of_caller(const void* caller) {
     if (d->d_tag != DT_FINI && d->d_tag != DT_INIT) continue;
     uint64_t p = d->d_un.d_ptr;
     if (p < lm->l_addr) p += lm->l_addr;  // not relocated in place
-    // crti's _init/_fini: a few instructions, then `ret`; never a site.
-    const auto* code = reinterpret_cast<const uint8_t*>(p);
-    for (int i = 0; i < 24; ++i) {
-      if (code[i] == 0xc3) return code + i;
-    }
+    if (const void* g = arch::find_return_gadget(reinterpret_cast<const uint8_t*>(p))) return g;
   }
   return nullptr;
 }
-#endif
 
 void* hook_dlopen(const char* file, int mode) {
   void* h;
-#if defined(__x86_64__)
   if (const void* g = ret_gadget_of_caller(__builtin_return_address(0))) {
     h = reinterpret_cast<void*>(ftjit_call_returning_via(reinterpret_cast<const void*>(g_dlopen),
                                                          reinterpret_cast<uint64_t>(file),
                                                          static_cast<uint64_t>(mode), 0, g));
-  } else
-#endif
-  {
+  } else {
     h = g_dlopen(file, mode);
   }
   // Patching happens here, after the real dlopen returned: the loader lock
@@ -146,14 +106,11 @@ void* hook_dlopen(const char* file, int mode) {
 
 void* hook_dlmopen(Lmid_t lmid, const char* file, int mode) {
   void* h;
-#if defined(__x86_64__)
   if (const void* g = ret_gadget_of_caller(__builtin_return_address(0))) {
     h = reinterpret_cast<void*>(ftjit_call_returning_via(
         reinterpret_cast<const void*>(g_dlmopen), static_cast<uint64_t>(lmid),
         reinterpret_cast<uint64_t>(file), static_cast<uint64_t>(mode), g));
-  } else
-#endif
-  {
+  } else {
     h = g_dlmopen(lmid, file, mode);
   }
   if (h != nullptr) notify();
