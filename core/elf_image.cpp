@@ -509,6 +509,40 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
   return records;
 }
 
+// Copies the window of ElfImage::code_near_record for every record, from
+// the executable PT_LOAD segment holding it (read_records kept only
+// records inside one). Addresses and file ranges were checked by
+// read_load_segments: vaddr + memsz does not wrap, the file range lies
+// inside the file.
+std::vector<uint8_t> read_code_near_records(const FileView& file,
+                                            const std::vector<ElfImage::Segment>& segments,
+                                            const std::vector<uint64_t>& records) {
+  constexpr uint64_t kWindow = ElfImage::kCodeWindowBytes;
+  std::vector<uint8_t> code(records.size() * kWindow, 0);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const uint64_t record = records[i];
+    const uint64_t start = record >= ElfImage::kCodeBeforeRecord
+                               ? record - ElfImage::kCodeBeforeRecord
+                               : 0;
+    const uint64_t skipped = start + ElfImage::kCodeBeforeRecord - record;  // below address 0
+    for (const auto& seg : segments) {
+      if ((seg.flags & PF_X) == 0 || record < seg.vaddr || record - seg.vaddr >= seg.memsz) {
+        continue;
+      }
+      // [from, to): the window's addresses that the segment's file bytes back.
+      const uint64_t from = std::max(start, seg.vaddr);
+      const uint64_t to = std::min(start + kWindow - skipped, seg.vaddr + seg.filesz);
+      if (from < to) {
+        auto bytes = file.slice(seg.offset + (from - seg.vaddr), to - from);
+        std::memcpy(code.data() + i * kWindow + skipped + (from - start), bytes.data(),
+                    bytes.size());
+      }
+      break;
+    }
+  }
+  return code;
+}
+
 // ============================================================================
 // Symbols
 // ============================================================================
@@ -611,6 +645,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
                               &img.has_patchable_section_);
   FTJIT_TRY(records);
   img.records_ = std::move(records.value());
+  img.record_code_ = read_code_near_records(file, img.segments_, img.records_);
   auto functions = read_functions(file, sections.value());
   FTJIT_TRY(functions);
   img.functions_ = std::move(functions.value());

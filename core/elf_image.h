@@ -70,6 +70,22 @@ class ElfImage {
   // so that no caller ever patches an address that is not code.
   const std::vector<uint64_t>& patchable_records() const { return records_; }
 
+  // The file's code around each record, as much as discovery must see of
+  // it: [record - kCodeBeforeRecord, record + kCodeAfterRecord) reaches a
+  // landing pad just before an =N,0 record and the symbol (and its pad)
+  // of an =N,M one (core/site_discovery.h). Copied at parse time, 32 bytes
+  // a record; bytes outside the file-backed part of the record's
+  // executable segment read as 0 (no NOP or landing pad is all zeros).
+  static constexpr uint64_t kCodeBeforeRecord = 8;
+  static constexpr uint64_t kCodeAfterRecord = 24;
+  static constexpr uint64_t kCodeWindowBytes = kCodeBeforeRecord + kCodeAfterRecord;
+
+  // The window of patchable_records()[index]: kCodeWindowBytes, starting at
+  // record - kCodeBeforeRecord.
+  std::span<const uint8_t> code_near_record(size_t index) const {
+    return {record_code_.data() + index * kCodeWindowBytes, kCodeWindowBytes};
+  }
+
   // Defined function symbols from .symtab, or from .dynsym when the file is
   // stripped. Sorted by value; symbols at the same value are ordered
   // GLOBAL, WEAK, LOCAL, then by name, so the first one is the best name.
@@ -88,6 +104,7 @@ class ElfImage {
   bool dynamic_ = false;
   bool has_patchable_section_ = false;
   std::vector<uint64_t> records_;
+  std::vector<uint8_t> record_code_;  // kCodeWindowBytes per record
   std::vector<ElfSymbol> functions_;
   std::vector<Segment> segments_;
 };

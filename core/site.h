@@ -12,17 +12,50 @@ enum class Isa : uint8_t { kX86_64, kArm64, kRiscv64, kUnknown };
 
 const char* isa_name(Isa isa);
 
+// Whether the layout left an 8-byte ops slot (call-ops' literal) before
+// the function's symbol, and whether it can be stored atomically.
+enum class OpsSlot : uint8_t {
+  kNone,        // fewer than 8 bytes of NOPs before the symbol (=N, or unnamed)
+  kAligned,     // 8 bytes at symbol - 8, 8-aligned: one atomic store
+  kMisaligned,  // 8 bytes at symbol - 8, not 8-aligned: no atomic store can
+                // replace them, so call-ops cannot use them
+};
+
+// Why a site has no usable ops slot, for messages (names the build flag
+// that gives one); nullptr for OpsSlot::kAligned.
+const char* ops_slot_refusal(OpsSlot slot);
+
 // One record of __patchable_function_entries, resolved to run-time addresses.
 //
 //   record                     entry
 //   |<-- prefix_bytes -------->|<-- sled at entry ... -->
 //   [ M nops: ops slot (8 B)  ][ N-M nops             ][ function body
+//                              ^ symbol
 //
 // prefix_bytes is 0 for -fpatchable-function-entry=N (M=0).
+//
+// entry is the site start: where the sled's first NOP after the symbol
+// is, the address the engine patches from (x86-64: the call; arm64: `mov
+// x9, x30`, the live word at entry + IsaTraits::live_offset) and the ip the
+// trampolines report. It is the symbol itself, except after a landing pad
+// that the compiler put at the symbol (arm64 -mbranch-protection, see
+// core/sled_layout.h), where the record may lie before or after the symbol:
+//
+//   arm64 =4,2 + bti   record = symbol - 8   entry = symbol + 4
+//     symbol-8 [ nop nop: ops slot ] symbol [ bti c ][ nop ][ nop ] body
+//   arm64 =2 + bti     record = symbol + 4   entry = symbol + 4
+//                                    symbol [ bti c ][ nop ][ nop ] body
+//
+// so prefix_bytes (entry - record) is 12 and 0 there, and the ops slot,
+// always just before the symbol, is found through `slot`, not entry - 8.
 struct DiscoveredSite {
   uint64_t record = 0;        // run-time address of the first NOP
-  uint64_t entry = 0;         // run-time address of the function symbol
+  uint64_t entry = 0;         // run-time address of the site start
+  uint64_t symbol = 0;        // run-time address of the function symbol (0: unnamed)
+  uint64_t slot = 0;          // run-time address of the ops slot (0: OpsSlot::kNone)
   uint32_t prefix_bytes = 0;  // entry - record
+  uint8_t pad_bytes = 0;      // entry - symbol: the landing pad's size (named sites)
+  OpsSlot slot_state = OpsSlot::kNone;
   std::string name;           // symbol as in the symbol table (mangled)
   std::string demangled;      // demangled C++ name, == name for C symbols
 };

@@ -6,8 +6,86 @@
 #include <utility>
 
 #include "core/demangle.h"
+#include "core/sled_layout.h"
 
 namespace ftjit {
+namespace {
+
+// The ops slot is the 8 bytes just before the symbol, when the layout put
+// at least that many NOPs there (x86-64 =13,8; arm64 =4,2).
+constexpr uint64_t kSlotBytes = 8;
+
+// One record with its code window (ElfImage::code_near_record).
+class RecordView {
+ public:
+  RecordView(const ElfImage& img, size_t index)
+      : record_(img.patchable_records()[index]), code_(img.code_near_record(index)) {}
+
+  uint64_t record() const { return record_; }
+
+  // The window's bytes from link-time address `vaddr` on; empty outside it.
+  std::span<const uint8_t> code_at(uint64_t vaddr) const {
+    const uint64_t start = record_ - ElfImage::kCodeBeforeRecord;  // may wrap: compared as offsets
+    const uint64_t offset = vaddr - start;
+    if (offset >= code_.size()) return {};
+    return code_.subspan(offset);
+  }
+
+ private:
+  uint64_t record_;
+  std::span<const uint8_t> code_;
+};
+
+// A record's function: its symbol and where its site starts.
+struct Owner {
+  const ElfSymbol* symbol = nullptr;
+  uint64_t start = 0;  // link-time site start: symbol + pad
+  uint32_t pad = 0;
+};
+
+// =N,0 after a landing pad: the record points past the pad, at the symbol
+// + pad (arm64 -mbranch-protection with -fpatchable-function-entry=2).
+Owner owner_before(const ElfImage& img, const RecordView& rec) {
+  const uint64_t record = rec.record();
+  const auto& functions = img.functions();
+  // Pads are a few bytes: look at the symbols just below the record.
+  auto it = std::lower_bound(functions.begin(), functions.end(), record,
+                             [](const ElfSymbol& s, uint64_t v) { return s.value < v; });
+  while (it != functions.begin()) {
+    --it;
+    if (record - it->value > ElfImage::kCodeBeforeRecord) break;
+    const uint32_t pad = landing_pad_bytes(img.isa(), rec.code_at(it->value));
+    if (pad != 0 && it->value + pad == record) {
+      // functions() puts the preferred name first among equal values.
+      while (it != functions.begin() && (it - 1)->value == it->value) --it;
+      return {&*it, record, pad};
+    }
+  }
+  return {};
+}
+
+// =N,M: the symbol lies M NOPs after the record (0 for =N), and its site
+// starts past the landing pad the compiler may have put there. The nearest
+// symbol at or after the record owns it unless the next record belongs to
+// that symbol (its site starts at or past the next record: with =N,0
+// layouts records can be as close as 16 bytes, and a static function with
+// no name in a stripped file leaves a record that must not take the next
+// function's name).
+Owner owner_at_or_after(const ElfImage& img, const RecordView& rec, uint64_t next_record,
+                        bool has_next) {
+  const uint64_t record = rec.record();
+  const auto& functions = img.functions();
+  auto f = std::lower_bound(functions.begin(), functions.end(), record,
+                            [](const ElfSymbol& s, uint64_t v) { return s.value < v; });
+  if (f == functions.end() || f->value - record > kMaxSitePrefixBytes) return {};
+  const uint32_t pad = landing_pad_bytes(img.isa(), rec.code_at(f->value));
+  const uint64_t start = f->value + pad;
+  if (start - record > kMaxSitePrefixBytes) return {};
+  if (has_next && next_record <= start) return {};
+  return {&*f, start, pad};
+}
+
+}  // namespace
 
 Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
                                         uint64_t load_bias) {
@@ -18,30 +96,35 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
   module.has_patchable_section = img.has_patchable_section();
 
   const auto& records = img.patchable_records();
-  const auto& functions = img.functions();
   module.sites.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
-    const uint64_t record = records[i];
-    // functions() puts the preferred name first among equal values, so
-    // lower_bound lands on the best symbol at the nearest address.
-    auto f = std::lower_bound(functions.begin(), functions.end(), record,
-                              [](const ElfSymbol& s, uint64_t v) { return s.value < v; });
-    const bool near = f != functions.end() && f->value - record <= kMaxSitePrefixBytes;
-    // With =N,0 layouts records can be as close as 16 bytes apart; a symbol
-    // at or past the next record is that record's entry, not a prefixed
-    // entry of this one (this happens for unnamed static functions).
-    const bool owned_by_next = near && i + 1 < records.size() && records[i + 1] <= f->value;
+    const RecordView rec(img, i);
+    const bool has_next = i + 1 < records.size();
+    Owner owner = owner_before(img, rec);
+    if (owner.symbol == nullptr) {
+      owner = owner_at_or_after(img, rec, has_next ? records[i + 1] : 0, has_next);
+    }
 
     DiscoveredSite site;
-    site.record = record + load_bias;  // unsigned wrap-around is the intended arithmetic
-    if (near && !owned_by_next) {
-      site.entry = f->value + load_bias;
-      site.prefix_bytes = static_cast<uint32_t>(f->value - record);
-      site.name = f->name;
-      site.demangled = demangle(f->name);
-    } else {
-      site.entry = site.record;
+    // Unsigned wrap-around is the intended arithmetic for every address.
+    site.record = rec.record() + load_bias;
+    if (owner.symbol == nullptr) {
+      site.entry = site.record;  // no name: nothing tells where the symbol is
+      module.sites.push_back(std::move(site));
+      continue;
     }
+    const uint64_t symbol = owner.symbol->value;
+    site.entry = owner.start + load_bias;
+    site.symbol = symbol + load_bias;
+    site.prefix_bytes = static_cast<uint32_t>(owner.start - rec.record());
+    site.pad_bytes = static_cast<uint8_t>(owner.pad);
+    if (symbol - rec.record() >= kSlotBytes && symbol >= rec.record()) {
+      site.slot = symbol - kSlotBytes + load_bias;
+      site.slot_state = (symbol - kSlotBytes) % kSlotBytes == 0 ? OpsSlot::kAligned
+                                                                : OpsSlot::kMisaligned;
+    }
+    site.name = owner.symbol->name;
+    site.demangled = demangle(owner.symbol->name);
     module.sites.push_back(std::move(site));
   }
   // Records are sorted and each entry lies in [record, next record), so

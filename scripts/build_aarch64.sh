@@ -3,8 +3,9 @@
 # The arm64 leg: cross-builds core/, backends/ and tests/arm64 with Debian's
 # aarch64-linux-gnu toolchain (cmake/toolchains/aarch64-linux-gnu.cmake) and
 # runs the tests as arm64 code under qemu-aarch64 (ctest's emulator). Only
-# the code generator and its harness are built: the runtime does not serve
-# arm64 yet. Packages: scripts/setup.sh.
+# the code generator, its harness and the discovery tests on the arm64
+# fixture files (built here by aarch64-linux-gnu-g++ and clang-16) are
+# built: the runtime does not serve arm64 yet. Packages: scripts/setup.sh.
 #
 #   scripts/build_aarch64.sh [--build-only] [BUILD_DIR]   (default: build-aarch64)
 #   JOBS=N to change the build's parallelism (default 2). --build-only

@@ -6,14 +6,12 @@
 
 #include <cstdint>
 
+#include "core/sled_layout.h"  // the landing pads (kBtiC, ...): discovery reads them too
+
 namespace ftjit::arm64 {
 
 inline constexpr uint32_t kNop = 0xd503201f;          // nop
 inline constexpr uint32_t kMovX9X30 = 0xaa1e03e9;     // mov x9, x30 (orr x9, xzr, x30)
-inline constexpr uint32_t kBtiC = 0xd503245f;         // bti c
-inline constexpr uint32_t kBtiJc = 0xd50324df;        // bti jc
-inline constexpr uint32_t kPaciasp = 0xd503233f;      // paciasp (also a bti c landing pad)
-inline constexpr uint32_t kPacibsp = 0xd503237f;      // pacibsp (likewise)
 inline constexpr uint32_t kBlOpcode = 0x94000000;     // bl <imm26 * 4>
 inline constexpr uint32_t kBOpcode = 0x14000000;      // b  <imm26 * 4>
 inline constexpr uint32_t kBranchOpcodeMask = 0xfc000000;
@@ -46,10 +44,6 @@ inline uint32_t encode_branch(uint32_t opcode, uint64_t from, uint64_t to) {
 inline uint64_t branch_target(uint32_t word, uint64_t from) {
   const int64_t imm26 = static_cast<int64_t>(static_cast<int32_t>(word << 6) >> 6);
   return from + static_cast<uint64_t>(imm26 * 4);
-}
-
-inline bool is_landing_pad(uint32_t word) {
-  return word == kBtiC || word == kBtiJc || word == kPaciasp || word == kPacibsp;
 }
 
 }  // namespace ftjit::arm64

@@ -18,6 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Touch everything parse() returned, so ASan sees any dangling view into
   // the input (parse must copy what it keeps).
   for (uint64_t r : img->patchable_records()) (void)img->function_at(r);
+  uint8_t code_sum = 0;
+  for (size_t i = 0; i < img->patchable_records().size(); ++i) {
+    for (uint8_t b : img->code_near_record(i)) code_sum ^= b;
+  }
+  (void)code_sum;
   for (const auto& f : img->functions()) {
     if (img->function_at(f.value) == nullptr) __builtin_trap();
   }
@@ -32,6 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& site : module->sites) {
       if (site.prefix_bytes > ftjit::kMaxSitePrefixBytes) __builtin_trap();
       if (site.entry - site.record != site.prefix_bytes) __builtin_trap();
+      if (site.name.empty()) {
+        if (site.symbol != 0 || site.slot_state != ftjit::OpsSlot::kNone) __builtin_trap();
+        continue;
+      }
+      if (site.entry - site.symbol != site.pad_bytes) __builtin_trap();
+      const bool has_slot = site.slot_state != ftjit::OpsSlot::kNone;
+      if (has_slot ? site.symbol - site.slot != 8 : site.slot != 0) __builtin_trap();
     }
   }
   return 0;
