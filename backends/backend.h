@@ -2,7 +2,25 @@
 // The seam between the engine and an ISA: what a site looks like, how to
 // encode each of its states, how to flip between them live, and how to emit
 // trampolines. Encoders return bytes and never touch memory: runtime/ does
-// every write.
+// every write. (What the traced process needs of its ISA beyond encodings,
+// registers, clock, caches, is runtime/arch/arch.h.)
+//
+// A site is a fixed part and a live part. The fixed part is written once,
+// with every thread stopped (init), and taken away the same way when the
+// site is given back (de-init); the live part is one instruction, toggled
+// while other threads run:
+//
+//                 entry-8     entry                     entry+5/+8
+//   x86-64 =5                 [ nop5 | call rel32 ]     [ body ...
+//   x86-64 =13,8  [ ops slot ][ nop5 | call rel32 ]     [ body ...
+//   arm64 =4,2    [ ops slot ][ mov x9, x30 ][ nop | bl ][ body ...
+//                             `-- fixed ---' `- live --'
+//
+//   x86-64: live_offset 0, site_bytes 5; arm64: live_offset 4, site_bytes 8
+//
+// On x86-64 the fixed part is the live instruction's own first state (the
+// compiler's one-byte NOPs become one nop5); on arm64 it is the `mov`,
+// which is no permitted live change there.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +52,14 @@ struct IsaTraits {
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
   uint32_t reloc_abs64 = 0;   // a data word holding S + A (personality refs)
-  // Bytes from a site's start to its live instruction: 0 on x86-64; 4 on
-  // arm64, where `mov x9, x30` (written once, at init) comes first.
+  // Where the live instruction sits, from the site's start (x86-64 0;
+  // arm64 4, after the `mov x9, x30` written once at init): live writes,
+  // traps and encode_call/encode_jump happen at entry + live_offset.
   uint32_t live_offset = 0;
+  // The bytes from the entry that make a site, fixed and live part: what
+  // classify_entry reads, init writes (encode_init) and de-init restores
+  // (the bytes discovery found). At most 8.
+  uint32_t site_bytes = 0;
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight
@@ -50,12 +73,12 @@ struct Insn {
   }
 };
 
-// What a site's entry currently holds.
+// What a site's site_bytes currently hold.
 enum class SledKind : uint8_t {
-  kNopSled,   // the compiler's run of short NOPs: needs the one-time init,
+  kNopSled,   // the compiler's NOPs: need the one-time init (encode_init),
               // done while no thread can stand inside the sled
-  kNop,       // the single disabled instruction (encode_nop)
-  kCall,      // a call: target in SledInfo::call_target
+  kNop,       // initialized (or needing no init), live part disabled
+  kCall,      // initialized, live part a call: target in call_target
   kUnknown,   // anything else: someone else patched it, or not a sled
 };
 
@@ -76,9 +99,30 @@ struct WriteStep {
   uint8_t fill[4] = {};
 };
 
+// How a thread that runs a site while its live instruction changes is
+// kept right.
+enum class LiveChange : uint8_t {
+  // x86-64: steps[0] plants a trap (its `fill`) over the live
+  // instruction; a thread that reaches it traps, with its pc reported
+  // trap_pc_offset past the instruction's start, and the SIGTRAP handler
+  // runs what the site is becoming (Backend::emulate). Any bytes can turn
+  // into any others this way, so de-init goes live too (which needs the
+  // site to be its live instruction: live_offset 0, site_bytes ==
+  // call_bytes).
+  kTrap,
+  // arm64, riscv64: the new instruction is one naturally aligned store of
+  // call_bytes (steps[0], from_new, whole), the architecture's permitted
+  // toggle (nop <-> bl); a thread runs the old or the new one, no trap, no
+  // signal handler. Only that toggle goes live: init and de-init stop
+  // the world.
+  kAlignedStore,
+};
+
 struct LiveProtocol {
   WriteStep steps[3];
   uint8_t n_steps = 0;
+  LiveChange change = LiveChange::kTrap;
+  uint8_t trap_pc_offset = 0;  // kTrap: x86-64 int3 reports the next byte
 };
 
 // What a thread that traps at a site in the middle of a rewrite must do
@@ -182,22 +226,30 @@ class Backend : public TrampolineEmitter {
  public:
   virtual const IsaTraits& traits() const = 0;
 
-  // Classifies the bytes at a site's entry (at least traits().call_bytes).
+  // Classifies the bytes at a site's entry (traits().site_bytes of them).
+  // Discovery asks once per site: a site that is not kNopSled or kNop is
+  // left alone.
   virtual SledInfo classify_entry(uint64_t entry,
                                   std::span<const uint8_t> bytes) const = 0;
 
-  // The single disabled instruction a site holds between uses.
+  // The site_bytes of an initialized site whose live part is disabled:
+  // what the one-time init writes over a kNopSled site with every thread
+  // stopped (x86-64: nop5 over the one-byte NOPs; arm64: mov x9, x30; nop).
+  // De-init writes back what discovery found.
+  virtual Insn encode_init() const = 0;
+
+  // The live instruction's disabled state (at entry + live_offset).
   virtual Insn encode_nop() const = 0;
 
-  // Encodes a call from `entry` to `target` into *out; false if out of
-  // reach. (Not a Result: a batch encodes a million of these, returning a
-  // 9-byte value stalled store forwarding, and the caller words the error
-  // with the site's name anyway.)
-  virtual bool encode_call(uint64_t entry, uint64_t target, Insn* out) const = 0;
+  // Encodes the live instruction at `at` (a site's entry + live_offset:
+  // branches are relative to the instruction that holds them) as a call to
+  // `target`, into *out; false if out of reach. (Not a Result: a batch
+  // encodes a million of these, returning a 9-byte value stalled store
+  // forwarding, and the caller words the error with the site's name.)
+  virtual bool encode_call(uint64_t at, uint64_t target, Insn* out) const = 0;
 
-  // Encodes a jump from `entry` to `target` (a site's stub); false if out
-  // of reach.
-  virtual bool encode_jump(uint64_t entry, uint64_t target, Insn* out) const = 0;
+  // The same as a jump (to the site's stub); false if out of reach.
+  virtual bool encode_jump(uint64_t at, uint64_t target, Insn* out) const = 0;
 
   // The code of the stub at `stub` (traits().stub_bytes, into `out`) for
   // the site at `entry`: it makes the stack look as if the site had called
@@ -207,11 +259,13 @@ class Backend : public TrampolineEmitter {
   // data store, not a code change). false if out of reach.
   virtual bool encode_stub(uint64_t stub, uint64_t entry, uint8_t* out) const = 0;
 
-  // The ordered steps that turn one instruction at a site into another
-  // while other threads may execute the site.
+  // The ordered steps that turn one live instruction into another while
+  // other threads may execute the site, and how those threads are kept
+  // right meanwhile (LiveChange).
   virtual const LiveProtocol& live_protocol() const = 0;
 
-  // What a thread trapped at `entry` during a rewrite to `to` must do.
+  // What a thread trapped at the site at `entry` during a rewrite to `to`
+  // must do. Asked of LiveChange::kTrap backends only.
   virtual TrapFixup emulate(uint64_t entry, const Insn& to) const = 0;
 };
 

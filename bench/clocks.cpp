@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/bench.h"
-#include "plugins/host/tsc_clock.h"
+#include "runtime/plugin_host/tsc_clock.h"
 
 namespace ftjit_bench {
 namespace {

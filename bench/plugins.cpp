@@ -19,7 +19,7 @@
 
 #include "bench/bench.h"
 #include "bench/bench_target.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit_bench {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::cli {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "cli/option_values.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::cli {
 

@@ -18,9 +18,12 @@ install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_
   ftjit_backend_x86_64_sites ftjit_plugin_sdk
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# ftjit.pc lists every backend library ftjit_backends links.
+set(FTJIT_PC_BACKEND_LIBS "-lftjit_backend_x86_64 -lftjit_backend_x86_64_sites")
 if(TARGET ftjit_backend_arm64)
   install(TARGETS ftjit_backend_arm64 ftjit_backend_arm64_sites
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_arm64 -lftjit_backend_arm64_sites")
 endif()
 install(FILES include/ftjit/ftjit.h include/ftjit/ftjit.hpp plugins/include/ftjit/plugin.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ftjit)

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/arch/arch.h"
+
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
@@ -79,7 +81,9 @@ void privatize_range(uint64_t lo, uint64_t hi) {
       syscall(SYS_mremap, copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
               reinterpret_cast<void*>(lo)) < 0) {
     munmap(copy, size);
+    return;
   }
+  arch::flush_icache(lo, size);
 }
 
 uint64_t memfd_inode(int fd) {
@@ -188,6 +192,8 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
     errno = e;
     return sys_error("mmap of module text onto its alias");
   }
+  // The same bytes, but in new pages.
+  arch::flush_icache(lo, size);
   std::unique_ptr<TextAlias> t(new TextAlias());
   t->lo_ = lo;
   t->hi_ = hi;
@@ -269,8 +275,8 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   a->size_ = size;
   a->inode_ = inode;
   a->free_.push_back({a->rx_, size});
-  // Fill with int3 so a stray jump into unused space traps loudly.
-  std::memset(rw, 0xcc, size);
+  // Traps everywhere, so a stray jump into unused space stops loudly.
+  arch::fill_with_traps(static_cast<uint8_t*>(rw), size);
   return a;
 }
 
@@ -315,7 +321,7 @@ void CodeArena::free(uint64_t addr) {
   if (it == used_.end()) return;
   Block blk = *it;
   used_.erase(it);
-  std::memset(rw(blk.addr), 0xcc, blk.size);
+  arch::fill_with_traps(rw(blk.addr), blk.size);
   auto pos = std::lower_bound(free_.begin(), free_.end(), blk.addr,
                               [](const Block& b, uint64_t a) { return b.addr < a; });
   pos = free_.insert(pos, blk);

@@ -23,6 +23,7 @@
 
 #include "runtime/log.h"
 
+#include "runtime/arch/arch.h"
 #include "runtime/engine.h"
 #include "runtime/module_scan.h"
 #include "runtime/thread_control.h"
@@ -64,43 +65,10 @@ void notify() {
 
 // dlopen and dlmopen look at their return address to find the calling
 // object: its namespace, and its DT_RPATH/DT_RUNPATH for a bare name. A
-// wrapper in libftjit would make every caller look like libftjit. So (on
-// x86-64) the real function is entered with a return address inside the
-// caller's object: a `ret` byte of its _fini/_init, which returns on into
-// the wrapper. Where none is found the call is a plain one.
-#if defined(__x86_64__)
-extern "C" uint64_t ftjit_call_returning_via(const void* fn, uint64_t a0, uint64_t a1, uint64_t a2,
-                                             const void* ret_gadget);
-asm(R"(
-  .text
-  .p2align 4
-  .globl ftjit_call_returning_via
-  .hidden ftjit_call_returning_via
-  .type ftjit_call_returning_via, @function
-ftjit_call_returning_via:
-  .cfi_startproc
-  pushq %rbp
-  .cfi_def_cfa_offset 16
-  .cfi_offset %rbp, -16
-  movq %rsp, %rbp
-  .cfi_def_cfa_register %rbp
-  subq $8, %rsp
-  leaq 1f(%rip), %rax
-  pushq %rax
-  pushq %r8
-  movq %rdi, %r11
-  movq %rsi, %rdi
-  movq %rdx, %rsi
-  movq %rcx, %rdx
-  jmpq *%r11
-1:
-  leave
-  .cfi_def_cfa %rsp, 8
-  ret
-  .cfi_endproc
-  .size ftjit_call_returning_via, .-ftjit_call_returning_via
-)");
-
+// wrapper in libftjit would make every caller look like libftjit. So the
+// real function is entered with a return address inside the caller's
+// object: a return gadget of its _fini/_init (runtime/arch/arch.h), which
+// returns on into the wrapper. Where none is found the call is a plain one.
 const void* ret_gadget_of_caller(const void* caller) {
   Dl_info info;
   link_map* lm = nullptr;
@@ -112,26 +80,18 @@ const void* ret_gadget_of_caller(const void* caller) {
     if (d->d_tag != DT_FINI && d->d_tag != DT_INIT) continue;
     uint64_t p = d->d_un.d_ptr;
     if (p < lm->l_addr) p += lm->l_addr;  // not relocated in place
-    // crti's _init/_fini: a few instructions, then `ret`; never a site.
-    const auto* code = reinterpret_cast<const uint8_t*>(p);
-    for (int i = 0; i < 24; ++i) {
-      if (code[i] == 0xc3) return code + i;
-    }
+    if (const void* g = arch::find_return_gadget(reinterpret_cast<const uint8_t*>(p))) return g;
   }
   return nullptr;
 }
-#endif
 
 void* hook_dlopen(const char* file, int mode) {
   void* h;
-#if defined(__x86_64__)
   if (const void* g = ret_gadget_of_caller(__builtin_return_address(0))) {
     h = reinterpret_cast<void*>(ftjit_call_returning_via(reinterpret_cast<const void*>(g_dlopen),
                                                          reinterpret_cast<uint64_t>(file),
                                                          static_cast<uint64_t>(mode), 0, g));
-  } else
-#endif
-  {
+  } else {
     h = g_dlopen(file, mode);
   }
   // Patching happens here, after the real dlopen returned: the loader lock
@@ -146,14 +106,11 @@ void* hook_dlopen(const char* file, int mode) {
 
 void* hook_dlmopen(Lmid_t lmid, const char* file, int mode) {
   void* h;
-#if defined(__x86_64__)
   if (const void* g = ret_gadget_of_caller(__builtin_return_address(0))) {
     h = reinterpret_cast<void*>(ftjit_call_returning_via(
         reinterpret_cast<const void*>(g_dlmopen), static_cast<uint64_t>(lmid),
         reinterpret_cast<uint64_t>(file), static_cast<uint64_t>(mode), g));
-  } else
-#endif
-  {
+  } else {
     h = g_dlmopen(lmid, file, mode);
   }
   if (h != nullptr) notify();
@@ -262,27 +219,7 @@ Result<size_t> Engine::refresh_locked() {
   if (gen == modules_generation_ && !modules_.empty()) return size_t{0};
   // Files are read outside the code-change scope (it holds the loader's
   // lock); the sleds in memory inside it, for the modules still listed.
-  // Only objects not scanned before are read: a module with sites the
-  // engine holds (and has not found gone), or one scanned without sites
-  // that the loader still lists at the same place.
-  const std::string main_exe = main_executable_path();
-  // Modules unloaded (and maybe loaded again at the same place: a new,
-  // unpatched copy) are found gone first, so that they are read again.
-  FTJIT_TRY(with_modules_pinned([] { return Status{}; }));
-  {
-    const std::vector<LoadedObjectRef> live = loaded_objects();
-    std::erase_if(scanned_without_sites_, [&](const std::pair<std::string, uint64_t>& s) {
-      return std::none_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
-        return o.load_bias == s.second && (o.name == s.first || (o.name.empty() && s.first == main_exe));
-      });
-    });
-  }
-  auto found = discover_loaded_modules([&](const std::string& path, uint64_t bias) {
-    if (scanned_without_sites_.count({path, bias}) != 0) return true;
-    return std::any_of(modules_.begin(), modules_.end(), [&](const std::unique_ptr<ModuleRecord>& m) {
-      return !m->gone && m->path == path && m->load_bias == bias;
-    });
-  });
+  auto found = discover_loaded_modules();
   if (!found) return found.take_error();
   const size_t before = sites_.size();
   const size_t first_module = modules_.size();
@@ -298,7 +235,7 @@ Result<size_t> Engine::refresh_locked() {
       for (size_t k = 0; k < modules.size(); ++k) {
         DiscoveredModule& m = modules[k];
         if (std::any_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
-              return o.load_bias == m.load_bias && (o.name == m.path || (o.name.empty() && m.path == main_exe));
+              return o.load_bias == m.load_bias && (o.name == m.path || (k == 0 && o.name.empty()));
             })) {
           listed.push_back(std::move(m));
         }

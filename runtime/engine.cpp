@@ -72,6 +72,7 @@ void SiteOps::remove(OpsRecord* r) {
 Engine::Engine(const Backend& backend, const ftjit_engine_options& options)
     : backend_(backend),
       nop_(backend.encode_nop()),
+      init_(backend.encode_init()),
       options_(options),
       patcher_(backend, sync_),
       owner_pid_(getpid()) {}
@@ -90,6 +91,28 @@ void Engine::on_fork_child() {
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
 
+namespace {
+
+// What the engine relies on of a backend's site model (backends/backend.h),
+// checked once rather than assumed at every site.
+Status check_site_model(const Backend& backend) {
+  const IsaTraits& t = backend.traits();
+  const LiveProtocol& p = backend.live_protocol();
+  if (t.site_bytes == 0 || t.site_bytes > sizeof(SiteRecord::original) || t.call_bytes > 8 ||
+      t.live_offset + t.call_bytes > t.site_bytes) {
+    return make_error(FTJIT_E_INTERNAL, "backend: the live instruction lies outside the site");
+  }
+  // The trap protocol rewrites de-inits live, which needs the site to be
+  // its live instruction; an aligned store is one whole instruction.
+  if (p.change == LiveChange::kTrap ? (t.live_offset != 0 || t.site_bytes != t.call_bytes)
+                                    : (t.call_bytes != 4 && t.call_bytes != 8)) {
+    return make_error(FTJIT_E_INTERNAL, "backend: its live protocol does not fit its site layout");
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& options,
                                                const Backend& backend_ref) {
   const Backend* backend = &backend_ref;
@@ -98,6 +121,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
     return make_error(FTJIT_E_INVALID_ARGUMENT,
                       "default strategy must be auto, list, call-ops or generated");
   }
+  if (auto st = check_site_model(*backend); !st) return st.take_error();
   bool expected = false;
   if (!g_engine_exists.compare_exchange_strong(expected, true)) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "an ftjit engine exists already in this process");
@@ -108,7 +132,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
     return e;
   };
   if (auto st = install_thread_control(); !st) return fail(st.take_error());
-  if (auto st = Patcher::install_trap_handler(); !st) return fail(st.take_error());
+  if (backend->live_protocol().change == LiveChange::kTrap) {
+    if (auto st = Patcher::install_trap_handler(); !st) return fail(st.take_error());
+  }
   engine->tls_offset_ = trampoline_counts_tls_offset();
   // Every trampoline needs its address (to report real callers), so it is
   // made now rather than with the first exit hook.
@@ -133,7 +159,6 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
   const IsaTraits& traits = backend_.traits();
   for (DiscoveredModule& m : modules) {
     if (!m.has_patchable_section || m.sites.empty() || m.isa != traits.isa) {
-      scanned_without_sites_.insert({m.path, m.load_bias});
       std::string base(path_basename(m.path));
       if (std::find(modules_without_sites_.begin(), modules_without_sites_.end(), base) ==
           modules_without_sites_.end()) {
@@ -176,9 +201,9 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
       s.has_slot = d.prefix_bytes >= traits.slot_bytes &&
                    (d.entry - traits.slot_bytes) % traits.slot_align == 0;
       const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
-      std::memcpy(s.original, code, std::min<size_t>(traits.call_bytes, sizeof s.original));
+      std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
       if (s.has_slot) std::memcpy(&o.original_slot, code - traits.slot_bytes, traits.slot_bytes);
-      s.original_kind = backend_.classify_entry(d.entry, {code, traits.call_bytes}).kind;
+      s.original_kind = backend_.classify_entry(d.entry, {code, traits.site_bytes}).kind;
       s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;
       sites_.push_back(std::move(s));
       origins_.push_back(o);

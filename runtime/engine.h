@@ -12,7 +12,6 @@
 #include <functional>
 #include <unordered_map>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,9 +63,9 @@ class SiteOps {
 
 // What the engine keeps per site (ftrace: dyn_ftrace), split hot and cold:
 // a commit walks the hot records of every site it changes, so they are
-// kept to 48 bytes (the entry's original bytes fill what would be padding;
-// every live site instruction we write is at most 7 bytes); names and the
-// original slot live in SiteOrigin.
+// kept to 48 bytes (the site's original bytes fill what would be padding:
+// traits().site_bytes, at most 8); names and the original slot live in
+// SiteOrigin.
 struct SiteRecord {
   uint64_t entry = 0;
   SiteTarget applied;          // what the site calls / its slot holds now
@@ -74,10 +73,10 @@ struct SiteRecord {
   uint32_t module = 0;
   Route route = Route::kNone;  // the route `applied` implements
   SledKind original_kind = SledKind::kUnknown;
-  bool has_slot = false;       // aligned 8-byte ops slot before the entry
-  bool usable = false;         // the entry holds a sled we know
-  bool initialized = false;    // the sled has been turned into one NOP
-  uint8_t original[7] = {};    // entry bytes as discovered
+  bool has_slot : 1 = false;     // aligned 8-byte ops slot before the entry
+  bool usable : 1 = false;       // the entry holds a sled we know
+  bool initialized : 1 = false;  // the fixed part is written (encode_init)
+  uint8_t original[8] = {};    // site bytes as discovered
 };
 static_assert(sizeof(SiteRecord) == 48);
 
@@ -243,18 +242,20 @@ class Engine {
       Insn insn;
       // In reach: encoded once already.
       const SiteTarget t{call, 0};
+      const uint64_t at = s.entry + backend_.traits().live_offset;
       if (t.via_stub()) {
-        backend_.encode_jump(s.entry, stub_of(index), &insn);
+        backend_.encode_jump(at, stub_of(index), &insn);
       } else {
-        backend_.encode_call(s.entry, call, &insn);
+        backend_.encode_call(at, call, &insn);
       }
       return insn;
     }
-    // Until the one-time init the entry holds what the compiler wrote (a
-    // NOP sled, or a single NOP of its own choosing): restore exactly that.
+    // Until the one-time init the live part holds what the compiler wrote
+    // (a NOP sled, or a single NOP of its own choosing): restore exactly
+    // that.
     if (s.initialized) return nop_;
     Insn orig = nop_;
-    std::memcpy(orig.bytes, s.original, orig.size);
+    std::memcpy(orig.bytes, s.original + backend_.traits().live_offset, orig.size);
     return orig;
   }
   const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
@@ -274,17 +275,14 @@ class Engine {
   static constexpr int kByStub = 3;
 
   const Backend& backend_;
-  const Insn nop_;  // backend_.encode_nop(), asked once
+  const Insn nop_;   // backend_.encode_nop(), asked once
+  const Insn init_;  // backend_.encode_init(), asked once
   ftjit_engine_options options_;
   mutable std::mutex mu_;
   CoreSync sync_;
   Patcher patcher_;
   std::vector<std::unique_ptr<ModuleRecord>> modules_;
   std::vector<std::string> modules_without_sites_;  // basenames, for messages
-  // Objects scanned and found without usable sites (path, load bias): not
-  // read again while the loader lists them (a refresh after each dlopen
-  // then reads the new objects only).
-  std::set<std::pair<std::string, uint64_t>> scanned_without_sites_;
   std::vector<SiteRecord> sites_;    // per module, in entry order
   std::vector<SiteOrigin> origins_;  // parallel to sites_
   std::unordered_map<uint32_t, std::unique_ptr<SiteMux>> muxes_;  // by site

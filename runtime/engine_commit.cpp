@@ -176,8 +176,13 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
   changed.clear();
   std::set_symmetric_difference(old_sites.begin(), old_sites.end(), new_sites.begin(),
                                 new_sites.end(), std::back_inserter(changed));
-  const uint32_t call_bytes = backend_.traits().call_bytes;
-  const uint32_t slot_bytes = backend_.traits().slot_bytes;
+  const IsaTraits& traits = backend_.traits();
+  const uint32_t slot_bytes = traits.slot_bytes;
+  // A site: its fixed part and, live_offset from the entry, its live
+  // instruction (backends/backend.h).
+  const uint32_t site_bytes = traits.site_bytes;
+  const uint32_t live_offset = traits.live_offset;
+  const uint64_t init_word = insn_word(init_);
 
   // 1. One pass over the changed sites: change their ops, plan route and
   //    target, and build each one's writes. The new state goes straight
@@ -186,7 +191,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
   std::vector<Planned>& plan = plan_;
   std::vector<EntryWrite>& writes = writes_;
   std::vector<SlotWrite>& slots = slots_;
-  std::vector<SledInit> inits;
+  std::vector<FixedPartWrite> inits;
   plan.resize(changed.size());
   slots.clear();
   // Sized once and filled by index: push_back's checks cost more than the
@@ -260,7 +265,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     if (!s.ops.empty() && !s.usable) {
       return fail(make_error(FTJIT_E_UNEXPECTED_BYTES,
                              "site " + site_label(i) + " does not hold a patchable NOP sled: found " +
-                                 hex_bytes(sites_[i].original, call_bytes) +
+                                 hex_bytes(sites_[i].original, site_bytes) +
                                  " (patched by someone else?); nothing was patched"));
     }
     Planned& p = plan[k];
@@ -306,24 +311,25 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     const SiteAction action = decide(s.applied, t);
     if (action == SiteAction::kEnable || action == SiteAction::kDisable ||
         action == SiteAction::kRetarget) {
-      uint8_t* rw = writable_fast(s.entry, call_bytes);
+      uint8_t* rw = writable_fast(s.entry, site_bytes);
       if (rw == nullptr) {
-        auto slow = writable(s.entry, call_bytes);
+        auto slow = writable(s.entry, site_bytes);
         if (!slow) return fail(slow.take_error());
         rw = slow.value();
       }
       Insn from, to;
       if (t.call != 0 && !s.initialized && s.original_kind == SledKind::kNopSled) {
-        // The compiler's sled becomes one NOP first, all threads parked.
+        // The compiler's sled gets its fixed part first (x86-64: becomes
+        // one NOP), all threads parked.
         const uint8_t* original = s.original;
-        if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, call_bytes) != 0) {
+        if (std::memcmp(reinterpret_cast<const void*>(s.entry), original, site_bytes) != 0) {
           return fail(make_error(
               FTJIT_E_UNEXPECTED_BYTES,
-              "site " + site_label(i) + ": expected " + hex_bytes(original, call_bytes) +
-                  ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), call_bytes) +
+              "site " + site_label(i) + ": expected " + hex_bytes(original, site_bytes) +
+                  ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), site_bytes) +
                   "; nothing was patched"));
         }
-        inits.push_back({s.entry, rw, call_bytes});
+        inits.push_back({s.entry, rw, site_bytes, init_word});
         s.initialized = true;
       }
       from = p.old_initialized != s.initialized ? nop_ : encoded(i, s.applied.call);
@@ -332,14 +338,15 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
-        if (t.via_stub() ? !backend_.encode_jump(s.entry, stub_of(i), &to)
-                         : !backend_.encode_call(s.entry, t.call, &to)) {
+        if (t.via_stub() ? !backend_.encode_jump(s.entry + live_offset, stub_of(i), &to)
+                         : !backend_.encode_call(s.entry + live_offset, t.call, &to)) {
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }
       }
-      sorted &= n_writes == 0 || writes[n_writes - 1].entry < s.entry;
-      writes[n_writes++] = EntryWrite{s.entry, rw, insn_word(from), insn_word(to)};
+      const uint64_t at = s.entry + live_offset;
+      sorted &= n_writes == 0 || writes[n_writes - 1].at < at;
+      writes[n_writes++] = EntryWrite{at, rw + live_offset, insn_word(from), insn_word(to)};
     }
     enabled_delta += (t.call != 0) - (s.applied.call != 0);
     dirty_delta += s.applied.slot == 0 && t.slot != 0;
@@ -383,19 +390,22 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     }
   }
 
-  // 3. The machine: sled inits (stop-the-world), then what the new targets
+  // 3. The machine: site inits (stop-the-world), then what the new targets
   //    read (ip sets, list table), then the batch.
-  auto by_entry = [](const auto& a, const auto& b) { return a.entry < b.entry; };
   if (!inits.empty()) {
+    auto by_entry = [](const FixedPartWrite& a, const FixedPartWrite& b) { return a.entry < b.entry; };
     if (!std::is_sorted(inits.begin(), inits.end(), by_entry)) {
       std::sort(inits.begin(), inits.end(), by_entry);
     }
-    Status st = patcher_.init_sleds(inits);
+    Status st = patcher_.write_fixed_parts(inits);
     if (!st) return fail(st.take_error());
     sites_dirty_ += inits.size();
   }
   std::span<EntryWrite> batch(writes.data(), n_writes);
-  if (!sorted) std::sort(batch.begin(), batch.end(), by_entry);
+  if (!sorted) {
+    std::sort(batch.begin(), batch.end(),
+              [](const EntryWrite& a, const EntryWrite& b) { return a.at < b.at; });
+  }
   std::vector<std::pair<OpsRecord*, std::unique_ptr<IpSet>>> old_ipsets;
   auto publish_table = [&] {
     auto table = std::make_unique<ListTable>();
@@ -413,9 +423,9 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     }
     publish_table();
   }
-  uint64_t failed_entry = 0;
+  uint64_t failed_at = 0;
   tsan_publish();
-  Status st = patcher_.apply(batch, slots, &failed_entry);
+  Status st = patcher_.apply(batch, slots, &failed_at);
   if (!st) {
     // Nothing was written: verification comes first. The sled inits that
     // did happen are real: keep those sites marked initialized.
@@ -429,7 +439,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     std::vector<bool> inited;
     for (size_t k = 0; k < done; ++k) inited.push_back(sites_[plan[k].site].initialized);
     Error e = st.take_error();
-    long f = find_site(failed_entry);
+    long f = find_site(failed_at - live_offset);
     if (f >= 0) e.message = "site " + name_of(static_cast<uint32_t>(f)) + " " + e.message;
     undo();
     undo_ops();
@@ -469,29 +479,50 @@ Status Engine::restore_original_sleds() {
 }
 
 Status Engine::restore_original_sleds_in_scope() {
+  const IsaTraits& traits = backend_.traits();
+  // The trap protocol changes any bytes into any others live (x86-64: the
+  // site is its live instruction); otherwise the fixed part goes as it
+  // came, with every thread parked.
+  const bool deinit_live = backend_.live_protocol().change == LiveChange::kTrap;
+  const uint64_t init_word = insn_word(init_);
   std::vector<EntryWrite> writes;
+  std::vector<FixedPartWrite> deinits;
   std::vector<SlotWrite> slots;
   for (uint32_t i = 0; i < sites_.size(); ++i) {
     SiteRecord& s = sites_[i];
     if (s.applied.call != 0) continue;
     if (s.initialized) {
-      auto rw = writable(s.entry, backend_.traits().call_bytes);
+      auto rw = writable(s.entry, traits.site_bytes);
       if (!rw) return rw.take_error();
-      Insn orig;
-      orig.size = static_cast<uint8_t>(backend_.traits().call_bytes);
-      std::memcpy(orig.bytes, sites_[i].original, orig.size);
-      writes.push_back({s.entry, rw.value(), insn_word(nop_), insn_word(orig)});
+      uint64_t original = 0;
+      std::memcpy(&original, s.original, traits.site_bytes);
+      if (deinit_live) {
+        writes.push_back({s.entry, rw.value(), insn_word(nop_), original});
+      } else {
+        // Verified here, as apply verifies a live write: no site changes
+        // unless every one holds what the engine wrote.
+        if (std::memcmp(reinterpret_cast<const void*>(s.entry), &init_word, traits.site_bytes) != 0) {
+          return make_error(
+              FTJIT_E_UNEXPECTED_BYTES,
+              "site " + site_label(i) + ": expected " +
+                  hex_bytes(reinterpret_cast<const uint8_t*>(&init_word), traits.site_bytes) +
+                  ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), traits.site_bytes) +
+                  "; nothing was restored");
+        }
+        deinits.push_back({s.entry, rw.value(), traits.site_bytes, original});
+      }
     }
     if (s.applied.slot != 0) {
-      auto rw = writable(s.entry - backend_.traits().slot_bytes, backend_.traits().slot_bytes);
+      auto rw = writable(s.entry - traits.slot_bytes, traits.slot_bytes);
       if (!rw) return rw.take_error();
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), origins_[i].original_slot});
     }
   }
-  if (writes.empty() && slots.empty()) return {};
+  if (writes.empty() && deinits.empty() && slots.empty()) return {};
   FTJIT_TRY(patcher_.apply(writes, slots));
+  FTJIT_TRY(patcher_.write_fixed_parts(deinits));
   ++batches_;
-  last_batch_sites_ = writes.size();
+  last_batch_sites_ = writes.size() + deinits.size();
   for (SiteRecord& s : sites_) {
     if (s.applied.call != 0) continue;
     s.initialized = false;

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "runtime/arch/arch.h"
 #include "runtime/engine.h"
 
 namespace ftjit {
@@ -89,6 +90,7 @@ Result<uint64_t*> Engine::stub_word(uint32_t index) {
     if (!backend_.encode_stub(stub, s.entry, rw)) {
       return make_error(FTJIT_E_OUT_OF_RANGE, "a site cannot reach its stub");
     }
+    arch::flush_icache(stub, traits.stub_bytes);
     m.stub_written[k] = true;
   }
   return reinterpret_cast<uint64_t*>(rw + traits.stub_word_offset);
@@ -113,6 +115,7 @@ Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
     return make_error(FTJIT_E_INTERNAL, "trampoline larger than its reservation");
   }
   std::memcpy(arena->rw(place), code->data(), code->size());
+  arch::flush_icache(place, code->size());
   *bytes = code->size();
   return place;
 }

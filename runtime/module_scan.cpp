@@ -170,9 +170,7 @@ Result<DiscoveredModule> discover_file(const std::string& path, uint64_t load_bi
   return discover_path(path, path, load_bias);
 }
 
-std::string main_executable_path() { return self_exe_path(); }
-
-Result<std::vector<DiscoveredModule>> discover_loaded_modules(const ScannedBefore& already_scanned) {
+Result<std::vector<DiscoveredModule>> discover_loaded_modules() {
   ScanTimer timer;
   // Files are read after the walk, not inside the callback, which runs with
   // the loader lock held and would block dlopen in other threads.
@@ -184,7 +182,6 @@ Result<std::vector<DiscoveredModule>> discover_loaded_modules(const ScannedBefor
   for (const auto& obj : objects) {
     const bool main_exe = obj.name.empty();
     const std::string report = main_exe ? self_exe_path() : obj.name;
-    if (already_scanned && already_scanned(report, obj.load_bias)) continue;
     auto module = discover_path(main_exe ? kSelfExe : obj.name, report, obj.load_bias);
     if (module.ok()) {
       modules.push_back(std::move(module.value()));

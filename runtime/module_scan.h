@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,16 +24,8 @@ namespace ftjit {
 // /proc/self/exe but reported under its resolved path. The vDSO is skipped.
 // An object whose file cannot be read or parsed is still listed, with
 // has_patchable_section = false and no sites, so callers can tell it
-// exists. Nothing is cached here; an object for which `already_scanned`
-// (path as it would be reported, load bias) says true is left out unread,
-// so that a caller that remembers what it scanned pays for new objects
-// only. Currently never fails.
-using ScannedBefore = std::function<bool(const std::string& path, uint64_t load_bias)>;
-[[nodiscard]] Result<std::vector<DiscoveredModule>> discover_loaded_modules(
-    const ScannedBefore& already_scanned = {});
-
-// The main executable's path as discover_loaded_modules reports it.
-std::string main_executable_path();
+// exists. Nothing is cached: each call rescans. Currently never fails.
+[[nodiscard]] Result<std::vector<DiscoveredModule>> discover_loaded_modules();
 
 // Count of objects the loader has ever added plus removed. It changes
 // whenever dlopen/dlclose changes the set of modules, and is cheap enough

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Batch patching, the SIGTRAP emulation window, and sled initialisation.
+// Batch patching, the SIGTRAP emulation window, and sites' fixed parts.
 #include "runtime/patcher.h"
 
 #include <signal.h>
-#include <ucontext.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "runtime/arch/arch.h"
 #include "runtime/thread_control.h"
 
 namespace ftjit {
@@ -21,10 +21,11 @@ namespace {
 // The trap window
 // ---------------------------------------------------------------------------
 //
-// While a batch is being written, g_batch points at its sorted writes. A
-// thread that executes a half-written site traps; the handler finds the
-// site by binary search and emulates the instruction the site is becoming.
-// g_readers keeps the batch alive while a handler reads it.
+// LiveChange::kTrap (x86-64). While a batch is being written, g_batch
+// points at its sorted writes. A thread that executes a half-written site
+// traps; the handler finds the site by binary search and emulates the
+// instruction the site is becoming. g_readers keeps the batch alive while
+// a handler reads it.
 
 std::atomic<const EntryWrite*> g_batch{nullptr};
 std::atomic<size_t> g_batch_n{0};
@@ -39,14 +40,6 @@ struct sigaction g_previous_trap_action;
 std::once_flag g_trap_once;
 Status g_trap_status;
 
-#if defined(__x86_64__)
-greg_t& reg_pc(ucontext_t* uc) { return uc->uc_mcontext.gregs[REG_RIP]; }
-greg_t& reg_sp(ucontext_t* uc) { return uc->uc_mcontext.gregs[REG_RSP]; }
-constexpr uint64_t kTrapPcAdjust = 1;  // int3 reports the address after it
-constexpr uint8_t kBreakpointByte = 0xcc;
-#else
-#error "the int3 window is x86-64 only; other ISAs toggle one instruction"
-#endif
 
 void chain_trap(int sig, siginfo_t* si, void* uc) {
   const struct sigaction& prev = g_previous_trap_action;
@@ -64,28 +57,42 @@ void chain_trap(int sig, siginfo_t* si, void* uc) {
   prev.sa_handler(sig);
 }
 
+// Whether the trap `step` plants is still at `addr`.
+bool trap_planted(uint64_t addr, const WriteStep& step) {
+  const auto* now = reinterpret_cast<const volatile uint8_t*>(addr);
+  for (uint32_t b = 0; b < step.size; ++b) {
+    if (now[b] != step.fill[b]) return false;
+  }
+  return true;
+}
+
 void trap_handler(int sig, siginfo_t* si, void* ucv) {
   auto* uc = static_cast<ucontext_t*>(ucv);
-  uint64_t addr = static_cast<uint64_t>(reg_pc(uc)) - kTrapPcAdjust;
+  const uint64_t pc = arch::context_pc(uc);
   g_readers.fetch_add(1, std::memory_order_acquire);
   const EntryWrite* batch = g_batch.load(std::memory_order_acquire);
   size_t n = g_batch_n.load(std::memory_order_acquire);
+  // Set with the first batch and never reset (the backend lives as long
+  // as the process): it still tells a late trap's address after the batch.
   const Backend* backend = g_batch_backend.load(std::memory_order_acquire);
+  const uint64_t addr = backend != nullptr ? pc - backend->live_protocol().trap_pc_offset : pc;
   if (batch != nullptr && backend != nullptr) {
     const EntryWrite* end = batch + n;
     const EntryWrite* w = std::lower_bound(
-        batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.entry < a; });
-    if (w != end && w->entry == addr) {
+        batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.at < a; });
+    if (w != end && w->at == addr) {
       Insn insn;
       const bool committed = g_batch_committed.load(std::memory_order_acquire);
       std::memcpy(insn.bytes, committed ? &w->to : &w->from, sizeof w->to);
-      insn.size = static_cast<uint8_t>(backend->traits().call_bytes);
-      TrapFixup fix = backend->emulate(addr, insn);
+      const IsaTraits& traits = backend->traits();
+      insn.size = static_cast<uint8_t>(traits.call_bytes);
+      TrapFixup fix = backend->emulate(addr - traits.live_offset, insn);
       if (fix.push) {
-        reg_sp(uc) -= 8;
-        *reinterpret_cast<uint64_t*>(reg_sp(uc)) = fix.push_value;
+        const uint64_t sp = arch::context_sp(uc) - 8;
+        arch::set_context_sp(uc, sp);
+        *reinterpret_cast<uint64_t*>(sp) = fix.push_value;
       }
-      reg_pc(uc) = static_cast<greg_t>(fix.pc);
+      arch::set_context_pc(uc, fix.pc);
       g_readers.fetch_sub(1, std::memory_order_release);
       g_traps.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -94,10 +101,13 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
   g_readers.fetch_sub(1, std::memory_order_release);
   // The batch may have ended between the trap and this handler: if the
   // breakpoint is gone, run the instruction that replaced it.
-  if (kTrapPcAdjust != 0 && *reinterpret_cast<const volatile uint8_t*>(addr) != kBreakpointByte &&
-      si->si_code == SI_KERNEL) {
-    reg_pc(uc) = static_cast<greg_t>(addr);
-    return;
+  if (backend != nullptr) {
+    const LiveProtocol& protocol = backend->live_protocol();
+    if (protocol.trap_pc_offset != 0 && !trap_planted(addr, protocol.steps[0]) &&
+        si->si_code == SI_KERNEL) {
+      arch::set_context_pc(uc, addr);
+      return;
+    }
   }
   chain_trap(sig, si, ucv);
 }
@@ -170,6 +180,7 @@ inline void write_range(const WriteStep& s, uint32_t size, const EntryWrite& w,
   const uint32_t n = s.size != 0 ? s.size : size - s.offset;
   uint8_t* dst = w.rw + s.offset;
   for (uint32_t b = 0; b < n; ++b) dst[b] = src[b];
+  arch::flush_icache(w.at + s.offset, n);
 }
 
 // Step `s`'s part of an instruction word (a site's `from` or `to`).
@@ -182,6 +193,18 @@ inline void write_step(const WriteStep& s, uint32_t size, const EntryWrite& w) {
   write_range(s, size, w, s.from_new ? bytes_of(w.to, s) : s.fill);
 }
 
+// LiveChange::kAlignedStore: the whole new instruction in one naturally
+// aligned store, seen by another thread as the old or the new one.
+inline void store_whole(uint32_t size, const EntryWrite& w) {
+  if (size == 8) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(w.rw), w.to, __ATOMIC_RELEASE);
+  } else {
+    __atomic_store_n(reinterpret_cast<uint32_t*>(w.rw), static_cast<uint32_t>(w.to),
+                     __ATOMIC_RELEASE);
+  }
+  arch::flush_icache(w.at, size);
+}
+
 // Aligned 8-byte stores: atomic.
 inline void store_slots(std::span<const SlotWrite> slots) {
   for (const SlotWrite& s : slots) {
@@ -190,26 +213,26 @@ inline void store_slots(std::span<const SlotWrite> slots) {
 }
 
 inline bool holds(const EntryWrite& w, uint32_t size) {
-  const auto* now = reinterpret_cast<const uint8_t*>(w.entry);
+  const auto* now = reinterpret_cast<const uint8_t*>(w.at);
   const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
   bool same = true;
   for (uint32_t b = 0; b < size; ++b) same &= now[b] == expect[b];
   return same;
 }
 
-Error unexpected_bytes(const EntryWrite& w, uint32_t size, uint64_t* failed_entry) {
-  if (failed_entry != nullptr) *failed_entry = w.entry;
+Error unexpected_bytes(const EntryWrite& w, uint32_t size, uint64_t* failed_at) {
+  if (failed_at != nullptr) *failed_at = w.at;
   const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
   return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                    "at " + hex_addr(w.entry) + ": expected " + hex_bytes(expect, size) +
-                        ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(w.entry), size) +
+                    "at " + hex_addr(w.at) + ": expected " + hex_bytes(expect, size) +
+                        ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(w.at), size) +
                         "; nothing was patched");
 }
 
 }  // namespace
 
 Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
-                      uint64_t* failed_entry) {
+                      uint64_t* failed_at) {
   last_batch_syncs_ = 0;
   const uint32_t size = backend_.traits().call_bytes;
   const LiveProtocol& protocol = backend_.live_protocol();
@@ -226,12 +249,33 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
     store_slots(slots);
     return {};
   }
-  const bool fuse = protocol.n_steps > 0 && !protocol.steps[0].from_new;
+  const bool aligned_store = protocol.change == LiveChange::kAlignedStore;
+  const bool fuse = !aligned_store && protocol.n_steps > 0 && !protocol.steps[0].from_new;
   if (!fuse) {
     for (size_t i = 0; i < writes.size(); ++i) {
-      if (i + kAhead < writes.size()) __builtin_prefetch(reinterpret_cast<const void*>(writes[i + kAhead].entry));
-      if (!holds(writes[i], size)) return unexpected_bytes(writes[i], size, failed_entry);
+      if (i + kAhead < writes.size()) __builtin_prefetch(reinterpret_cast<const void*>(writes[i + kAhead].at));
+      if (!holds(writes[i], size)) return unexpected_bytes(writes[i], size, failed_at);
+      if (aligned_store && writes[i].at % size != 0) {
+        if (failed_at != nullptr) *failed_at = writes[i].at;
+        return make_error(FTJIT_E_UNSUPPORTED,
+                          "at " + hex_addr(writes[i].at) +
+                              ": the live instruction is not naturally aligned, so one store "
+                              "cannot change it atomically; nothing was patched");
+      }
     }
+  }
+
+  if (aligned_store) {
+    // No thread can see a half-written instruction: no trap window.
+    store_slots(slots);
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
+      store_whole(size, writes[i]);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    (void)sync_.sync();
+    ++last_batch_syncs_;
+    return {};
   }
 
   FTJIT_TRY(install_trap_handler());
@@ -243,7 +287,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
       const EntryWrite& w = writes[i];
       if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
       if (!holds(w, size)) {
-        Error e = unexpected_bytes(w, size, failed_entry);
+        Error e = unexpected_bytes(w, size, failed_at);
         // Back to what each trapped site held; threads that trap until the
         // sync below are run through `from` by the handler.
         for (size_t k = 0; k < i; ++k) write_range(first, size, writes[k], bytes_of(writes[k].from, first));
@@ -282,21 +326,20 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
   return {};
 }
 
-Status Patcher::init_sleds(std::span<const SledInit> sites) {
+Status Patcher::write_fixed_parts(std::span<const FixedPartWrite> sites) {
   if (sites.empty()) return {};
-  Insn nop = backend_.encode_nop();
   auto fixup = [&](uint64_t pc) -> uint64_t {
     auto it = std::upper_bound(sites.begin(), sites.end(), pc,
-                               [](uint64_t a, const SledInit& s) { return a < s.entry; });
+                               [](uint64_t a, const FixedPartWrite& s) { return a < s.entry; });
     if (it == sites.begin()) return 0;
     --it;
     if (pc > it->entry && pc < it->entry + it->size) return it->entry + it->size;
     return 0;
   };
   auto body = [&] {
-    for (const SledInit& s : sites) {
-      std::memcpy(s.rw, nop.bytes, nop.size);
-      for (uint32_t i = nop.size; i < s.size; ++i) s.rw[i] = nop.bytes[0];
+    for (const FixedPartWrite& s : sites) {
+      std::memcpy(s.rw, &s.bytes, s.size);
+      arch::flush_icache(s.entry, s.size);
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
   };

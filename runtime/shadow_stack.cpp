@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "backends/shadow_layout.h"
+#include "runtime/arch/arch.h"
 #include "runtime/dispatch.h"
 #include "runtime/process_backend.h"
 #include "runtime/thread_control.h"
@@ -103,7 +104,7 @@ static_assert(sizeof(std::atomic<bool>) == 1);
 
 // t_stack's offset from the thread pointer, for the trampolines.
 int64_t shadow_stack_tls_offset() {
-  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - thread_pointer());
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&t_stack) - arch::thread_pointer());
 }
 
 namespace {
@@ -135,7 +136,10 @@ ShadowStack* create_stack() {
           g_stacks[i].state.store(kNever, std::memory_order_release);
           return nullptr;
         }
-        s = new (m) ShadowStack{};
+        // Default-initialised, not value-initialised: `ShadowStack{}`
+        // zeroed all 32 MiB (the mapping is zero already), so every thread
+        // that ever hooked a return cost 32 MiB of memory.
+        s = new (m) ShadowStack;
         g_stacks[i].stack.store(s, std::memory_order_release);
       }
       s->depth = 0;
@@ -282,6 +286,7 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
       munmap(m, page);
       return;
     }
+    arch::flush_icache(place, code->size());
     g_call_and_land.store(place, std::memory_order_release);
     g_exit_trampoline.store(place + kLandingOffset, std::memory_order_release);
   });
@@ -340,11 +345,18 @@ inline void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
 
 }  // namespace
 
+// Shadow entries are keyed by the stack word that holds their frame's
+// return address (runtime/arch/arch.h). An ISA whose return address lives
+// in a register brings its model with its trampolines' exit hooks.
+static_assert(arch::return_address_home() == arch::ReturnAddressHome::kStackWordAtEntrySp,
+              "exit hooks: this ISA's return-address model is not written yet");
+
 void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
                          uint64_t parent_ip, ftjit_regs* regs) {
-  shadow_prune(reinterpret_cast<const uint64_t*>(regs->sp));
+  const uint64_t slot = arch::return_slot_at_entry(regs->sp);
+  shadow_prune(reinterpret_cast<const uint64_t*>(slot));
   func(ip, parent_ip, ops, regs);
-  shadow_push(reinterpret_cast<uint64_t*>(regs->sp), ip, rec);
+  shadow_push(reinterpret_cast<uint64_t*>(slot), ip, rec);
 }
 
 extern "C" void ftjit_shadow_prune(uint64_t slot) {
@@ -403,10 +415,11 @@ void shadow_unhook_all() {
 void shadow_unwinding_to(uint64_t cfa) {
   ShadowStack* s = t_stack;
   if (s == nullptr || s->depth == 0) return;
-  // The frame whose CFA this is replaced its return address at cfa-8;
-  // every hooked frame below that is gone.
+  // Every hooked frame below the slot of the frame whose CFA this is is
+  // gone.
+  const uint64_t slot = arch::return_slot_below_cfa(cfa);
   const bool run = guard_enter();
-  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < cfa - 8; });
+  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < slot; });
   if (run) guard_leave();
 }
 
@@ -487,6 +500,14 @@ void release_exit_trampoline() {
   const uint64_t place = g_call_and_land.exchange(0, std::memory_order_acq_rel);
   g_exit_trampoline.store(0, std::memory_order_release);
   if (place != 0) munmap(reinterpret_cast<void*>(place), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  // The shadow stacks go with it: no frame is hooked and no thread is in
+  // our code (the unload proved it), and the agent's code that reads them
+  // is being unmapped. Kept, each cycle of attach and unload cost every
+  // thread that hooked a return its stack again.
+  for (StackSlot& slot : g_stacks) {
+    if (ShadowStack* s = slot.stack.exchange(nullptr, std::memory_order_acq_rel)) munmap(s, sizeof(ShadowStack));
+    slot.state.store(kNever, std::memory_order_release);
+  }
 }
 
 void shadow_forget_threads() {

@@ -102,7 +102,7 @@ Status shadow_put_back_all(int timeout_ms);
 // agent being unloaded): threads exiting later must not call into it.
 void shadow_forget_threads();
 
-// Unmaps the exit trampoline page. Only for an agent being dlclosed, once
+// Unmaps the exit trampoline page and every shadow stack. Only for an agent being dlclosed, once
 // the CLI has seen no thread can return through it (it runs in the agent's
 // destructor); in a process that goes on using ftjit, never.
 void release_exit_trampoline();

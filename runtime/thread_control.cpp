@@ -9,7 +9,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +17,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+
+#include "runtime/arch/arch.h"
 
 extern "C" {
 __thread ftjit::TrampolineCounts ftjit_trampoline_counts
@@ -74,28 +75,6 @@ Status g_install_status;
 
 pid_t sys_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
-uint64_t context_pc(const ucontext_t* uc) {
-#if defined(__x86_64__)
-  return static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  return uc->uc_mcontext.pc;
-#elif defined(__riscv)
-  return uc->uc_mcontext.__gregs[0];
-#else
-#error "unsupported ISA"
-#endif
-}
-
-void set_context_pc(ucontext_t* uc, uint64_t pc) {
-#if defined(__x86_64__)
-  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(pc);
-#elif defined(__aarch64__)
-  uc->uc_mcontext.pc = pc;
-#elif defined(__riscv)
-  uc->uc_mcontext.__gregs[0] = pc;
-#endif
-}
-
 void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, long timeout_ns) {
   struct timespec ts{0, timeout_ns};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, &ts,
@@ -125,7 +104,7 @@ void control_handler(int, siginfo_t* si, void* ucv) {
     return;
   }
   auto* uc = static_cast<ucontext_t*>(ucv);
-  s.pc = context_pc(uc);
+  s.pc = arch::context_pc(uc);
   // Exits first: then entries >= exits holds between the two reads too.
   s.exits = ftjit_trampoline_counts.exits;
   s.entries = ftjit_trampoline_counts.entries;
@@ -136,7 +115,7 @@ void control_handler(int, siginfo_t* si, void* ucv) {
     while (g_request.release.load(std::memory_order_acquire) == 0) {
       futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
     }
-    if (s.new_pc != 0) set_context_pc(uc, s.new_pc);
+    if (s.new_pc != 0) arch::set_context_pc(uc, s.new_pc);
     s.state.store(tag(gen, kResumed), std::memory_order_release);
   } else {
     s.state.store(tag(gen, kDone), std::memory_order_release);
@@ -368,7 +347,7 @@ void release_parked() {
 
 int64_t trampoline_counts_tls_offset() {
   return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_trampoline_counts.entries) -
-                              thread_pointer());
+                              arch::thread_pointer());
 }
 
 struct sigaction g_previous_control_action;

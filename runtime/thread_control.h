@@ -40,20 +40,8 @@ struct TrampolineCounts {
 extern "C" __thread TrampolineCounts ftjit_trampoline_counts
     __attribute__((tls_model("initial-exec")));
 
-// The calling thread's thread pointer (fs base on x86-64): generated code
-// reaches initial-exec TLS at fixed offsets from it.
-inline uint64_t thread_pointer() {
-#if defined(__x86_64__)
-  uint64_t tp;
-  asm("mov %%fs:0, %0" : "=r"(tp));
-  return tp;
-#else
-  return reinterpret_cast<uint64_t>(__builtin_thread_pointer());
-#endif
-}
-
-// Offset of ftjit_trampoline_counts.entries from the thread pointer (fs
-// base); exits is 8 bytes after it.
+// Offset of ftjit_trampoline_counts.entries from the thread pointer
+// (arch::thread_pointer, runtime/arch/arch.h); exits is 8 bytes after it.
 int64_t trampoline_counts_tls_offset();
 
 // entries - exits of the calling thread. A signal handler that runs

@@ -69,7 +69,7 @@ echo "building $spec_binary with $cxx"
 "$cxx" -std=c++20 -g -O1 -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   -I"$root" -I"$root/include" -I"$root/plugins/include" \
-  "$root/tests/fuzz/plugin_spec_fuzz.cpp" "$root/plugins/host/options.cpp" "$root/core/error.cpp" \
+  "$root/tests/fuzz/plugin_spec_fuzz.cpp" "$root/runtime/plugin_host/options.cpp" "$root/core/error.cpp" \
   -o "$spec_binary"
 echo "fuzzing the plugin spec parser for ${spec_seconds}s"
 "$spec_binary" -max_total_time="$spec_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \

@@ -97,6 +97,16 @@ class Arm64Backend final : public Backend {
     return info;
   }
 
+  // The fixed part written (mov x9, x30), the live word disabled (nop).
+  Insn encode_init() const override {
+    Insn insn;
+    const uint32_t words[2] = {kMovX9X30, kNop};
+    static_assert(sizeof words == kSiteBytes && kLiveOffset == 4);
+    std::memcpy(insn.bytes, words, sizeof words);
+    insn.size = kSiteBytes;
+    return insn;
+  }
+
   Insn encode_nop() const override { return insn_of(kNop); }
 
   // `entry` here is the live word's address (site start + live_offset):
@@ -158,10 +168,11 @@ class Arm64Backend final : public Backend {
     t.reloc_glob_dat = 1025;   // R_AARCH64_GLOB_DAT
     t.reloc_abs64 = 257;       // R_AARCH64_ABS64
     t.live_offset = kLiveOffset;
+    t.site_bytes = kSiteBytes;
     return t;
   }();
   // The new word, whole, in one store.
-  LiveProtocol protocol_{{WriteStep{0, 0, true, {}}}, 1};
+  LiveProtocol protocol_{{WriteStep{0, 0, true, {}}}, 1, LiveChange::kAlignedStore};
 };
 
 }  // namespace

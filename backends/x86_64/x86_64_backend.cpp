@@ -12,12 +12,17 @@
 //     compiled    90 90 90 90 90   (GCC)      by the compiler
 //                 0f 1f 44 00 xx   (clang; 16 emits xx=00, 14 xx=08)
 //     disabled    0f 1f 44 00 00   nopl 0(%rax,%rax)   once, all stopped
+//                                              (encode_init; de-init
+//                                              writes the compiled bytes
+//                                              back, live)
 //     enabled     e8 <rel32>       call trampoline     live, int3 protocol
 //     hooked      e9 <rel32>       jmp stub            live, int3 protocol
 //                 (an ops hooks the return: see (c))
 //
 //     The slot holds 8 x 0x90 until call-ops stores an ops pointer there; it
 //     is never executed (it lies before the symbol), so it is plain data.
+//     The site is its live instruction: no fixed part of its own
+//     (live_offset 0, site_bytes 5; see backends/backend.h).
 //
 // (b) Registers at the entry (SysV): rdi rsi rdx rcx r8 r9 hold arguments,
 //     al the vector-register count of a varargs call, r10 the static chain,
@@ -83,6 +88,10 @@ class X86_64Backend final : public Backend {
     }
     return info;
   }
+
+  // The 1-byte NOPs become the one 5-byte NOP: a site is then a single
+  // instruction, which the int3 protocol can change live.
+  Insn encode_init() const override { return encode_nop(); }
 
   Insn encode_nop() const override {
     Insn insn;
@@ -155,11 +164,13 @@ class X86_64Backend final : public Backend {
   IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16,
                     kStubBytes, kStubWordOffset,
                     /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6,
-                    /*R_X86_64_64*/ 1};
-  // int3 over the first byte; the new tail; the new first byte.
+                    /*R_X86_64_64*/ 1,
+                    /*live_offset*/ 0, /*site_bytes*/ kSiteBytes};
+  // int3 over the first byte; the new tail; the new first byte. A thread
+  // that runs into the int3 reports the pc after it.
   LiveProtocol protocol_{{WriteStep{0, 1, false, {kInt3}}, WriteStep{1, 0, true, {}},
                           WriteStep{0, 1, true, {}}},
-                         3};
+                         3, LiveChange::kTrap, /*trap_pc_offset*/ 1};
 };
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include <cstring>
 #include <optional>
 
+#include "cli/inject/injector_isa.h"
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/ptrace_inject.h"
 #include "cli/inject/target_libc.h"
@@ -341,13 +341,10 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
   for (State::Thread& t : s_->threads) {
     if (t.run != State::Run::kStopped) continue;
     const std::string who = "thread " + std::to_string(t.tid);
-    user_regs_struct regs{};
-    if (::ptrace(PTRACE_GETREGS, t.tid, nullptr, &regs) != 0)
-      return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_GETREGS of " + who, errno));
-    if (const auto* r = hit(regs.rip)) return who + " is executing " + r->what + " (pc " + hex(regs.rip) + ")";
-    const unsigned long long gprs[] = {regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.rbp,
-                                       regs.r8,  regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15};
-    for (unsigned long long v : gprs)
+    auto regs = detail::read_stopped_registers(t.tid);
+    FTJIT_TRY(regs);
+    if (const auto* r = hit(regs->pc)) return who + " is executing " + r->what + " (pc " + hex(regs->pc) + ")";
+    for (uint64_t v : regs->general)
       if (const auto* r = hit(v)) return who + " holds an address in " + r->what + " (" + hex(v) + ") in a register";
     // Its call chain, unwound from the CFI of its modules (signal frames
     // included): the return addresses it will take. Every stack word would

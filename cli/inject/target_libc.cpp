@@ -6,19 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <string_view>
 
+#include "cli/inject/injector_isa.h"
 #include "cli/inject/inject_internal.h"
 
 namespace ftjit::inject::detail {
 namespace {
-
-// glibc's (and musl's) x86-64 signal return trampoline:
-//   48 c7 c0 0f 00 00 00    mov $15, %rax      (__NR_rt_sigreturn)
-//   0f 05                   syscall
-constexpr std::array<uint8_t, 9> kRestoreRt = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
 // The libc entry points that take a lock dlopen, dlclose or a library
 // constructor takes again (the loader's, malloc's arenas, the atexit and
@@ -105,8 +100,10 @@ Status write_target_memory(pid_t pid, uint64_t address, std::span<const uint8_t>
 Result<TargetLibc> read_target_libc(const TargetInfo& target) {
   const pid_t pid = target.pid;
   const std::string p = "process " + std::to_string(pid);
-  if (target.isa != Isa::kX86_64)
-    return make_error(FTJIT_E_UNSUPPORTED, p + " is not an x86-64 program; ftjit attach serves x86-64 processes");
+  const InjectorIsa& isa = injector_isa();
+  if (target.isa != isa.isa)
+    return make_error(FTJIT_E_UNSUPPORTED, p + " is not an " + isa.name + " program; ftjit attach serves " +
+                                               isa.name + " processes");
   if (target.static_linked)
     return make_error(FTJIT_E_UNSUPPORTED, p + " (" + target.exe +
                                                ") is statically linked: no dlopen to load the agent with; "
@@ -125,7 +122,7 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
                                                "start it with `ftjit run` instead");
   }
   const MappedModule* libdl = module_named(*maps, keep, "libdl.so.2", false);
-  const MappedModule* loader = module_named(*maps, keep, "ld-linux-x86-64.so.2", false);
+  const MappedModule* loader = module_named(*maps, keep, isa.loader, false);
   if (!loader) loader = module_named(*maps, keep, "ld-linux", true);
   const MappedModule* libgcc = module_named(*maps, keep, "libgcc_s.so.1", false);
 
@@ -152,10 +149,11 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
 
   // __restore_rt is not exported: it is the one copy of its bytes in
   // libc's code.
+  const std::span<const uint8_t> restore_rt = restore_rt_code();
   for (const Mapping* m : code_of(*maps, libc->path)) {
     auto text = read_target_memory(pid, m->start, m->end - m->start);
     FTJIT_TRY(text);
-    auto hit = std::search(text->begin(), text->end(), kRestoreRt.begin(), kRestoreRt.end());
+    auto hit = std::search(text->begin(), text->end(), restore_rt.begin(), restore_rt.end());
     if (hit != text->end()) {
       out.restore_rt = m->start + static_cast<uint64_t>(hit - text->begin());
       break;
@@ -165,25 +163,16 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
     return make_error(FTJIT_E_UNSUPPORTED, p + ": its C library (" + libc->path +
                                                ") has no signal return trampoline that ftjit recognises");
 
-  // __errno_location:  48 8b 05 <disp32>   mov disp(%rip), %rax  (errno's TP offset)
-  //                    64 48 03 04 25 0..  add %fs:0, %rax
-  // The GOT word it loads is errno's offset from the thread pointer; errno's
-  // symbol value is its offset in libc's TLS block, so the two give the
-  // block's offset, and with it that of any other TLS symbol of libc.
+  // __errno_location's code gives errno's offset from the thread pointer
+  // (injector_isa.h); errno's symbol value is its offset in libc's TLS
+  // block, so the two give the block's offset, and with it that of any
+  // other TLS symbol of libc.
   if ((*found)[2] && (*found)[3] && (*found)[3]->tls) {
-    auto code = read_target_memory(pid, (*found)[2]->address, 16);
-    if (code && (*code)[0] == 0x48 && (*code)[1] == 0x8b && (*code)[2] == 0x05 && (*code)[7] == 0x64) {
-      int32_t disp;
-      std::memcpy(&disp, code->data() + 3, 4);
-      auto got = read_target_memory(pid, (*found)[2]->address + 7 + static_cast<int64_t>(disp), 8);
-      if (got) {
-        int64_t errno_tpoff;
-        std::memcpy(&errno_tpoff, got->data(), 8);
-        out.errno_tpoff = errno_tpoff;
-        if ((*found)[4] && (*found)[4]->tls)
-          out.dlerror_result_tpoff = errno_tpoff - static_cast<int64_t>((*found)[3]->address) +
-                                     static_cast<int64_t>((*found)[4]->address);
-      }
+    if (std::optional<int64_t> errno_tpoff = errno_tpoff_from_code(pid, (*found)[2]->address)) {
+      out.errno_tpoff = *errno_tpoff;
+      if ((*found)[4] && (*found)[4]->tls)
+        out.dlerror_result_tpoff = *errno_tpoff - static_cast<int64_t>((*found)[3]->address) +
+                                   static_cast<int64_t>((*found)[4]->address);
     }
   }
 

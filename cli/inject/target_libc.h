@@ -36,9 +36,9 @@ struct AddressRange {
 struct TargetLibc {
   uint64_t dlopen = 0;
   uint64_t dlclose = 0;
-  uint64_t restore_rt = 0;  // __restore_rt: mov $15,%rax; syscall
+  uint64_t restore_rt = 0;  // __restore_rt (injector_isa.h: restore_rt_code)
   // The address of errno and of glibc's dlerror state, as offsets from the
-  // thread pointer (fs_base); nullopt where this libc does not say.
+  // thread pointer; nullopt where this libc does not say.
   std::optional<int64_t> errno_tpoff;
   std::optional<int64_t> dlerror_result_tpoff;
   uint64_t r_debug = 0;  // the loader's struct r_debug, 0 if not found
@@ -70,10 +70,10 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target);
 // file `path_in_target`, found in _r_debug's list; 0 if it is not loaded.
 Result<uint64_t> loaded_object_handle(pid_t pid, const TargetLibc& libc, const std::string& path_in_target);
 
-// What dlerror() would say on the thread whose thread pointer is fs_base,
+// What dlerror() would say on the thread whose thread pointer is tp,
 // read from glibc's per-thread dlerror state; "" if there is none or this
 // libc keeps it elsewhere.
-std::string pending_dlerror(pid_t pid, const TargetLibc& libc, uint64_t fs_base);
+std::string pending_dlerror(pid_t pid, const TargetLibc& libc, uint64_t tp);
 
 // Reads target memory (process_vm_readv, then /proc/PID/mem).
 Result<std::vector<uint8_t>> read_target_memory(pid_t pid, uint64_t address, size_t size);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/inject/injector_isa.h"
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/ptrace_inject.h"
 
@@ -318,16 +319,18 @@ Result<TargetInfo> inspect_target(pid_t pid) {
     if (size_t dash = arch.find('-'); dash != std::string::npos) arch.resize(dash);
     ::close(fd);
     return make_error(FTJIT_E_UNSUPPORTED, p + " is an " + arch + " program run by " + std::string(base) +
-                                               "; ftjit attach serves native x86-64 processes (use `ftjit run` for emulated ones)");
+                                               "; ftjit attach serves native " + detail::injector_isa().name +
+                                               " processes (use `ftjit run` for emulated ones)");
   }
-  if (!(is64 && ident[EI_DATA] == ELFDATA2LSB && machine == EM_X86_64)) {
+  if (!(is64 && ident[EI_DATA] == ELFDATA2LSB && machine == detail::injector_isa().e_machine)) {
     ::close(fd);
     const char* name = machine_name(machine, is64);
     std::string what = name ? std::string(name) : "e_machine " + std::to_string(machine);
     return make_error(FTJIT_E_UNSUPPORTED, p + " is a" + (what[0] == 'a' || what[0] == 'x' ? "n " : " ") + what +
-                                               " program; ftjit attach serves x86-64 processes");
+                                               " program; ftjit attach serves " + detail::injector_isa().name +
+                                               " processes");
   }
-  info.isa = Isa::kX86_64;
+  info.isa = detail::injector_isa().isa;
 
   bool has_interp = false;
   if (::pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) && eh.e_phentsize == sizeof(Elf64_Phdr)) {

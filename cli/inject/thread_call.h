@@ -58,7 +58,8 @@ class ThreadCall {
   ~ThreadCall();
 
   pid_t tid() const;
-  // The thread's fs_base: its TLS (errno, dlerror state) is found from it.
+  // The thread pointer (x86-64: fs_base): its TLS (errno, dlerror state)
+  // is found from it.
   uint64_t thread_pointer() const;
 
   // Copies a NUL-terminated string to the thread's stack, below its red

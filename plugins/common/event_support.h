@@ -7,8 +7,9 @@
 #ifndef FTJIT_PLUGINS_COMMON_EVENT_SUPPORT_H
 #define FTJIT_PLUGINS_COMMON_EVENT_SUPPORT_H
 
-#if (defined(__x86_64__) && defined(__SSE__)) || \
-    (defined(__aarch64__) && defined(__ARM_NEON))
+// The vector units' feature macros, which -mgeneral-regs-only takes away
+// (x86-64: SSE; arm64: NEON).
+#if defined(__SSE__) || defined(__ARM_NEON)
 #error "event_support.h is for the event path: compile with -mgeneral-regs-only"
 #endif
 

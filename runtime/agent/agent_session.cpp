@@ -9,7 +9,7 @@
 #include <map>
 
 #include "core/planner.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 #include "runtime/c_api_internal.h"
 #include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"

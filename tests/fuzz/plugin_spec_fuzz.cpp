@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "plugins/host/host_internal.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/host_internal.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

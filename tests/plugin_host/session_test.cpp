@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 #include "tests/e2e/register_keeping_call.h"
 #include "tests/plugin_host/traced_host.h"
 

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <string>
 
-#include "plugins/host/host_internal.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/host_internal.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 namespace {
 

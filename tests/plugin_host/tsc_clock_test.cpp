@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugins/host/tsc_clock.h"
+#include "runtime/plugin_host/tsc_clock.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ftjit/ftjit.h"
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 #include "tests/trace_formats/traced_fmt.h"
 
 namespace {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// CLOCK_MONOTONIC, read through the time-stamp counter where the kernel
-// itself trusts it (clocksource "tsc": invariant and synchronised across
-// CPUs). A trace takes two clock reads per call; through the vDSO one costs
-// ~23 ns on the VM this was written on, rdtsc ~10 ns.
+// CLOCK_MONOTONIC, read through the ISA's cycle counter where the kernel
+// itself trusts it (its clocksource is that counter: "tsc" on x86-64, see
+// runtime/arch/arch.h; invariant and synchronised across CPUs). A trace
+// takes two clock reads per call; through the vDSO one costs ~23 ns on the
+// VM this was written on, rdtsc ~10 ns.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "plugins/host/host_internal.h"
+#include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins {
 

@@ -20,7 +20,7 @@
 
 #include "runtime/log.h"
 
-#include "plugins/host/host_internal.h"
+#include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins::detail {
 

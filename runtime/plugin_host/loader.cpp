@@ -14,7 +14,7 @@
 #include <cstring>
 #include <map>
 
-#include "plugins/host/host_internal.h"
+#include "runtime/plugin_host/host_internal.h"
 
 #ifndef FTJIT_PLUGIN_BUILD_DIR
 #error "FTJIT_PLUGIN_BUILD_DIR must be defined by the build"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// ThreadCall: see thread_call.h for the contract.
+// ThreadCall for x86-64 processes: see thread_call.h for the contract.
 //
 //   the chosen thread's stack during a call
 //

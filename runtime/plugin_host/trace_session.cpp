@@ -13,8 +13,8 @@
 
 #include "runtime/log.h"
 
-#include "plugins/host/host_internal.h"
-#include "plugins/host/tsc_clock.h"
+#include "runtime/plugin_host/host_internal.h"
+#include "runtime/plugin_host/tsc_clock.h"
 
 namespace ftjit::plugins {
 

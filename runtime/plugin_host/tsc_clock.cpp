@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: MIT
-// TSC-based monotonic clock (see tsc_clock.h).
+// Cycle-counter-based monotonic clock (see tsc_clock.h); "tsc" below is
+// arch::cycle_counter(), the TSC on x86-64.
 //
 //   ns = base_ns + ((tsc - base_tsc) * mult) >> 32
 //
 // mult is ns per tick in 32.32 fixed point, measured over ~10 ms; the
 // product is taken in 128 bits, so no tick count overflows it.
-#include "plugins/host/tsc_clock.h"
+#include "runtime/plugin_host/tsc_clock.h"
 
 #include <time.h>
-#include <x86intrin.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+
+#include "runtime/arch/arch.h"
 
 namespace ftjit::plugins::detail {
 namespace {
@@ -38,7 +40,10 @@ bool kernel_uses_tsc() {
   FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
   if (f == nullptr) return false;
   char buf[32] = {};
-  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr && std::strncmp(buf, "tsc\n", 4) == 0;
+  const char* want = arch::cycle_counter_clocksource();
+  const size_t n = std::strlen(want);
+  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr && std::strncmp(buf, want, n) == 0 &&
+                  buf[n] == '\n';
   std::fclose(f);
   return ok;
 }
@@ -48,9 +53,9 @@ bool kernel_uses_tsc() {
 void paired_read(uint64_t* tsc, uint64_t* ns) {
   uint64_t best = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
-    const uint64_t t0 = __rdtsc();
+    const uint64_t t0 = arch::cycle_counter();
     const uint64_t n = clock_ns();
-    const uint64_t t1 = __rdtsc();
+    const uint64_t t1 = arch::cycle_counter();
     if (t1 - t0 < best) {
       best = t1 - t0;
       *tsc = t0 + (t1 - t0) / 2;
@@ -80,7 +85,7 @@ void calibrate_tsc_clock() {
 
 uint64_t monotonic_ns() {
   if (!g_use_tsc.load(std::memory_order_acquire)) return clock_ns();
-  const uint64_t ticks = __rdtsc() - g_cal.base_tsc;
+  const uint64_t ticks = arch::cycle_counter() - g_cal.base_tsc;
   return g_cal.base_ns +
          static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * g_cal.mult) >> 32);
 }

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "plugins/host/plugin_host.h"
+#include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::plugins::detail {
 

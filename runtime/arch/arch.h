@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// The runtime's seam to the ISA it runs on: the few facts about the machine
+// that the traced process needs beyond the backend's encodings. Registers
+// of an interrupted thread, the thread pointer, where a traced function's
+// return address lives, the cycle counter, instruction-cache maintenance
+// after a code write, what freed code memory is filled with, and the call
+// that makes dlopen see its caller's object.
+//
+// Declared here, once, with why each is needed; defined (inline where a
+// hot path calls it) in runtime/arch/<isa>/arch_isa.h, which CMake puts on
+// the include path for the ISA being built (FTJIT_ARCH, from
+// CMAKE_SYSTEM_PROCESSOR): one more ISA is one more folder, no #if here or
+// in the code that calls these. The backend (backends/backend.h) is the
+// other half: it encodes sites and trampolines, this half runs them.
+#pragma once
+
+#include <ucontext.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ftjit::arch {
+
+// ---------------------------------------------------------------------------
+// An interrupted thread (signal handlers)
+// ---------------------------------------------------------------------------
+//
+// The control signal reads and moves a parked thread's pc (stop-the-world
+// moves a pc out of a sled being rewritten; grace periods compare it with
+// trampoline memory); x86-64's SIGTRAP window also moves sp, to emulate the
+// push of a call.
+
+inline uint64_t context_pc(const ucontext_t* uc);
+inline void set_context_pc(ucontext_t* uc, uint64_t pc);
+inline uint64_t context_sp(const ucontext_t* uc);
+inline void set_context_sp(ucontext_t* uc, uint64_t sp);
+
+// ---------------------------------------------------------------------------
+// The thread pointer
+// ---------------------------------------------------------------------------
+//
+// Generated code reaches the runtime's initial-exec TLS (trampoline
+// counters, shadow stacks) at fixed offsets from it: the offsets are
+// computed once, in C++, as (address of the variable) - thread_pointer().
+// x86-64: the fs base; arm64: tpidr_el0; riscv64: tp.
+inline uint64_t thread_pointer();
+
+// ---------------------------------------------------------------------------
+// Where a traced function's return address lives
+// ---------------------------------------------------------------------------
+//
+// Exit hooks replace it with the exit trampoline's address and keep the
+// real one on a shadow stack (runtime/shadow_stack.h); exceptions and
+// detach put it back. The shadow stack identifies a hooked frame by the
+// stack word that holds its return address, its "slot".
+enum class ReturnAddressHome : uint8_t {
+  // x86-64: the site's call pushed it. The word at the function's entry
+  // sp holds it for the whole life of the frame, 8 bytes below the
+  // frame's CFA; it is the slot.
+  kStackWordAtEntrySp,
+  // arm64 (riscv64 alike, in ra): in x30 at the sled, in x9 once the
+  // sled's `mov x9, x30` ran; the function spills it where its own
+  // prologue chooses. The slot functions below are then not defined: exit
+  // hooks on such an ISA come with its trampolines, which decide where the
+  // real return address is kept while the function runs.
+  kLinkRegister,
+};
+constexpr ReturnAddressHome return_address_home();
+
+// kStackWordAtEntrySp only: the slot of a frame entered with stack pointer
+// `entry_sp` (ftjit_regs::sp), and the slot of the frame whose CFA (as the
+// unwinder reports it) is `cfa`.
+inline uint64_t return_slot_at_entry(uint64_t entry_sp);
+inline uint64_t return_slot_below_cfa(uint64_t cfa);
+
+// ---------------------------------------------------------------------------
+// The cycle counter
+// ---------------------------------------------------------------------------
+//
+// Tracers take two clock reads per call: the plugin host reads this
+// counter rather than the vDSO when the kernel's own clocksource is this
+// counter (then it is invariant and synchronised across CPUs), calibrated
+// against CLOCK_MONOTONIC. Event path: no vector register, no system call.
+// x86-64: rdtsc (clocksource "tsc"); arm64: cntvct_el0 ("arch_sys_counter");
+// riscv64: rdtime ("riscv_clocksource").
+inline uint64_t cycle_counter();
+// The kernel's name for that counter as a clocksource
+// (/sys/devices/system/clocksource/clocksource0/current_clocksource).
+constexpr const char* cycle_counter_clocksource();
+
+// ---------------------------------------------------------------------------
+// Code writes
+// ---------------------------------------------------------------------------
+
+// After runtime/ wrote [begin, begin+n) of code (a trampoline, a stub, a
+// site), through whichever alias: makes this thread's instruction fetch see
+// it. Other threads see it after the sync that follows every batch (a
+// core-serialising event on each CPU). x86-64: nothing (coherent
+// instruction caches; the sync does the rest); arm64, riscv64:
+// __builtin___clear_cache over the executable addresses.
+inline void flush_icache(uint64_t begin, size_t n);
+
+// Fills freed or unused code memory (given by its writable alias) with
+// instructions that trap: a stray jump there stops at once.
+// x86-64: int3 (cc); arm64: udf #0 (00000000).
+inline void fill_with_traps(uint8_t* rw, size_t n);
+
+// ---------------------------------------------------------------------------
+// Calling dlopen as if from another object
+// ---------------------------------------------------------------------------
+//
+// dlopen and dlmopen look at their return address to find the calling
+// object (its namespace, its DT_RUNPATH for a bare name). The runtime's
+// wrappers (runtime/dlopen_watch.cpp) enter the real function with a
+// return address inside the caller's object instead of their own: a return
+// gadget of that object's crti _init/_fini, which returns on into the
+// wrapper.
+
+// The gadget among the first instructions of `code` (an object's _init or
+// _fini, from its dynamic section), or nullptr if they hold none.
+const void* find_return_gadget(const uint8_t* code);
+
+}  // namespace ftjit::arch
+
+// Calls fn(a0, a1, a2) with its return address set to `gadget`
+// (find_return_gadget), and returns fn's result once the gadget returned
+// here. Assembly, per ISA (runtime/arch/<isa>/call_returning_via.cpp).
+extern "C" uint64_t ftjit_call_returning_via(const void* fn, uint64_t a0, uint64_t a1,
+                                             uint64_t a2, const void* gadget);
+
+// The definitions for the ISA being built (CMake's include path picks the
+// folder).
+#include "arch_isa.h"

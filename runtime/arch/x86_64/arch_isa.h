@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// runtime/arch/arch.h for x86-64 (System V, Linux).
+#pragma once
+
+#include <cstring>
+
+namespace ftjit::arch {
+
+inline uint64_t context_pc(const ucontext_t* uc) {
+  return static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+}
+inline void set_context_pc(ucontext_t* uc, uint64_t pc) {
+  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(pc);
+}
+inline uint64_t context_sp(const ucontext_t* uc) {
+  return static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
+}
+inline void set_context_sp(ucontext_t* uc, uint64_t sp) {
+  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(sp);
+}
+
+// The TCB's first word is its own address (the TLS ABI's tcbhead_t.tcb):
+// one load, no system call.
+inline uint64_t thread_pointer() {
+  uint64_t tp;
+  asm("mov %%fs:0, %0" : "=r"(tp));
+  return tp;
+}
+
+//     caller                 traced function
+//     call f    ---------->  f: [site] ...
+//                            ^ rsp -> [ return address ]   <- the slot
+//                                     [ caller's frame ]   <- CFA = rsp + 8
+constexpr ReturnAddressHome return_address_home() {
+  return ReturnAddressHome::kStackWordAtEntrySp;
+}
+inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp; }
+inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
+
+// rdtsc without <x86intrin.h>: this header is included by code compiled
+// with -mgeneral-regs-only.
+inline uint64_t cycle_counter() { return __builtin_ia32_rdtsc(); }
+constexpr const char* cycle_counter_clocksource() { return "tsc"; }
+
+// Coherent instruction caches: a store is seen by instruction fetch on
+// this CPU; other CPUs are serialised by the sync after each batch.
+inline void flush_icache(uint64_t, size_t) {}
+
+constexpr uint8_t kInt3 = 0xcc;  // int3
+inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, kInt3, n); }
+
+}  // namespace ftjit::arch
