@@ -261,12 +261,16 @@ TEST_P(Aarch64DiscoveryTest, BackendSeesACompilerSledAtEverySiteStart) {
   const Backend* backend = backend_for(Isa::kArm64);
   ASSERT_NE(backend, nullptr);
   EXPECT_EQ(backend->traits().isa, Isa::kArm64);
+  // The engine reads site_bytes from the entry: `mov x9, x30`'s word, then
+  // the live word at live_offset.
   const uint32_t live = backend->traits().live_offset;
+  const uint32_t site_bytes = backend->traits().site_bytes;
+  ASSERT_EQ(site_bytes, live + 4);
   const TrustedElf elf(bytes_);
   for (const DiscoveredSite& s : module_.sites) {
     SCOPED_TRACE(s.name.empty() ? "unnamed record" : s.name);
-    const std::vector<uint8_t> site = code_at(elf, s.entry, live + 4);
-    ASSERT_EQ(site.size(), live + 4u);
+    const std::vector<uint8_t> site = code_at(elf, s.entry, site_bytes);
+    ASSERT_EQ(site.size(), site_bytes);
     // (An unnamed =4,2 record's entry is the literal's two NOPs: NOPs
     // too, though no thread runs them.)
     EXPECT_EQ(backend->classify_entry(s.entry, site).kind, SledKind::kNopSled);
@@ -274,7 +278,7 @@ TEST_P(Aarch64DiscoveryTest, BackendSeesACompilerSledAtEverySiteStart) {
 
     // The backend's own reading from the symbol agrees on where the sled
     // starts.
-    const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol, s.pad_bytes + live + 4);
+    const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol, s.pad_bytes + site_bytes);
     const Arm64SledStart start = find_arm64_sled(from_symbol);
     EXPECT_TRUE(start.found);
     EXPECT_EQ(start.offset, s.pad_bytes);
@@ -290,7 +294,7 @@ TEST_P(Aarch64DiscoveryTest, BackendSeesACompilerSledAtEverySiteStart) {
     // Read from the symbol as if it were the start: after a pad that is
     // the pad and one NOP, too short; without one it is the same sled.
     if (s.pad_bytes != 0) {
-      EXPECT_EQ(backend->classify_entry(s.symbol, code_at(elf, s.symbol, live + 4)).kind,
+      EXPECT_EQ(backend->classify_entry(s.symbol, code_at(elf, s.symbol, site_bytes)).kind,
                 SledKind::kUnknown);
     }
   }
