@@ -26,10 +26,22 @@ namespace {
 // traps; the handler finds the site by binary search and emulates the
 // instruction the site is becoming. g_readers keeps the batch alive while
 // a handler reads it.
+//
+// A handler can run late: a thread traps in batch X, is descheduled
+// between the exception and its handler, and X ends meanwhile (its trap
+// is gone: the thread re-runs the site) — or X ends and batch Y plants a
+// trap at the same site before the handler looks (it must find Y, not
+// decide that the trap is someone else's). g_generation tells the cases
+// apart: it changes whenever a batch is published or retracted, and a
+// batch is published before its first trap is planted and retracted after
+// its last is removed. A trap that is still planted while the generation
+// stood still across the look, and is not in the batch of that
+// generation, is not ours.
 
 std::atomic<const EntryWrite*> g_batch{nullptr};
 std::atomic<size_t> g_batch_n{0};
 std::atomic<const Backend*> g_batch_backend{nullptr};
+std::atomic<uint64_t> g_generation{0};
 // While the first step is also the verification (see Patcher::apply), a
 // trapped site runs what it held (`from`): the batch may still be rolled
 // back. Once every site is verified, it runs what it becomes (`to`).
@@ -66,17 +78,13 @@ bool trap_planted(uint64_t addr, const WriteStep& step) {
   return true;
 }
 
-void trap_handler(int sig, siginfo_t* si, void* ucv) {
-  auto* uc = static_cast<ucontext_t*>(ucv);
-  const uint64_t pc = arch::context_pc(uc);
-  g_readers.fetch_add(1, std::memory_order_acquire);
-  const EntryWrite* batch = g_batch.load(std::memory_order_acquire);
-  size_t n = g_batch_n.load(std::memory_order_acquire);
-  // Set with the first batch and never reset (the backend lives as long
-  // as the process): it still tells a late trap's address after the batch.
-  const Backend* backend = g_batch_backend.load(std::memory_order_acquire);
-  const uint64_t addr = backend != nullptr ? pc - backend->live_protocol().trap_pc_offset : pc;
-  if (batch != nullptr && backend != nullptr) {
+// Emulates the site at `addr` if the published batch holds it.
+bool emulate_from_batch(ucontext_t* uc, const Backend* backend, uint64_t addr) {
+  g_readers.fetch_add(1, std::memory_order_seq_cst);
+  const EntryWrite* batch = g_batch.load(std::memory_order_seq_cst);
+  const size_t n = g_batch_n.load(std::memory_order_acquire);
+  bool claimed = false;
+  if (batch != nullptr) {
     const EntryWrite* end = batch + n;
     const EntryWrite* w = std::lower_bound(
         batch, end, addr, [](const EntryWrite& e, uint64_t a) { return e.at < a; });
@@ -93,20 +101,37 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
         *reinterpret_cast<uint64_t*>(sp) = fix.push_value;
       }
       arch::set_context_pc(uc, fix.pc);
-      g_readers.fetch_sub(1, std::memory_order_release);
       g_traps.fetch_add(1, std::memory_order_relaxed);
-      return;
+      claimed = true;
     }
   }
   g_readers.fetch_sub(1, std::memory_order_release);
-  // The batch may have ended between the trap and this handler: if the
-  // breakpoint is gone, run the instruction that replaced it.
-  if (backend != nullptr) {
+  return claimed;
+}
+
+void trap_handler(int sig, siginfo_t* si, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  // Set with the first batch and never reset (the backend lives as long
+  // as the process): it still tells a late trap's address after the batch.
+  const Backend* backend = g_batch_backend.load(std::memory_order_acquire);
+  // Only a breakpoint the CPU raised can be ours (not a SIGTRAP sent by
+  // kill or raise).
+  if (backend != nullptr && si->si_code == SI_KERNEL &&
+      backend->live_protocol().trap_pc_offset != 0) {
     const LiveProtocol& protocol = backend->live_protocol();
-    if (protocol.trap_pc_offset != 0 && !trap_planted(addr, protocol.steps[0]) &&
-        si->si_code == SI_KERNEL) {
-      arch::set_context_pc(uc, addr);
-      return;
+    const uint64_t addr = arch::context_pc(uc) - protocol.trap_pc_offset;
+    for (;;) {
+      const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
+      if (emulate_from_batch(uc, backend, addr)) return;
+      if (!trap_planted(addr, protocol.steps[0])) {
+        // The batch ended between the trap and this handler: run the
+        // instruction that replaced the breakpoint.
+        arch::set_context_pc(uc, addr);
+        return;
+      }
+      // Planted by a batch published since the look above? Then look again.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (g_generation.load(std::memory_order_seq_cst) == generation) break;
     }
   }
   chain_trap(sig, si, ucv);
@@ -116,14 +141,18 @@ void publish_batch(const Backend* backend, std::span<const EntryWrite> writes, b
   g_batch_committed.store(committed, std::memory_order_relaxed);
   g_batch_backend.store(backend, std::memory_order_relaxed);
   g_batch_n.store(writes.size(), std::memory_order_relaxed);
-  g_batch.store(writes.data(), std::memory_order_release);
+  g_batch.store(writes.data(), std::memory_order_seq_cst);
+  g_generation.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void retract_batch() {
-  g_batch.store(nullptr, std::memory_order_release);
-  g_batch_n.store(0, std::memory_order_release);
-  while (g_readers.load(std::memory_order_acquire) != 0) {
+  g_batch.store(nullptr, std::memory_order_seq_cst);
+  g_generation.fetch_add(1, std::memory_order_seq_cst);
+  // A handler that read the batch before the store above is counted here
+  // (the fetch_add above is a full barrier: the store cannot pass this load).
+  while (g_readers.load(std::memory_order_seq_cst) != 0) {
   }
+  g_batch_n.store(0, std::memory_order_release);
 }
 
 std::string hex_addr(uint64_t a) {
