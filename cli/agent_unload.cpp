@@ -4,6 +4,7 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -148,6 +149,10 @@ Status finish_unload(pid_t pid) {
   auto handle = inject::detail::loaded_object_handle(pid, *libc, path);
   if (!handle) return handle.take_error();
   if (*handle == 0) return make_error(FTJIT_E_SYSTEM, "the process does not know the agent by " + path);
+  // Absent from an agent of an older ftjit: then dlclose alone removes
+  // its fork handlers.
+  auto release_fork_handlers = inject::symbol_in_target(
+      pid, std::filesystem::path(path).filename().string(), "ftjit_agent_release_fork_handlers");
   const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;
   const auto prefer_idle_until = std::chrono::steady_clock::now() + kPreferIdleFor;
   for (;;) {
@@ -180,6 +185,27 @@ Status finish_unload(pid_t pid) {
       // lock one of them holds, they are let go after a moment.
       auto threads = stopped->stopped_threads();
       if (threads.empty()) return make_error(FTJIT_E_SYSTEM, "no thread of process " + std::to_string(pid) + " stopped");
+      // Our fork handlers leave glibc's list first, while no thread is in
+      // fork and none can enter it (runtime/fork_handlers.h: a removal
+      // while a fork runs its handlers makes it call a removed one). Should
+      // that wait for a lock a stopped thread holds, the others are let go
+      // and everything is checked again.
+      if (release_fork_handlers) {
+        auto release = inject::ThreadCall::adopt(pid, *libc, threads.front());
+        if (!release) return release.take_error();
+        FTJIT_TRY(release->start(*release_fork_handlers, {}));
+        auto returned = release->returned_within(kOthersStoppedFor);
+        if (!returned) return returned.take_error();
+        if (!*returned) {
+          stopped->detach_except(release->tid());
+          FTJIT_TRY(release->finish(kCallTimeout));
+        }
+        FTJIT_TRY(release->release());
+        if (!*returned) {
+          FTJIT_TRY(stopped->detach());
+          continue;
+        }
+      }
       auto call = inject::ThreadCall::adopt(pid, *libc, threads.front());
       if (!call) return call.take_error();
       const std::string before = inject::detail::pending_dlerror(pid, *libc, call->thread_pointer());

@@ -2,6 +2,7 @@
 // Code-change scopes: fork exclusion plus the loader's load-write lock
 // (see code_change.h for why each).
 #include "runtime/code_change.h"
+#include "runtime/fork_handlers.h"
 
 #include <fcntl.h>
 #include <link.h>
@@ -135,7 +136,7 @@ void make_fork_handlers_inert() { g_handlers_inert.store(true, std::memory_order
 void install_code_change_fork_handlers(void (*privatize)()) {
   std::call_once(g_handlers_once, [&] {
     g_privatize = privatize;
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    register_fork_handlers(fork_prepare, fork_parent, fork_child);
   });
 }
 

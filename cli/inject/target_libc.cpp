@@ -177,7 +177,8 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
   }
 
   FTJIT_TRY(add_symbol_ranges(pid, *libc, kLibcLockHolders, &out.lock_holders));
-  constexpr std::string_view kForkEntries[] = {"fork", "_Fork"};
+  constexpr std::string_view kForkEntries[] = {"fork", "_Fork", "__register_atfork", "__cxa_finalize",
+                                                "__cxa_atexit"};
   FTJIT_TRY(add_symbol_ranges(pid, *libc, kForkEntries, &out.fork_entries));
   for (const Mapping* m : code_of(*maps, libc->path)) out.chain_ends.push_back({m->start, m->end, "libc"});
   if (auto auxv = read_text_file("/proc/" + std::to_string(pid) + "/auxv")) {

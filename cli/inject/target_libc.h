@@ -49,6 +49,10 @@ struct TargetLibc {
   // fork and _Fork (also lock holders): a thread inside them may call a
   // fork handler whose address it read before a dlclose unregistered it
   // (glibc drops its atfork lock around each parent and child handler).
+  // With them, the entry points that take the atfork lock or the exit
+  // functions' lock, which the unload's release of the agent's fork
+  // handlers takes (runtime/fork_handlers.h): __register_atfork,
+  // __cxa_finalize, __cxa_atexit.
   std::vector<AddressRange> fork_entries;
   // Where a whole call chain ends: libc's code (start_thread, clone3, and
   // __libc_start_call_main below main) and the program's entry point

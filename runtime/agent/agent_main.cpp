@@ -101,8 +101,3 @@ __attribute__((destructor)) void agent_fini() {
 
 }  // namespace
 }  // namespace ftjit::agent
-
-// For `ftjit attach` to check that the agent it loaded is ours.
-extern "C" __attribute__((visibility("default"))) int ftjit_agent_protocol_version() {
-  return static_cast<int>(ftjit::control::kProtocolVersion);
-}

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <new>
 
+#include "runtime/fork_handlers.h"
 #include "runtime/plugin_host/host_internal.h"
 #include "runtime/plugin_host/tsc_clock.h"
 
@@ -47,12 +48,12 @@ void forget_tid_in_child() { t_tid = 0; }
 
 // From the host's own thread, before any callback can run: the event path
 // must take no lock (a callback may run inside fork's prepare handlers,
-// or under any lock of the thread it interrupts), and pthread_atfork takes
-// glibc's atfork lock.
+// or under any lock of the thread it interrupts), and registering a fork
+// handler takes glibc's atfork lock.
 void register_event_fork_handlers() {
   static std::once_flag once;
   // A forked child's thread inherits the parent's cached id.
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, forget_tid_in_child); });
+  std::call_once(once, [] { register_fork_handlers(nullptr, nullptr, forget_tid_in_child); });
 }
 
 namespace {
