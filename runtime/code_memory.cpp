@@ -243,6 +243,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   const uint64_t step = 32ull << 20;
   const uint64_t limit = static_cast<uint64_t>(reach) - size - (64ull << 20);
   void* rx = MAP_FAILED;
+  int probes = 0, taken = 0, last_errno = 0;
   for (uint64_t dist = step; dist < limit && rx == MAP_FAILED; dist += step) {
     for (int dir = 0; dir < 2 && rx == MAP_FAILED; ++dir) {
       uint64_t hint = dir == 0 ? near - dist : near + dist;
@@ -250,7 +251,12 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
       hint &= ~(uint64_t{page_size()} - 1);
       void* p = code_mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
                      MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-      if (p == MAP_FAILED) continue;
+      ++probes;
+      if (p == MAP_FAILED) {
+        if (errno == EEXIST) ++taken;
+        last_errno = errno;
+        continue;
+      }
       if (p != reinterpret_cast<void*>(hint)) {  // old kernels treat it as a hint
         code_munmap(p, size);
         continue;
@@ -262,12 +268,11 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   close(fd);
   if (rx == MAP_FAILED) {
     munmap(rw, size);
-    return make_error(FTJIT_E_OUT_OF_RANGE, "no free address range within branch reach of 0x" +
-                                                [&] {
-                                                  char b[24];
-                                                  snprintf(b, sizeof b, "%" PRIx64, near);
-                                                  return std::string(b);
-                                                }());
+    char b[160];
+    snprintf(b, sizeof b, "no free address range within branch reach of 0x%" PRIx64
+             " (%d places tried, %d taken; last: %s)", near, probes, taken,
+             last_errno != 0 ? strerror(last_errno) : "none");
+    return make_error(FTJIT_E_OUT_OF_RANGE, b);
   }
   std::unique_ptr<CodeArena> a(new CodeArena());
   a->rx_ = reinterpret_cast<uint64_t>(rx);

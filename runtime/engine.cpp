@@ -137,9 +137,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
   }
   engine->tls_offset_ = trampoline_counts_tls_offset();
   // Every trampoline needs its address (to report real callers), so it is
-  // made now rather than with the first exit hook.
+  // made now rather than with the first exit hook. An ISA without exit
+  // hooks yet has none (0): its trampolines compare with nothing, and
+  // attach refuses an exit callback.
   set_process_backend(backend);
-  if (auto st = prepare_exit_trampoline(engine->tls_offset_); !st) return fail(st.take_error());
+  if (auto st = prepare_exit_trampoline(engine->tls_offset_);
+      !st && st.error().code != FTJIT_E_UNSUPPORTED) {
+    return fail(st.take_error());
+  }
   install_code_change_fork_handlers(engine_atfork_child);
   g_engine.store(engine.get());
   if (options.watch_dlopen) dlopen_watch_start(engine.get());
@@ -395,6 +400,10 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
                       ops->strategy == FTJIT_STRATEGY_DIRECT
                           ? "a direct ops needs direct_trampoline"
                           : "ops has no func");
+  }
+  if (ops->struct_size >= sizeof(ftjit_ops) && ops->exit_func != nullptr &&
+      exit_trampoline_address() == 0) {
+    return make_error(FTJIT_E_UNSUPPORTED, exit_hooks_unavailable_reason());
   }
   FTJIT_TRY(may_change("ftjit_attach", true));
   std::lock_guard<std::mutex> lock(mu_);

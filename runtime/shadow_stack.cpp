@@ -229,6 +229,14 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+// Shadow entries are keyed by the stack word that holds their frame's
+// return address (runtime/arch/arch.h). An ISA whose return address lives
+// in a register (arm64) brings its own model with its trampolines' exit
+// hooks; until then prepare_exit_trampoline refuses exit hooks there, and
+// the slot paths below are compiled out.
+constexpr bool kSlotModel =
+    arch::return_address_home() == arch::ReturnAddressHome::kStackWordAtEntrySp;
+
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
   // Stable addresses, never freed, not even by static destructors: a
   // hooked frame may return during exit().
@@ -243,6 +251,7 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
 }
 
 Status prepare_exit_trampoline(int64_t counts_tls_offset) {
+  if constexpr (!kSlotModel) return make_error(FTJIT_E_UNSUPPORTED, exit_hooks_unavailable_reason());
   std::call_once(g_prepare_once, [&] {
     if (pthread_key_create(&g_exit_key, on_thread_exit) != 0) {
       g_prepare_status = make_error(FTJIT_E_SYSTEM, "pthread_key_create failed");
@@ -295,6 +304,11 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
   return {};
 }
 
+const char* exit_hooks_unavailable_reason() {
+  return "exit hooks are not available on this ISA yet (its return address lives in a register, "
+         "a model not written yet): attach entry callbacks only";
+}
+
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
 uint64_t exit_call_and_land_address() { return g_call_and_land.load(std::memory_order_acquire); }
 
@@ -345,18 +359,17 @@ inline void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
 
 }  // namespace
 
-// Shadow entries are keyed by the stack word that holds their frame's
-// return address (runtime/arch/arch.h). An ISA whose return address lives
-// in a register brings its model with its trampolines' exit hooks.
-static_assert(arch::return_address_home() == arch::ReturnAddressHome::kStackWordAtEntrySp,
-              "exit hooks: this ISA's return-address model is not written yet");
 
 void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
                          uint64_t parent_ip, ftjit_regs* regs) {
-  const uint64_t slot = arch::return_slot_at_entry(regs->sp);
-  shadow_prune(reinterpret_cast<const uint64_t*>(slot));
-  func(ip, parent_ip, ops, regs);
-  shadow_push(reinterpret_cast<uint64_t*>(slot), ip, rec);
+  if constexpr (kSlotModel) {
+    const uint64_t slot = arch::return_slot_at_entry(regs->sp);
+    shadow_prune(reinterpret_cast<const uint64_t*>(slot));
+    func(ip, parent_ip, ops, regs);
+    shadow_push(reinterpret_cast<uint64_t*>(slot), ip, rec);
+  } else {
+    func(ip, parent_ip, ops, regs);
+  }
 }
 
 extern "C" void ftjit_shadow_prune(uint64_t slot) {
@@ -415,12 +428,14 @@ void shadow_unhook_all() {
 void shadow_unwinding_to(uint64_t cfa) {
   ShadowStack* s = t_stack;
   if (s == nullptr || s->depth == 0) return;
-  // Every hooked frame below the slot of the frame whose CFA this is is
-  // gone.
-  const uint64_t slot = arch::return_slot_below_cfa(cfa);
-  const bool run = guard_enter();
-  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < slot; });
-  if (run) guard_leave();
+  if constexpr (kSlotModel) {
+    // Every hooked frame below the slot of the frame whose CFA this is is
+    // gone.
+    const uint64_t slot = arch::return_slot_below_cfa(cfa);
+    const bool run = guard_enter();
+    pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < slot; });
+    if (run) guard_leave();
+  }
 }
 
 void shadow_rehook_after_catch(uint64_t cfa) {

@@ -53,6 +53,9 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
 // of a hooked function from, lies just before it (backends/backend.h).
 Status prepare_exit_trampoline(int64_t counts_tls_offset);
 uint64_t exit_trampoline_address();
+// Why exit_trampoline_address() is 0 after prepare_exit_trampoline (an
+// ISA whose exit-hook model is not written yet): attach's refusal.
+const char* exit_hooks_unavailable_reason();
 uint64_t exit_call_and_land_address();
 
 // The entry of an ops that hooks returns, inside the reentrancy guard:

@@ -364,6 +364,17 @@ void dlclose_race(bool watch, bool exit_hooks) {
   std::atomic<long> loads{0};
   std::atomic<long> wrong{0};
   std::vector<std::thread> loaders;
+  // A failed ASSERT returns early: the loaders must still be stopped and
+  // joined (a joinable std::thread's destructor aborts the whole binary).
+  struct JoinOnExit {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~JoinOnExit() {
+      stop = true;
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_on_exit{stop, loaders};
   for (int t = 0; t < 2; ++t) {
     loaders.emplace_back([&, t] {
       while (!stop.load(std::memory_order_relaxed)) {
