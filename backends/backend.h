@@ -60,6 +60,10 @@ struct IsaTraits {
   // classify_entry reads, init writes (encode_init) and de-init restores
   // (the bytes discovery found). At most 8.
   uint32_t site_bytes = 0;
+  // The compiler flags that make sites, for errors that name the fix: any
+  // site, and a site with an ops slot (call-ops).
+  const char* site_flags = "";
+  const char* slot_flags = "";
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "runtime/arch/arch.h"
@@ -64,7 +66,127 @@ void* code_mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) 
 
 int code_munmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_munmap, addr, len)); }
 
+// ---------------------------------------------------------------------------
+// The code-write model (code_memory.h)
+// ---------------------------------------------------------------------------
+
+CodeWriteModel probe_code_write_model() {
+  const char* forced = getenv("FTJIT_CODE_WRITES");
+  if (forced != nullptr && strcmp(forced, "remap") == 0) return CodeWriteModel::kRemapAfterWrite;
+  if (forced != nullptr && strcmp(forced, "alias") == 0) return CodeWriteModel::kCoherentAlias;
+  // One page, mapped as the arenas are: run a function, rewrite it through
+  // the writable alias (with the ISA's cache maintenance), run it again.
+  const size_t size = page_size();
+  int fd = make_exec_memfd("ftjit-probe", size);
+  if (fd < 0) return CodeWriteModel::kCoherentAlias;
+  void* rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* rx = code_mmap(nullptr, size, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+  close(fd);
+  CodeWriteModel model = CodeWriteModel::kCoherentAlias;
+  if (rw != MAP_FAILED && rx != MAP_FAILED) {
+    auto* code = static_cast<uint8_t*>(rw);
+    const uint64_t at = reinterpret_cast<uint64_t>(rx);
+    using Probe = uint32_t (*)();
+    const size_t n1 = arch::write_return_constant(code, 1);
+    arch::flush_icache(at, n1);
+    const uint32_t first = reinterpret_cast<Probe>(rx)();
+    const size_t n2 = arch::write_return_constant(code, 2);
+    arch::flush_icache(at, n2);
+    const uint32_t second = reinterpret_cast<Probe>(rx)();
+    if (first == 1 && second == 1) model = CodeWriteModel::kRemapAfterWrite;
+  }
+  if (rw != MAP_FAILED) munmap(rw, size);
+  if (rx != MAP_FAILED) code_munmap(rx, size);
+  return model;
+}
+
+// Under kRemapAfterWrite, the memfd behind each executable range of ftjit's
+// code memory, kept open to map its pages again (closed with the range).
+struct RemapSource {
+  uint64_t lo, hi;
+  int fd;
+  dev_t dev;
+  ino_t ino;  // the program may close our descriptor and reuse its number
+};
+std::mutex g_remap_mu;
+std::vector<RemapSource> g_remap_sources;
+
+// Keeps a duplicate of `fd` (the memfd mapped read+exec at [lo, hi) from
+// offset 0) for publish_code. False if the duplicate cannot be made.
+bool keep_remap_source(uint64_t lo, uint64_t hi, int fd) {
+  if (code_write_model() != CodeWriteModel::kRemapAfterWrite) return true;
+  // Out of the way of programs that use low descriptor numbers.
+  int kept = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+  if (kept < 0) kept = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  struct stat st;
+  if (kept < 0 || fstat(kept, &st) != 0) {
+    if (kept >= 0) close(kept);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(g_remap_mu);
+  g_remap_sources.push_back({lo, hi, kept, st.st_dev, st.st_ino});
+  return true;
+}
+
+void forget_remap_source(uint64_t lo) {
+  std::lock_guard<std::mutex> lock(g_remap_mu);
+  for (size_t i = 0; i < g_remap_sources.size(); ++i) {
+    if (g_remap_sources[i].lo == lo) {
+      close(g_remap_sources[i].fd);
+      g_remap_sources[i] = g_remap_sources.back();
+      g_remap_sources.pop_back();
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+CodeWriteModel code_write_model() {
+  static const CodeWriteModel model = probe_code_write_model();
+  return model;
+}
+
+const char* code_write_model_name(CodeWriteModel m) {
+  return m == CodeWriteModel::kRemapAfterWrite ? "remap after write" : "coherent alias";
+}
+
+namespace {
+std::atomic<bool> g_publication_failed{false};
+}  // namespace
+
+bool code_publication_failed() { return g_publication_failed.load(std::memory_order_acquire); }
+
+Status publish_code(uint64_t addr, size_t n) {
+  arch::flush_icache(addr, n);
+  if (code_write_model() != CodeWriteModel::kRemapAfterWrite || n == 0) return {};
+  const uint64_t mask = ~(uint64_t{page_size()} - 1);
+  const uint64_t lo = addr & mask;
+  const uint64_t hi = (addr + n + page_size() - 1) & mask;
+  std::lock_guard<std::mutex> lock(g_remap_mu);
+  for (const RemapSource& src : g_remap_sources) {
+    if (lo < src.lo || hi > src.hi) continue;
+    struct stat st;
+    if (fstat(src.fd, &st) != 0 || st.st_dev != src.dev || st.st_ino != src.ino) {
+      g_publication_failed.store(true, std::memory_order_release);
+      return make_error(FTJIT_E_SYSTEM,
+                        "the program closed the descriptor of ftjit's code memory: written "
+                        "code cannot be mapped again");
+    }
+    // The same pages of the same memfd, over themselves: the translator
+    // forgets what it made of them; a thread running there meanwhile
+    // finds the same bytes (the kernel swaps the mapping in one step).
+    void* p = code_mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_EXEC,
+                        MAP_SHARED | MAP_FIXED, src.fd, static_cast<off_t>(lo - src.lo));
+    if (p == MAP_FAILED) {
+      g_publication_failed.store(true, std::memory_order_release);
+      return sys_error("mapping written code again");
+    }
+    return {};
+  }
+  g_publication_failed.store(true, std::memory_order_release);
+  return make_error(FTJIT_E_INTERNAL, "published code is not in ftjit's code memory");
+}
 
 namespace {
 
@@ -181,6 +303,11 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   }
   std::memcpy(rw, reinterpret_cast<const void*>(lo), size);
   const uint64_t inode = memfd_inode(fd);
+  if (!keep_remap_source(lo, hi, fd)) {
+    close(fd);
+    munmap(rw, size);
+    return sys_error("keeping the text alias's memfd");
+  }
   // Replacing the mapping is atomic for the other threads: a fault on the
   // range waits for the mmap lock and then finds identical bytes.
   void* rx = code_mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC,
@@ -188,6 +315,7 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   int e = errno;
   close(fd);
   if (rx == MAP_FAILED) {
+    forget_remap_source(lo);
     munmap(rw, size);
     errno = e;
     return sys_error("mmap of module text onto its alias");
@@ -221,6 +349,7 @@ void TextAlias::restore_file_mapping() {
 }
 
 TextAlias::~TextAlias() {
+  forget_remap_source(lo_);
   if (rw_ != nullptr) munmap(rw_, hi_ - lo_);
 }
 
@@ -265,13 +394,35 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
     }
   }
   const uint64_t inode = memfd_inode(fd);
+  // Every place refused the mapping itself: the descriptor may no longer
+  // be our memfd (a double close elsewhere in the program, and the number
+  // reused for a file of a noexec mount). Say what it names now.
+  char fd_names[160] = "";
+  if (rx == MAP_FAILED && taken == 0 && probes > 0) {
+    char link[64], target[80];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0 && strncmp(target, "/memfd:ftjit-trampolines", 24) != 0) {
+      target[n] = '\0';
+      snprintf(fd_names, sizeof fd_names, "; the memfd's descriptor %d now names %s", fd, target);
+    }
+  }
+  if (rx != MAP_FAILED && !keep_remap_source(reinterpret_cast<uint64_t>(rx),
+                                             reinterpret_cast<uint64_t>(rx) + size, fd)) {
+    const int e = errno;
+    close(fd);
+    code_munmap(rx, size);
+    munmap(rw, size);
+    errno = e;
+    return sys_error("keeping the trampoline memfd");
+  }
   close(fd);
   if (rx == MAP_FAILED) {
     munmap(rw, size);
-    char b[160];
+    char b[400];
     snprintf(b, sizeof b, "no free address range within branch reach of 0x%" PRIx64
-             " (%d places tried, %d taken; last: %s)", near, probes, taken,
-             last_errno != 0 ? strerror(last_errno) : "none");
+             " (%d places tried, %d taken; last: %s%s)", near, probes, taken,
+             last_errno != 0 ? strerror(last_errno) : "none", fd_names);
     return make_error(FTJIT_E_OUT_OF_RANGE, b);
   }
   std::unique_ptr<CodeArena> a(new CodeArena());
@@ -286,6 +437,7 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
 }
 
 CodeArena::~CodeArena() {
+  forget_remap_source(rx_);
   if (rw_ != nullptr) {
     munmap(rw_, size_);
     if (!keep_code_) code_munmap(reinterpret_cast<void*>(rx_), size_);
@@ -327,6 +479,7 @@ void CodeArena::free(uint64_t addr) {
   Block blk = *it;
   used_.erase(it);
   arch::fill_with_traps(rw(blk.addr), blk.size);
+  (void)publish_code(blk.addr, blk.size);
   auto pos = std::lower_bound(free_.begin(), free_.end(), blk.addr,
                               [](const Block& b, uint64_t a) { return b.addr < a; });
   pos = free_.insert(pos, blk);

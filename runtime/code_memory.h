@@ -15,6 +15,46 @@
 
 namespace ftjit {
 
+// How written code reaches instruction fetch. Code is written through a
+// writable alias (below) and runs through another mapping of the same
+// memfd pages, so the question is whether a write through one mapping is
+// seen through the other:
+//
+//   kCoherentAlias  hardware (x86-64, arm64, riscv64 machines): the bytes
+//                   are the same physical memory; the ISA's cache
+//                   maintenance (arch::flush_icache) and the batch's sync
+//                   are all it takes.
+//   kRemapAfterWrite  a binary translator (qemu-user) that caches what it
+//                   translated from a page, and drops that only when the
+//                   page is written through the mapping it runs from, or
+//                   when that mapping changes (TOOLCHAIN.md Q7). After a
+//                   write the executable pages are mapped again over
+//                   themselves, read+exec, from the same memfd: one system
+//                   call that drops every translation of them, while the
+//                   bytes never go missing and the pages are never
+//                   writable (W^X kept; a protection flip RX->RW->RX would
+//                   need two calls, and every other thread parked between
+//                   them, as the page may hold the code that flips it).
+//
+// Which one holds is probed once per process, by running a 4-instruction
+// function written twice through an alias (runtime/arch: a function that
+// returns a constant): the second result tells. FTJIT_CODE_WRITES=remap
+// forces kRemapAfterWrite (tests run it on hardware); =alias forces the
+// other.
+enum class CodeWriteModel : uint8_t { kCoherentAlias, kRemapAfterWrite };
+CodeWriteModel code_write_model();
+const char* code_write_model_name(CodeWriteModel m);
+
+// After runtime/ wrote code [addr, addr+n) through a writable alias of a
+// TextAlias or a CodeArena: makes this thread's instruction fetch see it
+// at once, and every other thread's once it passes through the kernel or
+// the batch's sync has run (kRemapAfterWrite: at once too). Fails only
+// where the remap does (the pages then keep their old translation).
+Status publish_code(uint64_t addr, size_t n);
+// Whether a publish_code ever failed in this process: a thread may then
+// still run code that was replaced, so what it reaches is never freed.
+bool code_publication_failed();
+
 // A module's executable mapping, moved onto a memfd so that it gains a
 // writable alias. Same bytes, same address, same protection where it runs.
 class TextAlias {

@@ -324,8 +324,8 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
   if (!out.empty() || first_module != 0 || end_module != modules_.size()) return out;
   if (sites_.empty()) {
     return make_error(FTJIT_E_NO_SITES,
-                      "no loaded module has patchable entries (__patchable_function_entries); "
-                      "build with -fpatchable-function-entry=5 or =13,8");
+                      std::string("no loaded module has patchable entries (__patchable_function_entries); "
+                                  "build with ") + backend_.traits().site_flags);
   }
   for (const NamePattern& p : filter.includes()) {
     if (p.module.empty()) continue;
@@ -336,8 +336,8 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
       if (glob_match(p.module, base)) {
         return make_error(FTJIT_E_NO_SITES,
                           "module " + base + " has no patchable entries (no "
-                          "__patchable_function_entries section); build it with "
-                          "-fpatchable-function-entry=5 or =13,8");
+                          "__patchable_function_entries section); build it with " +
+                          backend_.traits().site_flags);
       }
     }
     return make_error(FTJIT_E_NO_MATCH, "no loaded module matches '" + p.module + "'");

@@ -60,12 +60,18 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   if (route == Route::kInvalid) {
     return make_error(FTJIT_E_UNSUPPORTED,
                       "site " + site_label(index) +
-                          " has no aligned ops slot, which call-ops needs (build with "
-                          "-fpatchable-function-entry=13,8); nothing was patched");
+                          " has no aligned ops slot, which call-ops needs (build with " +
+                          backend_.traits().slot_flags + "); nothing was patched");
   }
   RouteAddresses a;
   OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
-  for (size_t k = 0; k < s.ops.size() && !a.via_stub; ++k) a.via_stub = s.ops[k]->hooks_returns();
+  // A hooked return needs the site's stub where the return address is on
+  // the stack (x86-64: call-and-land); where it is in a register the
+  // trampoline swaps it itself, and the ISA has no stubs.
+  const bool has_stubs = backend_.traits().stub_bytes != 0;
+  for (size_t k = 0; k < s.ops.size() && !a.via_stub && has_stubs; ++k) {
+    a.via_stub = s.ops[k]->hooks_returns();
+  }
   const int by_stub = a.via_stub ? kByStub : 0;
   if (route == Route::kDirect) {
     a.single_direct = reinterpret_cast<uint64_t>(single->ops->direct_trampoline);
@@ -544,6 +550,13 @@ Status Engine::release_if_much_retired() {
 
 Status Engine::release_after_grace() {
   if (retired_.empty()) return {};
+  if (code_publication_failed()) {
+    // A site's old call may still be what a thread runs (its new bytes
+    // were never mapped again): nothing it reaches may be freed.
+    return make_error(FTJIT_E_SYSTEM,
+                      "written code could not be made visible (see the log): retired "
+                      "trampolines and data are kept");
+  }
   Status st = wait_for_grace_period([this](uint64_t pc) { return in_trampoline_memory(pc); });
   ++grace_periods_;
   if (!st) {

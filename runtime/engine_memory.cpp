@@ -4,7 +4,6 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "runtime/arch/arch.h"
 #include "runtime/engine.h"
 
 namespace ftjit {
@@ -90,7 +89,7 @@ Result<uint64_t*> Engine::stub_word(uint32_t index) {
     if (!backend_.encode_stub(stub, s.entry, rw)) {
       return make_error(FTJIT_E_OUT_OF_RANGE, "a site cannot reach its stub");
     }
-    arch::flush_icache(stub, traits.stub_bytes);
+    FTJIT_TRY(publish_code(stub, traits.stub_bytes));
     m.stub_written[k] = true;
   }
   return reinterpret_cast<uint64_t*>(rw + traits.stub_word_offset);
@@ -115,7 +114,13 @@ Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
     return make_error(FTJIT_E_INTERNAL, "trampoline larger than its reservation");
   }
   std::memcpy(arena->rw(place), code->data(), code->size());
-  arch::flush_icache(place, code->size());
+  // Visible before any site can branch here (kRemapAfterWrite: a stale
+  // translation of what this memory held before must not run).
+  Status shown = publish_code(place, code->size());
+  if (!shown) {
+    arena->free(place);
+    return shown.take_error();
+  }
   *bytes = code->size();
   return place;
 }
@@ -133,7 +138,7 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   req.save_fp = !(rec->target->flags & FTJIT_OPS_F_NO_FP);
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   // Its only route, generated, carries it alone: by stub iff it hooks returns.
-  req.entered_by_stub = rec->hooks_returns();
+  req.entered_by_stub = rec->hooks_returns() && backend_.traits().stub_bytes != 0;
   req.call_and_land = exit_call_and_land_address();
   req.exit_trampoline = exit_trampoline_address();
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);

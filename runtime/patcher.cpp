@@ -3,6 +3,7 @@
 #include "runtime/patcher.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +13,8 @@
 #include <mutex>
 
 #include "runtime/arch/arch.h"
+#include "runtime/code_memory.h"
+#include "runtime/log.h"
 #include "runtime/thread_control.h"
 
 namespace ftjit {
@@ -260,6 +263,27 @@ Error unexpected_bytes(const EntryWrite& w, uint32_t size, uint64_t* failed_at) 
 
 }  // namespace
 
+namespace {
+
+// kRemapAfterWrite (code_memory.h): after a step's stores, the pages the
+// batch wrote are mapped again, each once (`writes` are sorted). A failure
+// is logged and remembered (code_publication_failed): the batch stands as
+// written, valid for every thread at every step; only freeing waits.
+void publish_batch_pages(std::span<const EntryWrite> writes, uint32_t size) {
+  if (code_write_model() != CodeWriteModel::kRemapAfterWrite) return;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t last = ~uint64_t{0};
+  for (const EntryWrite& w : writes) {
+    const uint64_t first_page = w.at & ~(page - 1);
+    if (first_page == last && ((w.at + size - 1) & ~(page - 1)) == last) continue;
+    last = (w.at + size - 1) & ~(page - 1);
+    Status st = publish_code(w.at, size);
+    if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+  }
+}
+
+}  // namespace
+
 Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWrite> slots,
                       uint64_t* failed_at) {
   last_batch_syncs_ = 0;
@@ -301,6 +325,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
       if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
       store_whole(size, writes[i]);
     }
+    publish_batch_pages(writes, size);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     (void)sync_.sync();
     ++last_batch_syncs_;
@@ -320,6 +345,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
         // Back to what each trapped site held; threads that trap until the
         // sync below are run through `from` by the handler.
         for (size_t k = 0; k < i; ++k) write_range(first, size, writes[k], bytes_of(writes[k].from, first));
+        publish_batch_pages(writes.first(i), size);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (i > 0) (void)sync_.sync();
         retract_batch();
@@ -327,6 +353,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
       }
       write_step(first, size, w);
     }
+    publish_batch_pages(writes, size);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     (void)sync_.sync();
     ++last_batch_syncs_;
@@ -344,6 +371,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
       if (i + kAhead < writes.size()) __builtin_prefetch(writes[i + kAhead].rw, 1);
       write_step(s, size, writes[i]);
     }
+    publish_batch_pages(writes, size);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // A failing sync cannot happen with membarrier registered; with the
     // signal fallback it means a thread did not answer. Going on is still
@@ -373,6 +401,16 @@ Status Patcher::write_fixed_parts(std::span<const FixedPartWrite> sites) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   };
   FTJIT_TRY(stop_the_world(fixup, body));
+  // kRemapAfterWrite: after the threads are let go (the remap takes a
+  // lock, which a parked thread might hold). Until then a thread may still
+  // run a fixed part's old bytes, which is as valid: init and de-init only
+  // happen while the live part is disabled.
+  if (code_write_model() == CodeWriteModel::kRemapAfterWrite) {
+    for (const FixedPartWrite& s : sites) {
+      Status st = publish_code(s.entry, s.size);
+      if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+    }
+  }
   // Parked threads passed through the kernel on resume; this sync covers
   // threads that were not parked (none but us) and orders our own view.
   return sync_.sync();

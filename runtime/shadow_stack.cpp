@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unwind.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "backends/backend.h"
@@ -57,6 +59,12 @@ struct Counter {
   uint64_t get() const { return v.load(std::memory_order_relaxed); }
 };
 
+// Where the return address lives (runtime/arch/arch.h): in the slot for
+// the frame's whole life (x86-64), or in the link register and then
+// wherever the function spilled it (arm64, riscv64).
+constexpr bool kLinkRegister =
+    arch::return_address_home() == arch::ReturnAddressHome::kLinkRegister;
+
 struct ShadowStack {
   uint32_t depth;
   // Exceptions raised and not caught yet. While one is in flight the
@@ -65,6 +73,11 @@ struct ShadowStack {
   uint32_t in_flight;
   Counter hooks, hook_drops, unwound;
   ShadowEntry e[kCapacity];
+  // kLinkRegister: where entry i's frame keeps the exit trampoline's
+  // address, found by the unwinder when an exception put the real one
+  // back there (0: not known), for hooking it again after the catch.
+  // Pages of it are touched only by exceptions through hooked frames.
+  uint64_t home[kLinkRegister ? kCapacity : 1];
 };
 
 // Stacks are never unmapped: a thread that exits gives its stack back for
@@ -229,13 +242,7 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-// Shadow entries are keyed by the stack word that holds their frame's
-// return address (runtime/arch/arch.h). An ISA whose return address lives
-// in a register (arm64) brings its own model with its trampolines' exit
-// hooks; until then prepare_exit_trampoline refuses exit hooks there, and
-// the slot paths below are compiled out.
-constexpr bool kSlotModel =
-    arch::return_address_home() == arch::ReturnAddressHome::kStackWordAtEntrySp;
+// Shadow entries are keyed by their frame's slot (runtime/arch/arch.h).
 
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
   // Stable addresses, never freed, not even by static destructors: a
@@ -251,7 +258,6 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
 }
 
 Status prepare_exit_trampoline(int64_t counts_tls_offset) {
-  if constexpr (!kSlotModel) return make_error(FTJIT_E_UNSUPPORTED, exit_hooks_unavailable_reason());
   std::call_once(g_prepare_once, [&] {
     if (pthread_key_create(&g_exit_key, on_thread_exit) != 0) {
       g_prepare_status = make_error(FTJIT_E_SYSTEM, "pthread_key_create failed");
@@ -305,8 +311,8 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
 }
 
 const char* exit_hooks_unavailable_reason() {
-  return "exit hooks are not available on this ISA yet (its return address lives in a register, "
-         "a model not written yet): attach entry callbacks only";
+  return "exit hooks are not available: the exit trampoline could not be made (see the log): "
+         "attach entry callbacks only";
 }
 
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
@@ -328,9 +334,15 @@ inline void shadow_prune(const uint64_t* slot) {
   //    stack above it. (Dead stack memory keeps the trampoline's address
   //    too, so the address alone does not prove a frame alive.)
   // (Called inside the entry's callback context: callbacks may run.)
+  // kLinkRegister: a slot is the trampoline's word, not the frame's; only
+  // the one at `at`, written by this very entry's trampoline (the parent's
+  // return address), says anything: a frame on another stack is taken as
+  // alive (it is pruned once a frame of its own stack is entered).
   pop_unwound(s, true, [&](const ShadowEntry& top) {
-    return top.slot <= at && !(read_slot(top.slot) == tramp &&
-                               (top.slot == at || on_different_stacks(top.slot, at)));
+    if (top.slot > at) return false;
+    if (top.slot == at) return read_slot(at) != tramp;
+    if (!on_different_stacks(top.slot, at)) return true;
+    return !kLinkRegister && read_slot(top.slot) != tramp;
   });
 }
 
@@ -362,14 +374,10 @@ inline void shadow_push(uint64_t* slot, uint64_t ip, ExitRecord* rec) {
 
 void shadow_hooked_entry(ftjit_func_t func, ftjit_ops* ops, ExitRecord* rec, uint64_t ip,
                          uint64_t parent_ip, ftjit_regs* regs) {
-  if constexpr (kSlotModel) {
-    const uint64_t slot = arch::return_slot_at_entry(regs->sp);
-    shadow_prune(reinterpret_cast<const uint64_t*>(slot));
-    func(ip, parent_ip, ops, regs);
-    shadow_push(reinterpret_cast<uint64_t*>(slot), ip, rec);
-  } else {
-    func(ip, parent_ip, ops, regs);
-  }
+  const uint64_t slot = arch::return_slot_at_entry(regs->sp);
+  shadow_prune(reinterpret_cast<const uint64_t*>(slot));
+  func(ip, parent_ip, ops, regs);
+  shadow_push(reinterpret_cast<uint64_t*>(slot), ip, rec);
 }
 
 extern "C" void ftjit_shadow_prune(uint64_t slot) {
@@ -409,11 +417,81 @@ extern "C" uint64_t ftjit_shadow_real_return(uint64_t slot) {
   return s != nullptr ? caller_of(s, ShadowEntry{slot, tramp, 0, 0}) : tramp;
 }
 
+namespace {
+
+// kLinkRegister: one walk of the unwinder over this thread's stack, which
+// stops at the first frame returning into the exit trampoline (no unwind
+// table covers it). There the context's return-address column is the
+// frame's spill of the link register: it gets the real address, each
+// shadow entry of the frame (a chain has several) remembers where, and the
+// next walk goes past it.
+struct UnhookWalk {
+  ShadowStack* s;
+  uint64_t tramp;
+  enum { kDone, kFixed, kStuck } outcome;
+};
+
+_Unwind_Reason_Code unhook_one(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<UnhookWalk*>(arg);
+  if (_Unwind_GetIP(ctx) != w->tramp) return _URC_NO_REASON;
+  ShadowStack* s = w->s;
+  const uint64_t key = arch::return_slot_below_cfa(_Unwind_GetCFA(ctx));
+  constexpr int kColumn = arch::return_address_dwarf_column();
+  // libgcc's _Unwind_Context starts with the saved-register locations;
+  // trusted only if the one for the column holds the trampoline's address
+  // (a register kept by value holds the address itself there instead).
+  auto* loc = reinterpret_cast<uint64_t* const*>(ctx)[kColumn];
+  uint64_t home = 0;
+  if (loc != nullptr && read_slot(reinterpret_cast<uint64_t>(loc)) == w->tramp) {
+    home = reinterpret_cast<uint64_t>(loc);
+  }
+  uint64_t real = 0;
+  for (uint32_t i = 0; i < s->depth; ++i) {
+    ShadowEntry& e = s->e[i];
+    if (e.slot != key || (e.rec & kUnhooked) != 0) continue;
+    if (real == 0) real = e.ret;  // the oldest of a chain holds it
+    e.rec |= kUnhooked;
+    s->home[i] = home;
+  }
+  if (real == 0 || real == w->tramp) {
+    w->outcome = UnhookWalk::kStuck;  // not a frame of ours: leave it
+    return _URC_NORMAL_STOP;
+  }
+  if (home != 0) {
+    write_slot(home, real);
+  } else {
+    _Unwind_SetGR(ctx, kColumn, real);
+  }
+  w->outcome = UnhookWalk::kFixed;
+  return _URC_NORMAL_STOP;
+}
+
+void unhook_link_register_frames(ShadowStack* s, uint64_t tramp) {
+  // Each walk puts one frame back and the next starts again from the top:
+  // the unwinder cannot step past a frame before it is put back.
+  for (uint32_t n = 0; n <= s->depth; ++n) {
+    UnhookWalk w{s, tramp, UnhookWalk::kDone};
+    _Unwind_Backtrace(unhook_one, &w);
+    if (w.outcome != UnhookWalk::kFixed) return;
+  }
+}
+
+// Where entry i's frame keeps its return address now.
+inline uint64_t home_of(const ShadowStack* s, uint32_t i) {
+  return kLinkRegister ? s->home[i] : s->e[i].slot;
+}
+
+}  // namespace
+
 void shadow_unhook_all() {
   ShadowStack* s = t_stack;
   if (s == nullptr) return;
   ++s->in_flight;
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  if constexpr (kLinkRegister) {
+    unhook_link_register_frames(s, tramp);
+    return;
+  }
   // Newest first: in a chain (one frame hooked twice) the oldest entry
   // holds the real address and is written last.
   for (uint32_t i = s->depth; i-- > 0;) {
@@ -428,14 +506,12 @@ void shadow_unhook_all() {
 void shadow_unwinding_to(uint64_t cfa) {
   ShadowStack* s = t_stack;
   if (s == nullptr || s->depth == 0) return;
-  if constexpr (kSlotModel) {
-    // Every hooked frame below the slot of the frame whose CFA this is is
-    // gone.
-    const uint64_t slot = arch::return_slot_below_cfa(cfa);
-    const bool run = guard_enter();
-    pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < slot; });
-    if (run) guard_leave();
-  }
+  // Every hooked frame below the slot of the frame whose CFA this is is
+  // gone.
+  const uint64_t slot = arch::return_slot_below_cfa(cfa);
+  const bool run = guard_enter();
+  pop_unwound(s, run, [&](const ShadowEntry& top) { return top.slot < slot; });
+  if (run) guard_leave();
 }
 
 void shadow_rehook_after_catch(uint64_t cfa) {
@@ -453,8 +529,10 @@ void shadow_rehook_after_catch(uint64_t cfa) {
   for (uint32_t i = 0; s->in_flight == 0 && i < s->depth; ++i) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) == 0) continue;
-    if (read_slot(e.slot) != e.ret) continue;  // not ours any more: leave it to pruning
-    write_slot(e.slot, tramp);
+    const uint64_t home = home_of(s, i);
+    // Not ours any more (or never found): leave it to pruning.
+    if (home == 0 || read_slot(home) != e.ret) continue;
+    write_slot(home, tramp);
     e.rec &= ~kUnhooked;
   }
   if (run) guard_leave();
@@ -487,6 +565,20 @@ void put_back_parked() {
 Status shadow_put_back_all(int timeout_ms) {
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_acquire);
   if (tramp == 0) return {};
+  if constexpr (kLinkRegister) {
+    // Where a parked thread's frame keeps the trampoline's address (its
+    // link register, or a spill the unwinder knows) cannot be looked up
+    // from here without the loader's lock, which a parked thread may
+    // hold. Those frames return through the exit trampoline, which then
+    // stays: say so, and let the caller keep it mapped.
+    if (const uint64_t n = shadow_hooked_frames(); n != 0) {
+      return make_error(FTJIT_E_UNSUPPORTED,
+                        std::to_string(n) + " hooked frames still return through the exit "
+                        "trampoline (return addresses in link registers are not put back): "
+                        "it stays mapped");
+    }
+    return {};
+  }
   const uint64_t call_and_land = g_call_and_land.load(std::memory_order_acquire);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {

@@ -505,10 +505,37 @@ Status signal_sync_all_threads() {
   return {};
 }
 
+namespace {
+
+// process_vm_readv is missing where qemu-user runs the process (ENOSYS) or
+// where a seccomp filter refuses it: the word then goes through a pipe,
+// which the kernel (or qemu, checking the guest address) also copies
+// without faulting (EFAULT for memory that is gone).
+std::atomic<bool> g_vm_readv_missing{false};
+
+bool read_word_through_pipe(const uint64_t* addr, uint64_t* out) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return false;
+  bool ok = write(p[1], addr, sizeof *out) == static_cast<ssize_t>(sizeof *out) &&
+            read(p[0], out, sizeof *out) == static_cast<ssize_t>(sizeof *out);
+  close(p[0]);
+  close(p[1]);
+  return ok;
+}
+
+}  // namespace
+
 bool read_remote_word(const uint64_t* addr, uint64_t* out) {
-  struct iovec local{out, sizeof *out};
-  struct iovec remote{const_cast<uint64_t*>(addr), sizeof *out};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof *out;
+  if (!g_vm_readv_missing.load(std::memory_order_relaxed)) {
+    struct iovec local{out, sizeof *out};
+    struct iovec remote{const_cast<uint64_t*>(addr), sizeof *out};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == sizeof *out) return true;
+    // EFAULT (the thread and its memory are gone) is an answer; a call that
+    // cannot work at all is not, or every grace period would end at once.
+    if (errno != ENOSYS && errno != EPERM) return false;
+    g_vm_readv_missing.store(true, std::memory_order_relaxed);
+  }
+  return read_word_through_pipe(addr, out);
 }
 
 bool thread_alive(pid_t tid) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The arm64 leg: cross-builds core/, backends/ and tests/arm64 with Debian's
+# The arm64 leg: cross-builds core/, backends/, the engine library of
+# runtime/, the ptrace injector and tests/arm64 with Debian's
 # aarch64-linux-gnu toolchain (cmake/toolchains/aarch64-linux-gnu.cmake) and
-# runs the tests as arm64 code under qemu-aarch64 (ctest's emulator). Only
-# the code generator, its harness and the discovery tests on the arm64
-# fixture files (built here by aarch64-linux-gnu-g++ and clang-16) are
-# built: the runtime does not serve arm64 yet. Packages: scripts/setup.sh.
+# runs the tests as arm64 code under qemu-aarch64 (ctest's emulator): the
+# code generator and its differential check, discovery on the arm64
+# fixtures (aarch64-linux-gnu-g++ and clang-16), the engine with every
+# strategy, the stress test and the exit-hook programs (FTJIT_CROSS_LEG).
+# Packages: scripts/setup.sh.
 #
 #   scripts/build_aarch64.sh [--build-only] [BUILD_DIR]   (default: build-aarch64)
 #   JOBS=N to change the build's parallelism (default 2). --build-only
@@ -25,10 +27,10 @@ for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
 done
 
 start=$(date +%s)
-echo "== configuring $BUILD (arm64, backends only)"
+echo "== configuring $BUILD (arm64 leg)"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-linux-gnu.cmake" \
-  -DFTJIT_BACKENDS_ONLY=ON >/dev/null
+  -DFTJIT_CROSS_LEG=ON >/dev/null
 echo "== building"
 cmake --build "$BUILD" -j"$JOBS"
 built=$(date +%s)

@@ -18,8 +18,10 @@ PACKAGES=(build-essential cmake clang clang-16 libasmjit-dev libspdlog-dev libcl
 # The arm64 leg (scripts/build_aarch64.sh): Debian's multiarch arm64 builds
 # of the libraries the cross-built backend and its tests link, run under
 # qemu-aarch64. binutils-aarch64-linux-gnu's objdump is the independent
-# disassembler of the host-side aarch64 encoding test.
-ARM64_PACKAGES=(libasmjit-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
+# disassembler of the host-side aarch64 encoding test. libunwind-dev:arm64:
+# the remote unwinder of the arm64 ptrace injector (cli/inject/arm64).
+ARM64_PACKAGES=(libasmjit-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+                libunwind-dev:arm64)
 
 missing=()
 for p in "${PACKAGES[@]}" "${ARM64_PACKAGES[@]}"; do

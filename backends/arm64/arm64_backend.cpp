@@ -169,6 +169,8 @@ class Arm64Backend final : public Backend {
     t.reloc_abs64 = 257;       // R_AARCH64_ABS64
     t.live_offset = kLiveOffset;
     t.site_bytes = kSiteBytes;
+    t.site_flags = "-fpatchable-function-entry=2 or =4,2 -falign-functions=8";
+    t.slot_flags = "-fpatchable-function-entry=4,2 -falign-functions=8";
     return t;
   }();
   // The new word, whole, in one store.

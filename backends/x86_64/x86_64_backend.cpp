@@ -165,7 +165,8 @@ class X86_64Backend final : public Backend {
                     kStubBytes, kStubWordOffset,
                     /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6,
                     /*R_X86_64_64*/ 1,
-                    /*live_offset*/ 0, /*site_bytes*/ kSiteBytes};
+                    /*live_offset*/ 0, /*site_bytes*/ kSiteBytes,
+                    "-fpatchable-function-entry=5 or =13,8", "-fpatchable-function-entry=13,8"};
   // int3 over the first byte; the new tail; the new first byte. A thread
   // that runs into the int3 reports the pc after it.
   LiveProtocol protocol_{{WriteStep{0, 1, false, {kInt3}}, WriteStep{1, 0, true, {}},

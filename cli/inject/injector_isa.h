@@ -19,18 +19,27 @@
 
 namespace ftjit::inject::detail {
 
+// Where a target keeps the signal return trampoline a hijacked call
+// returns through (restore_rt_code): glibc's own __restore_rt in libc's
+// code (x86-64), or the kernel's, __kernel_rt_sigreturn in the [vdso]
+// mapping (arm64, where glibc has none).
+enum class SignalTrampoline : uint8_t { kLibc, kVdso };
+
 // Which programs this injector serves, named for messages.
 struct InjectorIsa {
   Isa isa = Isa::kUnknown;
   uint16_t e_machine = 0;        // the ELF header's, of a 64-bit LSB program
   const char* name = "";         // "x86-64": "ftjit attach serves x86-64 processes"
   const char* loader = "";       // the dynamic loader's basename
+  SignalTrampoline restore_rt_in = SignalTrampoline::kLibc;
 };
 const InjectorIsa& injector_isa();
 
-// The code of libc's signal return trampoline (__restore_rt): not
-// exported, it is found as the one copy of these bytes in libc's code. A
-// hijacked call returns through it (thread_call.h).
+// The code of the signal return trampoline (x86-64: libc's __restore_rt;
+// arm64: the vDSO's __kernel_rt_sigreturn): not exported, it is found as
+// the one copy of these bytes in the code of the mapping
+// InjectorIsa::restore_rt_in names. A hijacked call returns through it
+// (thread_call.h).
 std::span<const uint8_t> restore_rt_code();
 
 // A ptrace-stopped thread's pc and general registers: an unload looks for

@@ -206,7 +206,7 @@ struct StoppedProcess::State {
           if (err == ESRCH) continue;  // exited meanwhile
           return detail::seize_refused(pid, tid, err);
         }
-        threads.push_back({tid, Run::kRunning});
+        threads.push_back({tid, Run::kRunning, {}});
         ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
       }
       FTJIT_TRY(wait_all_stopped(deadline));

@@ -147,10 +147,13 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
                                                ") has no dlopen in its C library: the agent cannot be loaded; "
                                                "start it with `ftjit run` instead");
 
-  // __restore_rt is not exported: it is the one copy of its bytes in
-  // libc's code.
+  // The signal return trampoline is not exported: it is the one copy of
+  // its bytes in libc's code (__restore_rt) or in the vDSO's
+  // (__kernel_rt_sigreturn), as the ISA says.
+  const bool in_vdso = isa.restore_rt_in == SignalTrampoline::kVdso;
+  const std::string trampoline_home = in_vdso ? std::string("[vdso]") : libc->path;
   const std::span<const uint8_t> restore_rt = restore_rt_code();
-  for (const Mapping* m : code_of(*maps, libc->path)) {
+  for (const Mapping* m : code_of(*maps, trampoline_home)) {
     auto text = read_target_memory(pid, m->start, m->end - m->start);
     FTJIT_TRY(text);
     auto hit = std::search(text->begin(), text->end(), restore_rt.begin(), restore_rt.end());
@@ -160,8 +163,9 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
     }
   }
   if (out.restore_rt == 0)
-    return make_error(FTJIT_E_UNSUPPORTED, p + ": its C library (" + libc->path +
-                                               ") has no signal return trampoline that ftjit recognises");
+    return make_error(FTJIT_E_UNSUPPORTED, p + ": its " +
+                                               (in_vdso ? std::string("vDSO") : "C library (" + libc->path + ")") +
+                                               " has no signal return trampoline that ftjit recognises");
 
   // __errno_location's code gives errno's offset from the thread pointer
   // (injector_isa.h); errno's symbol value is its offset in libc's TLS

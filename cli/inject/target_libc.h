@@ -3,9 +3,10 @@
 // read from their files and from the target's memory, never by running
 // anything in it:
 //   - the loader entry points (dlopen, dlclose);
-//   - glibc's signal return trampoline __restore_rt (`mov $15,%rax;
-//     syscall`), the "code already in the process" an injected call returns
-//     through (thread_call.cpp);
+//   - the signal return trampoline, the "code already in the process" an
+//     injected call returns through (thread_call.cpp): glibc's __restore_rt
+//     (`mov $15,%rax; syscall`) on x86-64, the vDSO's __kernel_rt_sigreturn
+//     (`mov x8, #139; svc #0`) on arm64;
 //   - where a thread's errno and dlerror state live (TLS offsets found
 //     through __errno_location's own instructions);
 //   - the code that holds the loader's, malloc's or the unwinder's locks,
@@ -36,7 +37,7 @@ struct AddressRange {
 struct TargetLibc {
   uint64_t dlopen = 0;
   uint64_t dlclose = 0;
-  uint64_t restore_rt = 0;  // __restore_rt (injector_isa.h: restore_rt_code)
+  uint64_t restore_rt = 0;  // the signal return trampoline (injector_isa.h: restore_rt_code)
   // The address of errno and of glibc's dlerror state, as offsets from the
   // thread pointer; nullopt where this libc does not say.
   std::optional<int64_t> errno_tpoff;
@@ -65,7 +66,8 @@ struct TargetLibc {
 };
 
 // Reads the target's maps, its libc's and loader's symbol tables and the
-// text around __restore_rt and __errno_location (through /proc/PID/mem).
+// text around the signal return trampoline and __errno_location (through
+// /proc/PID/mem).
 // FTJIT_E_UNSUPPORTED with a one-line reason for a static, foreign-ISA or
 // non-glibc-compatible target.
 Result<TargetLibc> read_target_libc(const TargetInfo& target);

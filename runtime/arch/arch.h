@@ -51,27 +51,34 @@ inline uint64_t thread_pointer();
 //
 // Exit hooks replace it with the exit trampoline's address and keep the
 // real one on a shadow stack (runtime/shadow_stack.h); exceptions and
-// detach put it back. The shadow stack identifies a hooked frame by the
-// stack word that holds its return address, its "slot".
+// detach put it back. The shadow stack keys a hooked frame by its "slot":
+// the stack word 8 bytes below the frame's CFA (the caller's sp at the
+// call), which the entry trampoline's own pop/push of the return address
+// goes through on every ISA. Where the return address lives after the
+// trampoline returned differs:
 enum class ReturnAddressHome : uint8_t {
-  // x86-64: the site's call pushed it. The word at the function's entry
-  // sp holds it for the whole life of the frame, 8 bytes below the
-  // frame's CFA; it is the slot.
+  // x86-64: the site's call pushed it into the slot, which holds it for
+  // the whole life of the frame: an exception or a detach writes the slot.
   kStackWordAtEntrySp,
-  // arm64 (riscv64 alike, in ra): in x30 at the sled, in x9 once the
-  // sled's `mov x9, x30` ran; the function spills it where its own
-  // prologue chooses. The slot functions below are then not defined: exit
-  // hooks on such an ISA come with its trampolines, which decide where the
-  // real return address is kept while the function runs.
+  // arm64 (riscv64 alike, in ra): the trampoline keeps it in the slot (its
+  // own frame record) only while it runs, then returns with it in the link
+  // register; the function spills it where its prologue chooses. An
+  // exception finds the spill through the unwinder (the frame's CFI says
+  // where the return-address column was saved); the slot is the key only.
   kLinkRegister,
 };
 constexpr ReturnAddressHome return_address_home();
 
-// kStackWordAtEntrySp only: the slot of a frame entered with stack pointer
-// `entry_sp` (ftjit_regs::sp), and the slot of the frame whose CFA (as the
-// unwinder reports it) is `cfa`.
+// The slot of a frame entered with stack pointer `entry_sp`
+// (ftjit_regs::sp), and the slot of the frame whose CFA (as the unwinder
+// reports it) is `cfa`.
 inline uint64_t return_slot_at_entry(uint64_t entry_sp);
 inline uint64_t return_slot_below_cfa(uint64_t cfa);
+
+// kLinkRegister: the DWARF register number of the return-address column
+// (arm64: 30, x30; riscv64: 1, ra), whose saved location the unwinder
+// knows for each frame.
+constexpr int return_address_dwarf_column();
 
 // ---------------------------------------------------------------------------
 // The cycle counter
@@ -104,6 +111,12 @@ inline void flush_icache(uint64_t begin, size_t n);
 // instructions that trap: a stray jump there stops at once.
 // x86-64: int3 (cc); arm64: udf #0 (00000000).
 inline void fill_with_traps(uint8_t* rw, size_t n);
+
+// A function `uint32_t f(void)` that returns `value`, written at `rw`;
+// returns its size in bytes. The code-write probe (runtime/code_memory.cpp)
+// runs it twice to learn whether a write through a writable alias reaches
+// instruction fetch (it does not under qemu-user).
+inline size_t write_return_constant(uint8_t* rw, uint16_t value);
 
 // ---------------------------------------------------------------------------
 // Calling dlopen as if from another object

@@ -125,8 +125,10 @@ std::vector<uint8_t> snapshot_code() {
   for (int i = 0; i < kFns; ++i) {
     uintptr_t at = reinterpret_cast<uintptr_t>(traced_many[i]);
     asm("" : "+r"(at));
+    // The slot (x86-64) or literal (arm64), 8 bytes before the entry, and
+    // the sled after it (5 bytes; 8 on arm64).
     const auto* p = reinterpret_cast<const uint8_t*>(at - 8);
-    out.insert(out.end(), p, p + 13);
+    out.insert(out.end(), p, p + 16);
   }
   return out;
 }

@@ -13,10 +13,12 @@
 #          [--min-depth-stdout K]  ... where N is the program's "K: N" line
 #          [--max-depth N]         no thread went deeper (a leak would)
 #          [--children N]          N forked children printed a summary too
+#          [--runner "CMD ARGS"]   run the program through an emulator
+#                                  (qemu-aarch64 -L SYSROOT for arm64 builds)
 set -u
 
 exe= strategy= entry_only=0 min_unwound=0 no_unwound=0 min_depth=0 min_depth_key=
-max_depth= children=0
+max_depth= children=0 runner=
 while [ $# -gt 0 ]; do
   case $1 in
     --exe) exe=$2; shift 2 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --min-depth-stdout) min_depth_key=$2; shift 2 ;;
     --max-depth) max_depth=$2; shift 2 ;;
     --children) children=$2; shift 2 ;;
+    --runner) runner=$2; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,12 +45,12 @@ fail() {
 }
 
 # The untraced reference. FTJIT_SELFTRACE may leak in from a caller.
-env -u FTJIT_SELFTRACE -u FTJIT_SELFTRACE_ENTRY_ONLY "$exe" >"$tmp/ref.out" 2>"$tmp/ref.err"
+env -u FTJIT_SELFTRACE -u FTJIT_SELFTRACE_ENTRY_ONLY $runner "$exe" >"$tmp/ref.out" 2>"$tmp/ref.err"
 ref_rc=$?
 if [ "$entry_only" = 1 ]; then
-  FTJIT_SELFTRACE=$strategy FTJIT_SELFTRACE_ENTRY_ONLY=1 "$exe" >"$tmp/tr.out" 2>"$tmp/tr.err"
+  FTJIT_SELFTRACE=$strategy FTJIT_SELFTRACE_ENTRY_ONLY=1 $runner "$exe" >"$tmp/tr.out" 2>"$tmp/tr.err"
 else
-  env -u FTJIT_SELFTRACE_ENTRY_ONLY FTJIT_SELFTRACE=$strategy "$exe" >"$tmp/tr.out" 2>"$tmp/tr.err"
+  env -u FTJIT_SELFTRACE_ENTRY_ONLY FTJIT_SELFTRACE=$strategy $runner "$exe" >"$tmp/tr.out" 2>"$tmp/tr.err"
 fi
 tr_rc=$?
 

@@ -17,7 +17,8 @@
 namespace ftjit::inject::detail {
 
 const InjectorIsa& injector_isa() {
-  static const InjectorIsa kX86_64{Isa::kX86_64, EM_X86_64, "x86-64", "ld-linux-x86-64.so.2"};
+  static const InjectorIsa kX86_64{Isa::kX86_64, EM_X86_64, "x86-64", "ld-linux-x86-64.so.2",
+                                   SignalTrampoline::kLibc};
   return kX86_64;
 }
 

@@ -18,10 +18,15 @@ inline uint64_t thread_pointer() { return reinterpret_cast<uint64_t>(__builtin_t
 //     bl f      ---------->  f-8: [ ops literal     ]
 //     x30 = return           f:   mov x9, x30          x9 = return
 //                            f+4: bl trampoline        x30 = f+8
-// No stack word holds the return address at the entry: return_slot_*
-// are left to the arm64 exit hooks (they decide where the real return
-// address is kept while the function runs).
+// The trampoline stores x9 in the frame record it builds for the function
+// (backends/arm64/arm64_emitter.cpp, (c)), at S-8 with S the entry sp =
+// the frame's CFA, and returns with x30 loaded from there: S-8 is the slot
+// an exit hook writes while the trampoline runs. After it, the return
+// address lives in x30 and wherever the function saves it.
 constexpr ReturnAddressHome return_address_home() { return ReturnAddressHome::kLinkRegister; }
+inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp - 8; }
+inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
+constexpr int return_address_dwarf_column() { return 30; }
 
 // The virtual counter; the isb keeps the read from being taken before the
 // instructions it is meant to time.
@@ -41,5 +46,13 @@ inline void flush_icache(uint64_t begin, size_t n) {
 
 // 00000000: udf #0, permanently undefined.
 inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, 0, n); }
+
+//   movz w0, #value      0x52800000 | value << 5
+//   ret                  0xd65f03c0
+inline size_t write_return_constant(uint8_t* rw, uint16_t value) {
+  const uint32_t code[2] = {0x52800000u | (uint32_t{value} << 5), 0xd65f03c0u};
+  std::memcpy(rw, code, sizeof code);
+  return sizeof code;
+}
 
 }  // namespace ftjit::arch

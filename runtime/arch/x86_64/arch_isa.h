@@ -36,6 +36,8 @@ constexpr ReturnAddressHome return_address_home() {
 }
 inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp; }
 inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
+// The return-address column (rip); unused with kStackWordAtEntrySp.
+constexpr int return_address_dwarf_column() { return 16; }
 
 // rdtsc without <x86intrin.h>: this header is included by code compiled
 // with -mgeneral-regs-only.
@@ -48,5 +50,14 @@ inline void flush_icache(uint64_t, size_t) {}
 
 constexpr uint8_t kInt3 = 0xcc;  // int3
 inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, kInt3, n); }
+
+//   mov eax, value      b8 imm32
+//   ret                 c3
+inline size_t write_return_constant(uint8_t* rw, uint16_t value) {
+  const uint8_t code[6] = {0xb8, static_cast<uint8_t>(value), static_cast<uint8_t>(value >> 8),
+                           0, 0, 0xc3};
+  std::memcpy(rw, code, sizeof code);
+  return sizeof code;
+}
 
 }  // namespace ftjit::arch
