@@ -21,6 +21,11 @@ namespace ftjit::cli {
 // $FTJIT_AGENT, else ../lib/libftjit-agent.so beside this executable
 // (the build tree and an installed prefix alike).
 Result<std::string> find_agent_library();
+// The agent built for a guest ISA, preloaded in a program run under
+// qemu-user (guest_program.h): $FTJIT_AGENT_<ISA> (FTJIT_AGENT_ARM64), else
+// ../lib/ftjit/<isa>/libftjit-agent.so beside this executable. Checked to
+// be an ELF of that ISA.
+Result<std::string> find_guest_agent_library(Isa isa);
 
 // Where the agent of `pid` (a pid of our namespace) listens, reached
 // through /proc/PID/root (the target's mount namespace) with the pid and

@@ -14,6 +14,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/commands.h"
+#include "cli/guest_program.h"
 #include "cli/session_driver.h"
 
 namespace ftjit::cli {
@@ -21,6 +22,7 @@ namespace {
 
 struct RunOptions {
   TraceOptions trace;
+  std::string sysroot;  // a guest program's root under qemu-user
   std::vector<std::string> argv;
 };
 
@@ -29,14 +31,42 @@ constexpr int kAgentWaitMs = 30000;
 
 int run_run(const RunOptions& o) {
   PhaseClock phases;
-  auto agent = find_agent_library();
-  if (!agent) {
-    std::fprintf(stderr, "ftjit run: %s\n", agent.error().message.c_str());
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "ftjit run: %s\n", message.c_str());
     return 1;
+  };
+  // A program of another ISA runs under qemu-user, with that ISA's agent
+  // (guest_program.h); everything it needs is checked before it starts.
+  auto program = inspect_program(o.argv[0]);
+  if (!program) return fail(program.error().message);
+  const bool guest = program->isa != Isa::kUnknown && program->isa != host_isa();
+  if (!guest && !o.sysroot.empty()) {
+    return fail("--sysroot is for programs of another ISA, run under qemu-user; " + program->path +
+                " runs natively");
   }
-  std::string preload = *agent;
-  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
-    preload += ":" + std::string(old);
+  std::vector<std::string> argv = o.argv;
+  TraceOptions trace = o.trace;
+  std::string preload;
+  if (guest) {
+    if (auto st = check_guest_isa(program->isa, o.argv[0]); !st) return fail(st.error().message);
+    auto agent = find_guest_agent_library(program->isa);
+    if (!agent) return fail(agent.error().message);
+    // The guest's built-in plugins: beside its agent, as the build tree
+    // (lib/, plugins/lib/) and an installed prefix (lib/ftjit/<isa>/plugins/) lay them out.
+    const std::string agent_dir = agent->substr(0, agent->rfind('/'));
+    trace.plugin_dirs = {agent_dir + "/plugins", agent_dir + "/../plugins/lib"};
+    trace.plugin_isa = isa_name(program->isa);
+    auto cmd = guest_command(program->isa, o.sysroot, *agent,
+                             {"FTJIT_AGENT_WAIT_MS=" + std::to_string(kAgentWaitMs)}, o.argv);
+    if (!cmd) return fail(cmd.error().message);
+    argv = std::move(*cmd);
+  } else {
+    auto agent = find_agent_library();
+    if (!agent) return fail(agent.error().message);
+    preload = *agent;
+    if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
+      preload += ":" + std::string(old);
+    }
   }
   pid_t child = ::fork();
   if (child < 0) {
@@ -44,10 +74,12 @@ int run_run(const RunOptions& o) {
     return 1;
   }
   if (child == 0) {
-    ::setenv("LD_PRELOAD", preload.c_str(), 1);
-    ::setenv("FTJIT_AGENT_WAIT_MS", std::to_string(kAgentWaitMs).c_str(), 1);
+    if (!guest) {
+      ::setenv("LD_PRELOAD", preload.c_str(), 1);
+      ::setenv("FTJIT_AGENT_WAIT_MS", std::to_string(kAgentWaitMs).c_str(), 1);
+    }
     std::vector<char*> args;
-    for (const auto& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "ftjit run: cannot run %s: %s\n", args[0], std::strerror(errno));
@@ -60,7 +92,7 @@ int run_run(const RunOptions& o) {
   target.pid = child;
   target.is_child = true;
   target.connect_wait_ms = 10000;
-  return drive_session(target, o.trace);
+  return drive_session(target, trace);
 }
 
 }  // namespace
@@ -69,12 +101,16 @@ void add_run_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Start a program with tracer plugins attached");
   add_trace_options(cmd, &o->trace);
+  cmd->add_option("--sysroot", o->sysroot,
+                  "For a program of another ISA (run under qemu-user): the root its loader and "
+                  "libc come from (default /usr/<triple>, e.g. /usr/aarch64-linux-gnu)");
   cmd->add_option("PROG", o->argv, "The program and its arguments (after --)")->required();
   cmd->footer(
       "Examples:\n"
       "  ftjit run -- ./server --port 8080\n"
       "  ftjit run --plugin count --format tsv --filter 'parse_*' -- ./tool input\n"
-      "  ftjit run --plugin trace --format perfetto -o trace.pb -- ./app");
+      "  ftjit run --plugin trace --format perfetto -o trace.pb -- ./app\n"
+      "  ftjit run --plugin count -- ./arm64_app       (under qemu-aarch64, FTJIT_AGENT_ARM64)");
   cmd->callback([run, o] { *run = [o] { return run_run(*o); }; });
 }
 

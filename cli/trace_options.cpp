@@ -79,7 +79,24 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
     target->options.emplace_back(key, value);
   }
   for (const auto& spec : parsed) {
-    auto path = plugins::find_plugin_file(spec);
+    Result<std::string> path = std::string();
+    if (!o.plugin_dirs.empty() && !spec.is_path()) {
+      const std::string file = "ftjit-plugin-" + spec.name + ".so";
+      std::string tried;
+      for (const std::string& dir : o.plugin_dirs) {
+        if (::access((dir + "/" + file).c_str(), F_OK) == 0) {
+          path = dir + "/" + file;
+          break;
+        }
+        tried += (tried.empty() ? "" : ", ") + dir;
+      }
+      if (path->empty()) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT, "plugin '" + spec.name + "': no " + o.plugin_isa +
+                                                        " build of it (" + file + " in " + tried + ")");
+      }
+    } else {
+      path = plugins::find_plugin_file(spec);
+    }
     if (!path) return path.take_error();
     char real[PATH_MAX];
     if (::realpath(path->c_str(), real) == nullptr) {

@@ -26,6 +26,11 @@ struct TraceOptions {
   std::string output;   // -o FILE; empty: stdout
   double duration = 0;  // seconds; 0: until Ctrl-C (attach) or exit (run)
   bool verbose = false;
+  // Where built-in plugins are looked for first, and only: set for a
+  // program of another ISA (`ftjit run` under qemu-user), whose agent
+  // loads plugins built for its ISA, not this machine's.
+  std::vector<std::string> plugin_dirs;
+  std::string plugin_isa;  // their ISA, for messages ("arm64")
 };
 
 // Adds the options to `cmd`.

@@ -10,7 +10,8 @@
 # Packages: scripts/setup.sh.
 #
 #   scripts/build_aarch64.sh [--build-only] [BUILD_DIR]   (default: build-aarch64)
-#   JOBS=N to change the build's parallelism (default 2). --build-only
+#   JOBS=N to change the build's parallelism (default 2). FTJIT_HOST_CLI=
+#   the host build's ftjit adds the tests of `ftjit run` on arm64 programs. --build-only
 #   leaves the tests to the caller (scripts/test.sh runs them with its ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ start=$(date +%s)
 echo "== configuring $BUILD (arm64 leg)"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-linux-gnu.cmake" \
-  -DFTJIT_CROSS_LEG=ON >/dev/null
+  -DFTJIT_CROSS_LEG=ON -DFTJIT_HOST_CLI="${FTJIT_HOST_CLI:-}" >/dev/null
 echo "== building"
 cmake --build "$BUILD" -j"$JOBS"
 built=$(date +%s)

@@ -93,7 +93,7 @@ finish_hazard_leg() {
 # The arm64 leg: the backend and its harness cross-built, run as arm64
 # code under qemu-aarch64 (about a minute on 2 cores).
 echo "== cross-building the arm64 leg (scripts/build_aarch64.sh)"
-if JOBS=$JOBS scripts/build_aarch64.sh --build-only build-aarch64 >/dev/null; then
+if JOBS=$JOBS FTJIT_HOST_CLI=$PWD/build/cli/ftjit scripts/build_aarch64.sh --build-only build-aarch64 >/dev/null; then
   run_ctest aarch64-qemu build-aarch64 -L aarch64
 else
   failed=$((failed + 1))

@@ -319,8 +319,8 @@ Result<TargetInfo> inspect_target(pid_t pid) {
     if (size_t dash = arch.find('-'); dash != std::string::npos) arch.resize(dash);
     ::close(fd);
     return make_error(FTJIT_E_UNSUPPORTED, p + " is an " + arch + " program run by " + std::string(base) +
-                                               "; ftjit attach serves native " + detail::injector_isa().name +
-                                               " processes (use `ftjit run` for emulated ones)");
+                                               ": qemu-user gives no ptrace into its guests, so ftjit attach cannot load its agent "
+                                               "(start the program with `ftjit run` instead)");
   }
   if (!(is64 && ident[EI_DATA] == ELFDATA2LSB && machine == detail::injector_isa().e_machine)) {
     ::close(fd);

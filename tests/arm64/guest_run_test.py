@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# `ftjit run` of arm64 programs from the x86-64 CLI (issue 12, item 4): the
+# program runs under qemu-aarch64 with the arm64 agent preloaded, and the
+# CLI generates its a64 trampolines. One case per invocation:
+#
+#   guest_run_test.py CLI AGENT SYSROOT CASE [ARGS...]
+#     counts PROG STRATEGY   exact per-function counts, output unchanged
+#     refused PROG STRATEGY  the attach is refused, nothing runs untraced
+#     plugins PROG           trace, latency and flame report every function
+#     bad-input PROG         no qemu, no sysroot, no agent, an agent of the
+#                            wrong ISA, an ISA without a backend, attach -p
+#
+# The target (tests/agent/agent_target.c) prints what its stdin asks, never
+# anything timing-dependent, so the traced run's stdout must be the
+# untraced run's, byte for byte.
+import os
+import subprocess
+import sys
+import tempfile
+
+CLI, AGENT, SYSROOT, CASE = sys.argv[1:5]
+ARGS = sys.argv[5:]
+SCRIPT = b"call 7\nexit 0\n"
+WANT = {"fn_alpha": 7, "fn_beta": 14, "fn_gamma": 21}
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def env(**extra):
+    e = dict(os.environ)
+    e["FTJIT_AGENT_ARM64"] = AGENT
+    for k, v in extra.items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
+    return e
+
+
+def ftjit(*args, stdin=SCRIPT, **extra):
+    return subprocess.run([CLI, *args], input=stdin, capture_output=True, timeout=120, env=env(**extra))
+
+
+def untraced(prog):
+    r = subprocess.run(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
+                       input=SCRIPT, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def tsv(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            name, calls = line.rstrip("\n").split("\t")
+            out[name] = int(calls)
+    return out
+
+
+def one_line_error(r, *words):
+    err = r.stderr.decode()
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(r.returncode != 0, "exit status non-zero: " + err)
+    check(len(lines) == 1, "one line of error, got: " + repr(err))
+    for w in words:
+        check(w in err, repr(w) + " in " + repr(err))
+    check(b"called" not in r.stdout, "the program did not run: " + repr(r.stdout))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rep = os.path.join(tmp, "rep.tsv")
+    if CASE == "counts":
+        prog, strategy = ARGS
+        r = ftjit("run", "--strategy", strategy, "--plugin", "count", "--format", "tsv",
+                  "--filter", "fn_*", "-o", rep, "--", prog)
+        check(r.returncode == 0, "ftjit run succeeds: " + r.stderr.decode())
+        check(r.stdout == untraced(prog), "output unchanged: " + repr(r.stdout))
+        if r.returncode == 0:
+            check(tsv(rep) == WANT, "exact counts: " + repr(tsv(rep)))
+    elif CASE == "refused":
+        prog, strategy = ARGS
+        r = ftjit("run", "--strategy", strategy, "--plugin", "count", "--", prog)
+        one_line_error(r, "-fpatchable-function-entry=4,2", "nothing was patched")
+    elif CASE == "plugins":
+        (prog,) = ARGS
+        for plugin, needle in (("trace", "fn_gamma"), ("latency", "@fn_beta"), ("flame", "fn_alpha 7")):
+            r = ftjit("run", "--plugin", plugin, "--filter", "fn_*", "-o", rep, "--", prog)
+            check(r.returncode == 0, plugin + ": " + r.stderr.decode())
+            check(r.stdout == untraced(prog), plugin + ": output unchanged")
+            text = open(rep).read() if os.path.exists(rep) else ""
+            check(needle in text, plugin + ": " + needle + " in its report: " + text[:300])
+    elif CASE == "bad-input":
+        (prog,) = ARGS
+        # qemu-aarch64 not in PATH.
+        r = ftjit("run", "--", prog, PATH="/nonexistent")
+        one_line_error(r, "qemu-aarch64", "apt-get install qemu-user")
+        # A sysroot without the arm64 loader.
+        r = ftjit("run", "--sysroot", tmp, "--", prog)
+        one_line_error(r, "sysroot " + tmp, "ld-linux-aarch64.so.1")
+        # No arm64 agent.
+        r = ftjit("run", "--", prog, FTJIT_AGENT_ARM64=None)
+        check(r.returncode != 0 and "FTJIT_AGENT_ARM64" in r.stderr.decode(), "no agent: " + r.stderr.decode())
+        # An agent of the wrong ISA.
+        r = ftjit("run", "--", prog, FTJIT_AGENT_ARM64="/bin/true")
+        one_line_error(r, "not an arm64 shared object")
+        # An ISA this build has no backend for: a riscv64 ELF header.
+        fake = os.path.join(tmp, "riscv_prog")
+        with open(fake, "wb") as f:
+            f.write(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + (2).to_bytes(2, "little") +
+                    (243).to_bytes(2, "little") + b"\0" * 44)
+        os.chmod(fake, 0o755)
+        r = ftjit("run", "--", fake)
+        one_line_error(r, "riscv64 program", "no riscv64 backend")
+        # attach -p to an emulated process: qemu-user has no ptrace.
+        p = subprocess.Popen(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert p.stdout.readline() == b"ready\n"
+        r = ftjit("attach", "-p", str(p.pid), "--duration", "0.2", stdin=b"")
+        one_line_error(r, "qemu-aarch64", "ftjit run")
+        out, _ = p.communicate(SCRIPT, timeout=60)
+        check(p.returncode == 0 and b"done" in out, "the emulated process ran on untouched")
+    else:
+        sys.exit("unknown case " + CASE)
+
+print("%s %s: %s" % (CASE, " ".join(os.path.basename(a) for a in ARGS), "FAILED" if failures else "ok"))
+sys.exit(1 if failures else 0)
