@@ -2,9 +2,10 @@
 /* Traced functions of ftjit-bench: the leaf the calls section times, its no-sled
  * twin, and 200 functions the "irrelevant" tracers attach to.
  *
- * Built with -O2 -fpatchable-function-entry=13,8 -falign-functions=16 (see
- * bench/CMakeLists.txt); it is the only file of ftjit-bench with sleds, so the
- * engine's own code and the bench driver are never traced. */
+ * Built with -O2 -fpatchable-function-entry=13,8 -falign-functions=16 on
+ * x86-64, =4,2 -falign-functions=8 on arm64 (see bench/CMakeLists.txt); it is
+ * the only file of ftjit-bench with sleds, so the engine's own code and the
+ * bench driver are never traced. */
 #include "bench_target.h"
 
 /* noinline + noipa (GCC only): the bench calls through a volatile pointer

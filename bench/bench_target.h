@@ -10,7 +10,8 @@ extern "C" {
 /* Number of bench_other_<k> functions, k = 0 .. BENCH_OTHER_COUNT - 1. */
 #define BENCH_OTHER_COUNT 200
 
-/* The traced leaf: has a -fpatchable-function-entry=13,8 sled. */
+/* The traced leaf: has a -fpatchable-function-entry sled (13,8 on x86-64,
+ * 4,2 on arm64). */
 int bench_leaf(int x);
 /* The same body with no sled at all: the "no ftjit compiled in" baseline. */
 int bench_leaf_untraced(int x);

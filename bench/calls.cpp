@@ -28,6 +28,7 @@
 #include "bench/bench.h"
 #include "bench/bench_target.h"
 #include "bench/direct_tramp.h"
+#include "bench_isa.h"  // bench/<isa>/: what the direct trampolines keep
 
 namespace ftjit_bench {
 
@@ -39,7 +40,7 @@ struct Cell {
   int relevant;
   int irrelevant;
   std::uint32_t flags;  // FTJIT_OPS_F_* of every tracer of the cell
-  // Direct only: which caller-supplied trampoline (bench/direct_tramp.S).
+  // Direct only: which caller-supplied trampoline (bench/<isa>/direct_tramp.S).
   // kCallsC: one call to a C function that counts, the floor of every
   // trampoline that calls C; kAbi: the callback ABI and nothing more.
   enum class Tramp { kCounts, kCallsC, kAbi } tramp = Tramp::kCounts;
@@ -359,13 +360,15 @@ void run_calls_section(const BenchOptions &opts, Report &report) {
       "the R=0,I=0 cell's repetitions pooled with those of bench_leaf before any cell");
   if (std::find(keys.begin(), keys.end(), "direct") != keys.end()) {
     table.notes.push_back(
-        "direct: R=1 is the caller-supplied trampoline (bench/direct_tramp.S); R>1 adds R-1 AUTO "
-        "tracers on the same site; irrelevant tracers are direct too; c_call: that trampoline "
-        "calls a C function that counts, keeping only rdi: the floor of any trampoline that "
-        "calls C; abi: that trampoline does what the callback ABI asks and nothing more (every "
-        "argument register and r11 kept, ftjit_regs filled, the generated rows' callback "
-        "called), without the reentrancy guard and grace counts: generated no_fp minus abi is "
-        "their price");
+        std::string("direct: R=1 is the caller-supplied trampoline (") + isa::kDirectTrampFile +
+        "); R>1 adds R-1 AUTO tracers on the same site; irrelevant tracers are direct too; "
+        "c_call: that trampoline calls a C function that counts, keeping only " +
+        isa::kCCallKeeps +
+        ": the floor of any trampoline that calls C; abi: that trampoline does what the callback "
+        "ABI asks and nothing more (" +
+        isa::kAbiKeeps +
+        " kept, ftjit_regs filled, the generated rows' callback called), without the reentrancy "
+        "guard and grace counts: generated no_fp minus abi is their price");
   }
 }
 

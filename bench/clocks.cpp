@@ -3,11 +3,12 @@
 // trace and latency plugins read the host's clock at each entry and exit).
 // Printed with the plugins section.
 #include <time.h>
-#include <x86intrin.h>
 
+#include <string>
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench_isa.h"  // bench/<isa>/: the cycle counter
 #include "runtime/plugin_host/tsc_clock.h"
 
 namespace ftjit_bench {
@@ -15,7 +16,9 @@ namespace {
 
 // One clock read each, behind the same call as bench_leaf's: what a
 // timestamp adds to an event is the per-call time minus the untraced leaf's.
-__attribute__((noinline)) int read_rdtsc(int) { return static_cast<int>(__rdtsc()); }
+__attribute__((noinline)) int read_cycle_counter(int) {
+  return static_cast<int>(isa::read_cycle_counter());
+}
 __attribute__((noinline)) int read_host_clock(int) {
   return static_cast<int>(ftjit::plugins::detail::monotonic_ns());
 }
@@ -31,13 +34,14 @@ void run_clock_rows(const BenchOptions& opts, Report& report, const Summary& bas
   ftjit::plugins::detail::calibrate_tsc_clock();  // a no-op after a session started
   Table& table = report.table("clocks", "plugins: one clock read (ns)");
   table.notes.push_back(
-      "per read, over the untraced bench_leaf call of the same run; the host clock is "
-      "CLOCK_MONOTONIC from the TSC when the kernel's clocksource is tsc (else clock_gettime)");
+      std::string("per read, over the untraced bench_leaf call of the same run; the host clock is "
+                  "CLOCK_MONOTONIC from ") +
+      isa::kCycleCounterSource + " (else clock_gettime)");
   const struct {
     const char* name;
     LeafFn fn;
   } clocks[] = {
-      {"rdtsc", &read_rdtsc},
+      {isa::kCycleCounterName, &read_cycle_counter},
       {"host now_ns (what plugins read)", &read_host_clock},
       {"clock_gettime(CLOCK_MONOTONIC)", &read_clock_gettime},
   };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Declarations of the caller-supplied direct trampolines in direct_tramp.S.
+// Declarations of the caller-supplied direct trampolines in
+// bench/<isa>/direct_tramp.S (x86_64, arm64: the same contracts).
 #pragma once
 
 #include <cstdint>
@@ -12,11 +13,12 @@ void ftjit_bench_direct_tramp();
 // Bumps ftjit_bench_direct_irrelevant_hits and returns.
 void ftjit_bench_direct_tramp_irrelevant();
 // Calls ftjit_bench_count_direct_hit (C) and returns: the floor of any
-// trampoline that calls C. Keeps only rdi, all bench_leaf needs.
+// trampoline that calls C. Keeps only what bench_leaf needs (rdi; x0).
 void ftjit_bench_direct_tramp_c();
 void ftjit_bench_count_direct_hit();
 // Does what every ftjit trampoline must for ftjit_func_t (every argument
-// register and r11 kept, ftjit_regs filled) and calls the bench's counting
+// register and what an -fipa-ra caller may keep: r11; x10-x15 and x18 on
+// arm64; ftjit_regs filled) and calls the bench's counting
 // callback with ftjit_bench_abi_ops; no reentrancy guard, no grace counts.
 void ftjit_bench_direct_tramp_abi();
 // Counts into ftjit_bench_direct_hits.

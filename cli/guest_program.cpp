@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backends/backend.h"
+#include "cli/inject/injector_isa.h"
 
 namespace ftjit::cli {
 namespace {
@@ -63,17 +64,8 @@ std::string resolve_in_path(const std::string& name) {
 
 }  // namespace
 
-Isa host_isa() {
-#if defined(__x86_64__)
-  return Isa::kX86_64;
-#elif defined(__aarch64__)
-  return Isa::kArm64;
-#elif defined(__riscv) && __riscv_xlen == 64
-  return Isa::kRiscv64;
-#else
-  return Isa::kUnknown;
-#endif
-}
+// The ISA ftjit is built for: its injector's (cli/inject/<isa>/).
+Isa host_isa() { return inject::detail::injector_isa().isa; }
 
 Result<ProgramFile> inspect_program(const std::string& prog) {
   ProgramFile out;
@@ -128,7 +120,8 @@ Result<std::vector<std::string>> guest_command(Isa isa, const std::string& sysro
   // The sysroot's libc before the multiarch one: the loader of one glibc
   // build with the libc of another misreads their shared state.
   cmd.insert(cmd.end(), {"-E", "LD_LIBRARY_PATH=" + sysroot + "/lib"});
-  cmd.insert(cmd.end(), {"-E", "LD_PRELOAD=" + agent});
+  // No agent (ftjit bench --isa: the bench links the engine itself): no preload.
+  if (!agent.empty()) cmd.insert(cmd.end(), {"-E", "LD_PRELOAD=" + agent});
   for (const std::string& e : env) cmd.insert(cmd.end(), {"-E", e});
   cmd.insert(cmd.end(), argv.begin(), argv.end());
   return cmd;

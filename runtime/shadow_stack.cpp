@@ -562,24 +562,126 @@ void put_back_parked() {
 
 }  // namespace
 
+// kLinkRegister: the put-back of this thread's own frames, run by each
+// parked thread on itself (thread_control's resume hook) and by the
+// detaching thread. Where a hooked frame keeps the exit trampoline's
+// address is its prologue's choice, and the unwinder that knows it takes
+// the loader's lock, which a parked thread may hold; but it is in that
+// frame's own part of the stack, and nowhere else:
+//
+//     higher addresses
+//     | caller of frame k      |
+//     +------------------------+ <- CFA of frame k (its entry's key + 8)
+//     | frame k: its spill of  |    the one word == exit trampoline in
+//     | x30 (== trampoline)    |    [CFA of k+1, CFA of k)
+//     | unhooked frames it     |
+//     | called                 |
+//     +------------------------+ <- CFA of hooked frame k+1
+//     | frame k+1 ...          |
+//     +------------------------+ <- sp of the interrupted context
+//     the innermost frame may not have spilled yet: its link register
+//     then holds the trampoline (the interrupted context's x30)
+//
+// All or nothing: one pass checks that each frame has exactly its one word
+// (or, innermost, the register), the next writes the real addresses. A
+// frame that keeps it elsewhere (a callee-saved register), a stale copy
+// beside it, or a frame on another stack (sigaltstack) leaves every entry
+// hooked: the trampoline then stays mapped.
+bool put_back_own_frames(ucontext_t* uc, uint64_t sp) {
+  ShadowStack* s = t_stack;
+  if (s == nullptr || s->depth == 0) return true;
+  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t readable_to = sp & ~(page - 1);  // [sp's page, this) checked readable
+  for (int write = 0; write < 2; ++write) {
+    uint64_t lo = sp;
+    bool innermost = true;
+    for (uint32_t i = s->depth; i > 0;) {
+      // One frame: the entries of the same key (a chain: hooked again).
+      uint32_t j = i - 1;
+      const uint64_t key = s->e[j].slot;
+      bool unhooked = (s->e[j].rec & kUnhooked) != 0;
+      while (j > 0 && s->e[j - 1].slot == key) {
+        --j;
+        unhooked = unhooked && (s->e[j].rec & kUnhooked) != 0;
+      }
+      const uint64_t cfa = key + 8;
+      if (cfa <= lo || (lo & 7) != 0) return false;
+      const uint64_t real = s->e[j].ret;  // the oldest of a chain holds it
+      if (!unhooked) {
+        uint64_t found = 0, n = 0;
+        // Each page is checked readable once, first (a range may cross
+        // into another stack, or a guard page, if the entries span two
+        // stacks).
+        for (; readable_to < cfa; readable_to += page) {
+          uint64_t probe;
+          const uint64_t at = readable_to < lo ? lo : readable_to;
+          if (!read_remote_word(reinterpret_cast<const uint64_t*>(at), &probe)) return false;
+        }
+        for (uint64_t a = lo; a < cfa; a += 8) {
+          if (*reinterpret_cast<const uint64_t*>(a) == tramp) {
+            found = a;
+            ++n;
+          }
+        }
+        const bool in_register =
+            innermost && uc != nullptr && arch::context_link_register(uc) == tramp;
+        if (n > 1 || (n == 0 && !in_register) || real == tramp) return false;
+        if (write == 1) {
+          if (n == 1) *reinterpret_cast<uint64_t*>(found) = real;
+          if (in_register) arch::set_context_link_register(uc, real);
+        }
+      }
+      lo = cfa;
+      innermost = false;
+      i = j;
+    }
+  }
+  for (uint32_t i = s->depth; i > 0; --i) s->unwound.bump();
+  s->depth = 0;
+  s->in_flight = 0;
+  return true;
+}
+
+bool put_back_parked_self(void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  return put_back_own_frames(uc, arch::context_sp(uc));
+}
+
 Status shadow_put_back_all(int timeout_ms) {
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_acquire);
   if (tramp == 0) return {};
+  const uint64_t call_and_land = g_call_and_land.load(std::memory_order_acquire);
   if constexpr (kLinkRegister) {
-    // Where a parked thread's frame keeps the trampoline's address (its
-    // link register, or a spill the unwinder knows) cannot be looked up
-    // from here without the loader's lock, which a parked thread may
-    // hold. Those frames return through the exit trampoline, which then
-    // stays: say so, and let the caller keep it mapped.
+    // This thread's frames first (a library user may detach from inside
+    // hooked frames), then every parked thread's, each by itself.
+    uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+    put_back_own_frames(nullptr, here & ~uint64_t{7});
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      uint32_t failures = 0;
+      auto ran = stop_the_world_if(
+          [&](const ThreadSnapshot& t) {
+            return t.entries == t.exits && (t.pc < call_and_land || t.pc > tramp);
+          },
+          [] {}, put_back_parked_self, &failures);
+      if (!ran) return ran.take_error();
+      if (*ran) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return make_error(FTJIT_E_SYSTEM,
+                          "cannot put the return addresses back: a thread stays inside a tracer "
+                          "callback or trampoline");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (const uint64_t n = shadow_hooked_frames(); n != 0) {
       return make_error(FTJIT_E_UNSUPPORTED,
-                        std::to_string(n) + " hooked frames still return through the exit "
-                        "trampoline (return addresses in link registers are not put back): "
-                        "it stays mapped");
+                        std::to_string(n) + " hooked frames keep the exit trampoline's address "
+                        "where a put-back cannot find it for sure (a register, another stack, "
+                        "or a blocked thread): they return through it, and it stays mapped");
     }
     return {};
   }
-  const uint64_t call_and_land = g_call_and_land.load(std::memory_order_acquire);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     // A thread that just returned into the trampoline (its slot consumed,

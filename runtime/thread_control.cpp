@@ -64,6 +64,10 @@ struct Request {
   std::atomic<int> kind{0};
   std::atomic<size_t> n{0};
   std::atomic<uint32_t> release{0};
+  // Run by each parked thread on itself before it resumes (ResumeHook);
+  // the failures it returns are counted here.
+  std::atomic<ResumeHook> resume_hook{nullptr};
+  std::atomic<uint32_t> hook_failures{0};
   Slot slots[kMaxThreads];
 };
 
@@ -116,6 +120,9 @@ void control_handler(int, siginfo_t* si, void* ucv) {
       futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
     }
     if (s.new_pc != 0) arch::set_context_pc(uc, s.new_pc);
+    if (ResumeHook hook = g_request.resume_hook.load(std::memory_order_acquire); hook != nullptr) {
+      if (!hook(uc)) g_request.hook_failures.fetch_add(1, std::memory_order_relaxed);
+    }
     s.state.store(tag(gen, kResumed), std::memory_order_release);
   } else {
     s.state.store(tag(gen, kDone), std::memory_order_release);
@@ -432,7 +439,8 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
 }
 
 Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>& may_proceed,
-                               const std::function<void()>& body) {
+                               const std::function<void()>& body, ResumeHook on_resume,
+                               uint32_t* hook_failures) {
   RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
@@ -457,8 +465,15 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
     t.responded = true;
     proceed = may_proceed(t);
   }
-  if (proceed) body();
+  if (proceed) {
+    body();
+    g_request.hook_failures.store(0, std::memory_order_relaxed);
+    g_request.resume_hook.store(on_resume, std::memory_order_release);
+  }
+  // Every parked thread has resumed (run its hook) when this returns.
   release_parked();
+  g_request.resume_hook.store(nullptr, std::memory_order_release);
+  if (hook_failures != nullptr) *hook_failures = g_request.hook_failures.load(std::memory_order_relaxed);
   return proceed;
 }
 

@@ -93,11 +93,19 @@ struct ThreadSnapshot {
 Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
                       const std::function<void()>& body);
 
+// What a parked thread runs on itself, in its control handler, after
+// `body` and before it resumes, given its interrupted context (a
+// ucontext_t*): for state only the thread can reach, its registers. Async-
+// signal-safe, no locks; false on failure.
+using ResumeHook = bool (*)(void* ucontext);
+
 // Parks every other thread like stop_the_world; runs `body` only if
 // `may_proceed` accepts every parked thread as it stands (same rules for
-// both callbacks). Returns whether `body` ran.
+// both callbacks), and then `on_resume` in each parked thread (if given;
+// the failures it returned in *hook_failures). Returns whether `body` ran.
 Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>& may_proceed,
-                               const std::function<void()>& body);
+                               const std::function<void()>& body, ResumeHook on_resume = nullptr,
+                               uint32_t* hook_failures = nullptr);
 
 // Takes a snapshot of every other thread (each is interrupted once).
 Result<std::vector<ThreadSnapshot>> snapshot_threads();

@@ -56,6 +56,7 @@
 //         ...  save q0-q7, call, restore
 //         exits++ (as 1:, status in w9) ; ldr x16, [sp, #64] (direct)
 //         add sp, sp, #R ; ldr x9, [sp, #8] ; ldp x29, x30, [sp, #16]
+//         str xzr, [sp, #24]                            ; no stale landing
 //         add sp, sp, #32
 //         cbnz x16, to_direct                           ; honour_direct
 //         ret x9                                        ; into start+8
@@ -299,12 +300,16 @@ void emit_fp_regs(asmjit::a64::Assembler& a, int32_t at, int first, int count, b
 
 // From sp = S-32-R back to the site's state on return: x29 the caller's,
 // x30 the slot (the parent's return address, or the landing), x9 =
-// start+8, sp = S.
+// start+8, sp = S. The slot is cleared once read: left below S, a landing
+// address would be a stale copy in the function's frame beside its own
+// spill of x30, which a detach's put-back must find alone
+// (runtime/shadow_stack.cpp, put_back_own_frames).
 void emit_unwind_records(asmjit::a64::Assembler& a, const EntryFrame& f) {
   using namespace asmjit::a64;
   a.add(sp, sp, asmjit::Imm(f.size));
   a.ldr(x9, ptr(sp, kOurReturn));
   a.ldp(x29, x30, ptr(sp, 16));
+  a.str(xzr, ptr(sp, 24));
   a.add(sp, sp, asmjit::Imm(kRecordsBytes));
 }
 

@@ -80,6 +80,12 @@ inline uint64_t return_slot_below_cfa(uint64_t cfa);
 // knows for each frame.
 constexpr int return_address_dwarf_column();
 
+// kLinkRegister: the link register of an interrupted context (a parked
+// thread's, for a detach's put-back); kStackWordAtEntrySp ISAs have none
+// (0, and setting it does nothing).
+inline uint64_t context_link_register(const ucontext_t* uc);
+inline void set_context_link_register(ucontext_t* uc, uint64_t value);
+
 // ---------------------------------------------------------------------------
 // The cycle counter
 // ---------------------------------------------------------------------------

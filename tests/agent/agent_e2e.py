@@ -1032,6 +1032,48 @@ def run_formats():
           "run text: no fn_alpha in %r" % r.out[len(want):])
 
 
+def executable_mappings(pid):
+    """What is mapped executable in process pid: file paths, and one
+    "[anonymous] SIZE" per anonymous executable range (the vdso and
+    vsyscall by their names)."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if "x" not in fields[1]:
+                continue
+            name = fields[5].strip() if len(fields) == 6 else ""
+            if not name:
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                name = "[anonymous] %d" % (hi - lo)
+            out.append(name)
+    return sorted(out)
+
+
+def attach_leaves_no_mapping():
+    """A C program (no libstdc++, no spdlog) after an attach that hooked
+    returns, then detach and unload: exactly the executable mappings it had
+    before. The agent and plugins need libc alone, and the exit trampoline
+    page goes with the last hooked frame."""
+    for plugin in ("count", "latency", "trace", "flame"):
+        t = Target(args.target, spinners=2)
+        try:
+            t.command("call 10", "called 10 ")
+            before = executable_mappings(t.pid)
+            check(not any("libstdc++" in m for m in before),
+                  "the target is not a C++ program: %r" % before)
+            r = ftjit("attach", "-p", str(t.pid), "--plugin", plugin, "--filter", "spin_step",
+                      "--duration", "1", "-o", os.path.join(tmpdir, "rep"))
+            expect_ok(r, "attach --plugin " + plugin)
+            after = executable_mappings(t.pid)
+            check(after == before, "%s: executable mappings after detach differ: new %r, gone %r" % (
+                plugin, sorted(set(after) - set(before)), sorted(set(before) - set(after))))
+            t.command("call 10", "called 10 ")
+            t.finish("attach --plugin " + plugin)
+        finally:
+            t.kill()
+
+
 def attach_target_killed():
     """The target SIGKILLed while attached: a one-line error, non-zero."""
     t = Target(args.target, spinners=2)
@@ -1183,6 +1225,7 @@ SCENARIOS = {
     "attach.main_thread": attach_main_thread,
     "attach.cycles": attach_cycles,
     "attach.target_killed": attach_target_killed,
+    "attach.leaves_no_mapping": attach_leaves_no_mapping,
     "errors.no_process": errors_no_process,
     "errors.not_patchable": errors_not_patchable,
     "errors.filter_nothing": errors_filter_nothing,

@@ -8,6 +8,10 @@
 #     counts PROG STRATEGY   exact per-function counts, output unchanged
 #     refused PROG STRATEGY  the attach is refused, nothing runs untraced
 #     plugins PROG           trace, latency and flame report every function
+#     put-back PROG          detach while a thread is blocked inside a frame
+#                            whose return is hooked: its return address is
+#                            put back (link register model), it returns
+#                            normally once unblocked
 #     bad-input PROG         no qemu, no sysroot, no agent, an agent of the
 #                            wrong ISA, an ISA without a backend, attach -p
 #
@@ -95,6 +99,25 @@ with tempfile.TemporaryDirectory() as tmp:
             check(r.stdout == untraced(prog), plugin + ": output unchanged")
             text = open(rep).read() if os.path.exists(rep) else ""
             check(needle in text, plugin + ": " + needle + " in its report: " + text[:300])
+    elif CASE == "put-back":
+        (prog,) = ARGS
+        import time
+        p = subprocess.Popen([CLI, "run", "--plugin", "latency", "--filter", "fn_block", "--duration", "2",
+                              "-o", rep, "-v", "--", prog],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+        check(p.stdout.readline() == b"ready\n", "the program started")
+        p.stdin.write(b"block\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == b"blocked\n", "a thread blocked inside fn_block")
+        # ftjit detaches 2 s after the attach (before "ready"), while
+        # fn_block's frame is still hooked; it is unblocked after that.
+        time.sleep(4)
+        out, err = p.communicate(b"unblock\nexit 0\n", timeout=120)
+        err = err.decode()
+        check(p.returncode == 0, "exit status %d: %s" % (p.returncode, err))
+        check("ftjit run: detached\n" in err, "detached before the frame returned: " + err)
+        check(b"unblocked" in out and b"done" in out, "fn_block returned normally: %r" % out)
+        check("detached, but" not in err and "stays mapped" not in err, "put back: " + err)
     elif CASE == "bad-input":
         (prog,) = ARGS
         # qemu-aarch64 not in PATH.

@@ -353,10 +353,11 @@ std::string atomic_add(const char* value, const char* addr, const char* status, 
   return buf;
 }
 
-// Back to the site's state: x30 = the slot, x9 = start+8, sp = S.
+// Back to the site's state: x30 = the slot (then cleared: no stale
+// landing address below S), x9 = start+8, sp = S.
 std::string unwind(long frame) {
   return format("add sp, sp, #0x%lx\n ldr x9, [sp, #8]\n ldp x29, x30, [sp, #16]\n"
-                "add sp, sp, #0x20\n",
+                "str xzr, [sp, #24]\n add sp, sp, #0x20\n",
                 frame);
 }
 
@@ -369,7 +370,7 @@ TEST(Aarch64Disasm, GeneratedTrampolineWithFpCallsItsCallbackByBl) {
   r.func = kNearFunc;
   r.save_fp = true;
   EXPECT_EQ(emitted(r), listing((
-      prologue(0x120, kKeptFp) + "b.ne <+0x100>\n" + kSaveQ +
+      prologue(0x120, kKeptFp) + "b.ne <+0x104>\n" + kSaveQ +
       "add x10, x29, #0x20\n str x10, [sp, #72]\n"           // regs->sp = S
       "ldr x0, [x29, #8]\n sub x0, x0, #0x8\n mov x1, x9\n"   // ip, parent_ip
       "mov x3, sp\n ldr x2, =ops\n bl <func>\n" +
@@ -377,8 +378,8 @@ TEST(Aarch64Disasm, GeneratedTrampolineWithFpCallsItsCallbackByBl) {
       "mrs x16, tpidr_el0\n add x16, x16, #0x18\n" + atomic_add("x17", "x16", "w9", 1, 0xdc) +
       unwind(0x120) + "ret x9\n"
       // nested: a drop counted, the entry taken back
-      "ldr x10, =drops\n" + atomic_add("x11", "x10", "w12", 1, 0x104) +
-      restore_gprs(kKeptFp) + atomic_add("x17", "x16", "w9", -1, 0x138) +
+      "ldr x10, =drops\n" + atomic_add("x11", "x10", "w12", 1, 0x108) +
+      restore_gprs(kKeptFp) + atomic_add("x17", "x16", "w9", -1, 0x13c) +
       unwind(0x120) + "ret x9\n").c_str()));
 }
 
@@ -400,12 +401,12 @@ TEST(Aarch64Disasm, GeneratedTrampolineWithoutFpCallsAFarCallbackThroughX16) {
   r.func = kFarFunc;
   r.save_fp = false;
   EXPECT_EQ(emitted(r), listing((
-      prologue(0xa0, kKeptNoFp) + "b.ne <+0xe4>\n"
+      prologue(0xa0, kKeptNoFp) + "b.ne <+0xe8>\n"
       "add x10, x29, #0x20\n str x10, [sp, #72]\n"
       "ldr x0, [x29, #8]\n sub x0, x0, #0x8\n mov x1, x9\n"
       "mov x3, sp\n ldr x2, =ops\n ldr x16, =func\n blr x16\n" +
       restore_gprs(kKeptNoFp) + exit_count(0xc0) + unwind(0xa0) + "ret x9\n" +
-      nested(0xa0, kKeptNoFp, 0xe4)).c_str()));
+      nested(0xa0, kKeptNoFp, 0xe8)).c_str()));
 }
 
 // The shared call-ops trampoline as the engine asks for it: ops from the
@@ -418,7 +419,7 @@ TEST(Aarch64Disasm, CallOpsTrampolineLoadsTheLiteralAndHonoursDirect) {
   r.save_fp = true;
   r.honour_direct = true;
   EXPECT_EQ(emitted(r), listing((
-      prologue(0x120, kKeptFp) + "b.ne <+0x128>\n"
+      prologue(0x120, kKeptFp) + "b.ne <+0x12c>\n"
       "str xzr, [sp, #64]\n" + kSaveQ +
       "add x10, x29, #0x20\n str x10, [sp, #72]\n"
       "ldr x0, [x29, #8]\n sub x0, x0, #0x8\n mov x1, x9\n"
@@ -427,9 +428,9 @@ TEST(Aarch64Disasm, CallOpsTrampolineLoadsTheLiteralAndHonoursDirect) {
       "ldr x16, [x2, #8]\n blr x16\n" +
       kLoadQ + restore_gprs(kKeptFp) + exit_count(0xec) +
       "ldr x16, [sp, #64]\n" + unwind(0x120) +
-      "cbnz x16, <+0x118>\n ret x9\n"
+      "cbnz x16, <+0x11c>\n ret x9\n"
       "mov x17, x30\n mov x30, x9\n mov x9, x17\n br x16\n" +
-      nested(0x120, kKeptFp, 0x128)).c_str()));
+      nested(0x120, kKeptFp, 0x12c)).c_str()));
 }
 
 // The list trampoline as the engine asks for it: a fixed dispatcher, and
@@ -443,7 +444,7 @@ TEST(Aarch64Disasm, ListTrampolineAsksRealReturnWhenTheParentIsTheLanding) {
   r.exit_trampoline = kLanding;
   r.real_return = kRealReturn;
   EXPECT_EQ(emitted(r), listing((
-      prologue(0x120, kKeptFp) + "b.ne <+0x140>\n"
+      prologue(0x120, kKeptFp) + "b.ne <+0x144>\n"
       "str xzr, [sp, #64]\n" + kSaveQ +
       "add x10, x29, #0x20\n str x10, [sp, #72]\n"
       "ldr x0, [x29, #8]\n sub x0, x0, #0x8\n mov x1, x9\n"
@@ -453,9 +454,9 @@ TEST(Aarch64Disasm, ListTrampolineAsksRealReturnWhenTheParentIsTheLanding) {
       "mov x3, sp\n ldr x2, =zero\n bl <func>\n" +
       kLoadQ + restore_gprs(kKeptFp) + exit_count(0x104) +
       "ldr x16, [sp, #64]\n" + unwind(0x120) +
-      "cbnz x16, <+0x130>\n ret x9\n"
+      "cbnz x16, <+0x134>\n ret x9\n"
       "mov x17, x30\n mov x30, x9\n mov x9, x17\n br x16\n" +
-      nested(0x120, kKeptFp, 0x140)).c_str()));
+      nested(0x120, kKeptFp, 0x144)).c_str()));
 }
 
 // A generated trampoline whose ops hooks returns: shadow_prune(slot)
@@ -473,7 +474,7 @@ TEST(Aarch64Disasm, GeneratedTrampolineKeepsTheShadowStackThroughTheRuntime) {
   r.shadow_prune = kPrune;
   r.shadow_push = kPush;
   EXPECT_EQ(emitted(r), listing((
-      prologue(0xa0, kKeptNoFp) + "b.ne <+0x12c>\n"
+      prologue(0xa0, kKeptNoFp) + "b.ne <+0x130>\n"
       "add x10, x29, #0x20\n str x10, [sp, #72]\n"
       "ldr x0, [x29, #8]\n sub x0, x0, #0x8\n mov x1, x9\n"
       "ldr x10, =landing\n cmp x1, x10\n b.ne <+0xa8>\n"
@@ -485,7 +486,7 @@ TEST(Aarch64Disasm, GeneratedTrampolineKeepsTheShadowStackThroughTheRuntime) {
       "add x0, x29, #0x18\n ldr x1, [sp, #144]\n ldr x2, =exit_record\n"
       "ldr x16, =shadow_push\n blr x16\n" +
       restore_gprs(kKeptNoFp) + exit_count(0x108) + unwind(0xa0) + "ret x9\n" +
-      nested(0xa0, kKeptNoFp, 0x12c)).c_str()));
+      nested(0xa0, kKeptNoFp, 0x130)).c_str()));
 }
 
 // Thread-pointer offsets: one add, two (imm12 and imm12 << 12), or the pool.

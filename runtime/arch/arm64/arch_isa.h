@@ -27,6 +27,8 @@ constexpr ReturnAddressHome return_address_home() { return ReturnAddressHome::kL
 inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp - 8; }
 inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
 constexpr int return_address_dwarf_column() { return 30; }
+inline uint64_t context_link_register(const ucontext_t* uc) { return uc->uc_mcontext.regs[30]; }
+inline void set_context_link_register(ucontext_t* uc, uint64_t value) { uc->uc_mcontext.regs[30] = value; }
 
 // The virtual counter; the isb keeps the read from being taken before the
 // instructions it is meant to time.

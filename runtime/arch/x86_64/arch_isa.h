@@ -38,6 +38,8 @@ inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp; }
 inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
 // The return-address column (rip); unused with kStackWordAtEntrySp.
 constexpr int return_address_dwarf_column() { return 16; }
+inline uint64_t context_link_register(const ucontext_t*) { return 0; }
+inline void set_context_link_register(ucontext_t*, uint64_t) {}
 
 // rdtsc without <x86intrin.h>: this header is included by code compiled
 // with -mgeneral-regs-only.
