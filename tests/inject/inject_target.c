@@ -72,8 +72,18 @@ long inject_target_wait_ms(long ms) {
 }
 
 // Called by the tests: fills every SSE register with ones and resets the
-// x87 unit, as library code called during an injection may.
+// x87 unit (arm64: every vector register with ones), as library code
+// called during an injection may.
 void inject_target_clobber_fp(void) {
+#if defined(__aarch64__)
+  __asm__ volatile(
+      "movi v0.2d, #-1\n\tmovi v1.2d, #-1\n\tmovi v2.2d, #-1\n\tmovi v3.2d, #-1\n\t"
+      "movi v4.2d, #-1\n\tmovi v5.2d, #-1\n\tmovi v6.2d, #-1\n\tmovi v7.2d, #-1\n\t"
+      "movi v16.2d, #-1\n\tmovi v17.2d, #-1\n\tmovi v18.2d, #-1\n\tmovi v19.2d, #-1\n\t"
+      "movi v20.2d, #-1\n\tmovi v21.2d, #-1\n\tmovi v22.2d, #-1\n\tmovi v23.2d, #-1"
+      ::: "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v16", "v17", "v18", "v19", "v20",
+        "v21", "v22", "v23");
+#else
   __asm__ volatile(
       "pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\tpcmpeqd %%xmm2, %%xmm2\n\t"
       "pcmpeqd %%xmm3, %%xmm3\n\tpcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5\n\t"
@@ -83,6 +93,7 @@ void inject_target_clobber_fp(void) {
       "pcmpeqd %%xmm15, %%xmm15\n\tfninit"
       ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+#endif
 }
 
 static volatile double fp_seed = 1.0;  // volatile: the work is redone each round
