@@ -394,17 +394,20 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
     }
   }
   const uint64_t inode = memfd_inode(fd);
-  // Every place refused the mapping itself: the descriptor may no longer
-  // be our memfd (a double close elsewhere in the program, and the number
-  // reused for a file of a noexec mount). Say what it names now.
-  char fd_names[160] = "";
+  // Every fixed placement refused with something else than "taken" (seen:
+  // EPERM for each of them, from a kernel under load while another thread
+  // dlcloses, though a mapping the kernel places itself works): take the
+  // kernel's choice if it is within reach.
   if (rx == MAP_FAILED && taken == 0 && probes > 0) {
-    char link[64], target[80];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    const ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0 && strncmp(target, "/memfd:ftjit-trampolines", 24) != 0) {
-      target[n] = '\0';
-      snprintf(fd_names, sizeof fd_names, "; the memfd's descriptor %d now names %s", fd, target);
+    void* p = code_mmap(nullptr, size, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      const uint64_t at = reinterpret_cast<uint64_t>(p);
+      const uint64_t dist = at > near ? at + size - near : near - at;
+      if (dist < static_cast<uint64_t>(reach)) {
+        rx = p;
+      } else {
+        code_munmap(p, size);
+      }
     }
   }
   if (rx != MAP_FAILED && !keep_remap_source(reinterpret_cast<uint64_t>(rx),
@@ -419,10 +422,10 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   close(fd);
   if (rx == MAP_FAILED) {
     munmap(rw, size);
-    char b[400];
+    char b[160];
     snprintf(b, sizeof b, "no free address range within branch reach of 0x%" PRIx64
-             " (%d places tried, %d taken; last: %s%s)", near, probes, taken,
-             last_errno != 0 ? strerror(last_errno) : "none", fd_names);
+             " (%d places tried, %d taken; last: %s)", near, probes, taken,
+             last_errno != 0 ? strerror(last_errno) : "none");
     return make_error(FTJIT_E_OUT_OF_RANGE, b);
   }
   std::unique_ptr<CodeArena> a(new CodeArena());
