@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "cli/guest_program.h"
 
 namespace ftjit::cli {
 namespace {
@@ -75,52 +76,8 @@ Result<std::string> find_agent_library() {
 }
 
 Result<std::string> find_guest_agent_library(Isa isa) {
-  std::string upper = isa_name(isa);
-  for (char& c : upper) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::string var = "FTJIT_AGENT_" + upper;
-  std::string path;
-  if (const char* env = std::getenv(var.c_str()); env != nullptr && *env != '\0') {
-    path = env;
-    if (::access(env, R_OK) != 0) {
-      return make_error(FTJIT_E_INVALID_ARGUMENT, var + "=" + path + ": " + std::strerror(errno));
-    }
-  } else {
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-      exe[n] = '\0';
-      std::string dir(exe);
-      dir.resize(dir.rfind('/'));
-      for (std::string lib : {std::string("lib"), std::string(FTJIT_AGENT_RELATIVE_DIR)}) {
-        std::string candidate = dir + "/../" + lib + "/ftjit/" + isa_name(isa) + "/libftjit-agent.so";
-        char real[PATH_MAX];
-        if (::realpath(candidate.c_str(), real) != nullptr) {
-          path = real;
-          break;
-        }
-      }
-    }
-    if (path.empty()) {
-      return make_error(FTJIT_E_INVALID_ARGUMENT,
-                        std::string("no ") + isa_name(isa) + " agent: cross-build ftjit for " + isa_name(isa) +
-                            " and set " + var +
-                            " to its lib/libftjit-agent.so, or install it in ../lib/ftjit/" +
-                            isa_name(isa) + "/ beside ftjit");
-    }
-  }
-  // An agent of the wrong ISA would only fail inside the guest's loader.
-  unsigned char hdr[20] = {};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  const bool read_ok = fd >= 0 && ::pread(fd, hdr, sizeof hdr, 0) == static_cast<ssize_t>(sizeof hdr);
-  if (fd >= 0) ::close(fd);
-  uint16_t machine = 0;
-  std::memcpy(&machine, hdr + 18, 2);
-  const uint16_t want = isa == Isa::kArm64 ? EM_AARCH64 : isa == Isa::kRiscv64 ? EM_RISCV : EM_X86_64;
-  if (!read_ok || std::memcmp(hdr, ELFMAG, SELFMAG) != 0 || machine != want) {
-    return make_error(FTJIT_E_INVALID_ARGUMENT,
-                      path + " is not an " + isa_name(isa) + " shared object (" + var + ")");
-  }
-  return path;
+  return find_guest_file(isa, "FTJIT_AGENT", "libftjit-agent.so", R_OK, "shared object",
+                         std::string("cross-build ftjit for ") + isa_name(isa));
 }
 
 Result<std::string> agent_socket_for(pid_t pid) {

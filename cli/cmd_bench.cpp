@@ -88,69 +88,15 @@ Isa parse_isa(std::string name) {
   return Isa::kUnknown;
 }
 
-// $FTJIT_BENCH_<ISA> (FTJIT_BENCH_ARM64), else
-// ../<lib>/ftjit/<isa>/ftjit-bench beside this executable, checked to be a
-// program of that ISA. Empty, with *error set, when there is none.
-std::string find_guest_bench(Isa isa, std::string* error) {
-  std::string upper = isa_name(isa);
-  for (char& c : upper) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::string var = "FTJIT_BENCH_" + upper;
-  std::string path;
-  if (const char* env = std::getenv(var.c_str()); env != nullptr && *env != '\0') {
-    path = env;
-    if (::access(env, X_OK) != 0) {
-      *error = var + "=" + path + ": " + std::strerror(errno);
-      return "";
-    }
-  } else {
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::vector<std::string> libs{"lib"};
-#ifdef FTJIT_AGENT_RELATIVE_DIR
-    if (std::string(FTJIT_AGENT_RELATIVE_DIR) != "lib") libs.push_back(FTJIT_AGENT_RELATIVE_DIR);
-#endif
-    if (n > 0) {
-      exe[n] = '\0';
-      std::string dir(exe);
-      dir.resize(dir.rfind('/'));
-      for (const std::string& lib : libs) {
-        const std::string candidate = dir + "/../" + lib + "/ftjit/" + isa_name(isa) + "/ftjit-bench";
-        char real[PATH_MAX];
-        if (::realpath(candidate.c_str(), real) != nullptr && ::access(real, X_OK) == 0) {
-          path = real;
-          break;
-        }
-      }
-    }
-    if (path.empty()) {
-      *error = std::string("no ") + isa_name(isa) + " ftjit-bench: cross-build it (-DFTJIT_CROSS_LEG=ON " +
-               "-DFTJIT_BENCH_IN_CROSS_LEG=ON, target ftjit-bench) and set " + var +
-               " to its bench/ftjit-bench, or install it as ../lib/ftjit/" + isa_name(isa) +
-               "/ftjit-bench beside ftjit";
-      return "";
-    }
-  }
-  // A bench of the wrong ISA would run natively or fail inside qemu.
-  auto program = inspect_program(path);
-  if (!program) {
-    *error = program.error().message;
-    return "";
-  }
-  if (program->isa != isa) {
-    *error = path + " is not an " + std::string(isa_name(isa)) + " program (" + var + ")";
-    return "";
-  }
-  return program->path;
-}
-
 int run_guest_bench(Isa isa, const std::string& sysroot, const std::vector<std::string>& args) {
   if (auto st = check_guest_isa(isa, std::string(isa_name(isa)) + " ftjit-bench"); !st) {
     return fail(st.error().message);
   }
-  std::string error;
-  const std::string bench = find_guest_bench(isa, &error);
-  if (bench.empty()) return fail(error);
-  std::vector<std::string> argv{bench};
+  auto bench = find_guest_file(isa, "FTJIT_BENCH", "ftjit-bench", X_OK, "program",
+                               "cross-build it (-DFTJIT_CROSS_LEG=ON -DFTJIT_BENCH_IN_CROSS_LEG=ON, "
+                               "target ftjit-bench)");
+  if (!bench) return fail(bench.error().message);
+  std::vector<std::string> argv{*bench};
   argv.insert(argv.end(), args.begin(), args.end());
   // No agent: the bench links the engine itself and generates its own
   // trampolines inside the guest.

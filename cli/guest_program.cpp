@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -85,6 +87,51 @@ Result<ProgramFile> inspect_program(const std::string& prog) {
     if (g.e_machine == eh.e_machine) out.isa = g.isa;
   }
   return out;
+}
+
+Result<std::string> find_guest_file(Isa isa, const std::string& env_prefix, const std::string& name,
+                                    int access_mode, const std::string& kind,
+                                    const std::string& missing_hint) {
+  std::string upper = isa_name(isa);
+  for (char& c : upper) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string var = env_prefix + "_" + upper;
+  std::string path;
+  if (const char* env = std::getenv(var.c_str()); env != nullptr && *env != '\0') {
+    path = env;
+    if (::access(env, access_mode) != 0) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, var + "=" + path + ": " + std::strerror(errno));
+    }
+  } else {
+    char exe[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      std::string dir(exe);
+      dir.resize(dir.rfind('/'));
+      for (const std::string& lib : {std::string("lib"), std::string(FTJIT_AGENT_RELATIVE_DIR)}) {
+        const std::string candidate = dir + "/../" + lib + "/ftjit/" + isa_name(isa) + "/" + name;
+        char real[PATH_MAX];
+        if (::realpath(candidate.c_str(), real) != nullptr && ::access(real, access_mode) == 0) {
+          path = real;
+          break;
+        }
+      }
+    }
+    if (path.empty()) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, std::string("no ") + isa_name(isa) + " " + name + ": " +
+                                                      missing_hint + " and set " + var +
+                                                      ", or install it as ../lib/ftjit/" + isa_name(isa) + "/" +
+                                                      name + " beside ftjit");
+    }
+  }
+  // One of the wrong ISA would only fail inside the guest (or run natively).
+  auto file = inspect_program(path);
+  if (!file) return file.take_error();
+  if (file->isa != isa) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      path + " is not an " + isa_name(isa) + " " + kind + " (" + var + ")");
+  }
+  return file->path;
 }
 
 Status check_guest_isa(Isa isa, const std::string& argv0) {

@@ -38,6 +38,15 @@ Result<ProgramFile> inspect_program(const std::string& prog);
 // The ISA this ftjit runs on.
 Isa host_isa();
 
+// A file ftjit brings to a guest of `isa` (its agent, its bench):
+// $<env_prefix>_<ISA> (FTJIT_AGENT_ARM64), else ../lib/ftjit/<isa>/<name>
+// beside this executable (an installed prefix), checked readable with
+// `access_mode` and to be an ELF of that ISA. The errors name the variable;
+// `missing_hint` says how to get one, `kind` what it is ("shared object").
+Result<std::string> find_guest_file(Isa isa, const std::string& env_prefix, const std::string& name,
+                                    int access_mode, const std::string& kind,
+                                    const std::string& missing_hint);
+
 // Whether this ftjit can serve a program of `isa` (argv0 names it in the
 // message): it runs under qemu-user and needs a backend for the ISA.
 Status check_guest_isa(Isa isa, const std::string& argv0);
