@@ -4,8 +4,10 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -92,6 +94,23 @@ Result<std::vector<inject::detail::AddressRange>> unwinder_code(pid_t pid) {
   return out;
 }
 
+constexpr uint32_t kAgentPhaseLoading = 0;
+constexpr uint32_t kAgentPhaseDone = 2;
+
+// The agent's control thread as it says itself (runtime/agent/agent_phase.h:
+// 0 loading, 1 serving, 2 done); nullopt for an agent of an older ftjit,
+// which has no such word. A word that cannot be read yet (the loader has
+// not mapped its segment) is still loading.
+std::optional<uint32_t> agent_phase(pid_t pid, const std::string& path) {
+  auto at = inject::symbol_in_target(pid, std::filesystem::path(path).filename().string(), "ftjit_agent_phase");
+  if (!at) return at.error().code == FTJIT_E_NO_MATCH ? std::nullopt : std::optional(kAgentPhaseLoading);
+  auto word = inject::detail::read_target_memory(pid, *at, sizeof(uint32_t));
+  if (!word || word->size() != sizeof(uint32_t)) return kAgentPhaseLoading;
+  uint32_t phase;
+  std::memcpy(&phase, word->data(), sizeof phase);
+  return phase;
+}
+
 }  // namespace
 
 Status unload_agent(pid_t pid, AgentConnection& conn) {
@@ -111,8 +130,15 @@ Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, boo
   for (;;) {
     auto conn = AgentConnection::connect(pid);
     if (conn) return conn;
-    const bool mapped = !mapped_agent(pid).empty();
-    if (mapped && !agent_thread_alive(pid)) {
+    const std::string path = mapped_agent(pid);
+    const bool mapped = !path.empty();
+    // No thread named ftjit-agent: gone, or not started yet (a `ftjit`
+    // killed during the injection left the process's dlopen running; the
+    // thread it starts has its creator's name at first, and unloading
+    // then would pull the agent from under it). The agent's own word
+    // tells which; an older agent has none.
+    if (mapped && !agent_thread_alive(pid) &&
+        agent_phase(pid, path).value_or(kAgentPhaseDone) == kAgentPhaseDone) {
       // A killed `ftjit` began the unload: finish it.
       FTJIT_TRY(finish_unload(pid));
       *unloaded = true;

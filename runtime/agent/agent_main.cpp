@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/agent/agent_phase.h"
 #include "runtime/agent/agent_session.h"
 #include "runtime/agent/control_server.h"
 #include "runtime/log.h"
@@ -85,6 +86,7 @@ __attribute__((constructor)) void agent_init() {
     // The one line the agent ever writes to the program's stderr: without
     // a socket no CLI can reach it, and the program runs untraced.
     std::fprintf(stderr, "ftjit agent: %s\n", server.error().message.c_str());
+    set_phase(kPhaseDone);
     return;
   }
   g_agent->server = std::move(server.value());

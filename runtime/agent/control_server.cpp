@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/site.h"
+#include "runtime/agent/agent_phase.h"
 
 namespace ftjit::agent {
 namespace {
@@ -68,7 +69,10 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& sessio
   ControlServer* raw = s.get();
   s->thread_ = std::thread([raw] {
     pthread_setname_np(pthread_self(), "ftjit-agent");
+    set_phase(kPhaseServing);
     raw->loop();
+    // Still our code until the thread is reaped: the CLI waits for that too.
+    set_phase(kPhaseDone);
   });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return s;
@@ -244,4 +248,5 @@ bool ControlServer::handle_frame(int fd) {
   }
 }
 
-}  // namespace ftjit::agent
+}  // namespace ftjit::agent#include "runtime/agent/agent_phase.h"
+
