@@ -15,6 +15,9 @@ failed=0
 failures=()
 
 flaky=()
+# The lines that say why, of each test that failed again alone: printed
+# again at the very end, where a CI log's tail shows them.
+details=()
 
 run_ctest() {  # name build-dir [ctest args...]
   local name=$1 dir=$2
@@ -45,6 +48,10 @@ run_ctest() {  # name build-dir [ctest args...]
     log=$(mktemp)
     ctest --test-dir "$dir" --output-on-failure --rerun-failed -j1 "$@" 2>&1 | tee "$log"
     summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+    local why
+    why=$(grep -E '(FAIL|Failure|rror|Expected|Which is|Value of|Assertion|stderr:|Timeout|Sanitizer)' "$log" |
+          grep -v -E '^\s*[0-9]+ - |tests passed' | head -n 12)
+    [ -n "$why" ] && details+=("$name: $why")
     rm -f "$log"
     local still
     still=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"${summary:-0 tests passed, $n_failed tests failed out of 0}")
@@ -70,23 +77,25 @@ hazard_state=$(mktemp)
   failed=0
   failures=()
   flaky=()
+  details=()
   run_ctest hazard build -L hazard
   {
     echo "h_passed=$passed h_failed=$failed"
-    declare -p failures flaky | sed -E 's/declare -a (failures|flaky)/declare -a h_\1/'
+    declare -p failures flaky details | sed -E 's/declare -a (failures|flaky|details)/declare -a h_\1/'
   } >"$hazard_state"
 ) >"$hazard_out" 2>&1 &
 hazard_pid=$!
 finish_hazard_leg() {
   wait "$hazard_pid"
   cat "$hazard_out"
-  local h_passed=0 h_failed=1 h_failures=("hazard (no result)") h_flaky=()
+  local h_passed=0 h_failed=1 h_failures=("hazard (no result)") h_flaky=() h_details=()
   # shellcheck disable=SC1090
   [ -s "$hazard_state" ] && source "$hazard_state"
   passed=$((passed + h_passed))
   failed=$((failed + h_failed))
   failures+=("${h_failures[@]}")
   flaky+=("${h_flaky[@]}")
+  details+=("${h_details[@]}")
   rm -f "$hazard_out" "$hazard_state"
 }
 
@@ -138,6 +147,7 @@ else
 fi
 
 echo
+for d in "${details[@]}"; do printf 'why, %s\n' "$d"; done
 for f in "${flaky[@]}"; do echo "failed under load: $f"; done
 ((${#failures[@]})) && echo "failing parts: ${failures[*]}"
 echo "$passed passed, $failed failed"
