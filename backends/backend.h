@@ -16,11 +16,16 @@
 //   arm64 =4,2    [ ops slot ][ mov x9, x30 ][ nop | bl ][ body ...
 //                             `-- fixed ---' `- live --'
 //
-//   x86-64: live_offset 0, site_bytes 5; arm64: live_offset 4, site_bytes 8
+//   riscv64       [ ops slot ][ auipc t0,hi ][ nop | jalr t0,lo(t0) ][ body ...
+//                             `-- fixed ---' `------- live -------'
+//
+//   x86-64: live_offset 0, site_bytes 5; arm64, riscv64: live_offset 4,
+//   site_bytes 8
 //
 // On x86-64 the fixed part is the live instruction's own first state (the
 // compiler's one-byte NOPs become one nop5); on arm64 it is the `mov`,
-// which is no permitted live change there.
+// which is no permitted live change there; on riscv64 the `auipc`, which
+// with the live `jalr` reaches one address only: the site's stub (StubUse).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,28 @@
 
 namespace ftjit {
 
+// How sites use stubs: per-site code in memory of their module's, whose
+// word holds a trampoline's address, so that changing a site's trampoline
+// is a data store rather than a code change.
+enum class StubUse : uint8_t {
+  // arm64: none; sites call their trampolines.
+  kNone,
+  // x86-64: a site whose return is hooked jumps to its stub, which makes
+  // the trampoline it jumps on to look called (Backend::encode_stub,
+  // TrampolineRequest::entered_by_stub). Stubs are an array per module,
+  // stub_bytes apart in site order.
+  kHookedReturns,
+  // riscv64: every enabled site calls its stub, which jumps on to the
+  // trampoline in its word; trampolines see exactly the site's call. The
+  // site's fixed part can reach one address only, and the live change is
+  // one instruction: the stub is that address, and retargeting the site is
+  // a store into the stub's word. Stubs mirror the module's text: each at
+  // its site's entry + one distance per module, so that the site's
+  // instructions are the same for all of the module's sites and come from
+  // the emitter once per module (TrampolineEmitter::emit_site_code).
+  kEverySite,
+};
+
 // Constant facts about one ISA, read by core and runtime (no #if ladders).
 struct IsaTraits {
   Isa isa = Isa::kUnknown;
@@ -43,11 +70,15 @@ struct IsaTraits {
   uint32_t slot_align = 0;     // alignment the slot needs for atomic stores
   int64_t branch_reach = 0;    // +- reach of the site's call instruction
   uint32_t code_align = 0;     // alignment of emitted trampolines
-  // A site whose return is hooked jumps (no call) to a stub of its own,
-  // which jumps on to the trampoline held in the stub's word: see
-  // Backend::encode_stub. stub_bytes apart; the word at stub_word_offset.
+  // Stubs (StubUse): the code of one is stub_bytes long; the word that
+  // holds its trampoline is at stub + stub_word_offset (before the code on
+  // riscv64: negative).
+  StubUse stub_use = StubUse::kNone;
   uint32_t stub_bytes = 0;
-  uint32_t stub_word_offset = 0;
+  int32_t stub_word_offset = 0;
+  // The alignment every site's entry needs (riscv64: 8, for its stub's
+  // word), 1 where any entry will do.
+  uint32_t entry_align = 1;
   // Relocation types of GOT slots (exit hooks redirect a few of them).
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
@@ -207,6 +238,15 @@ struct ExitTrampolineRequest {
   int64_t shadow_tls_offset = 0;  // 0: always call pop
 };
 
+// The instructions of a site that calls its stub (StubUse::kEverySite),
+// the same for every site of a module: its stub is at the same distance
+// from its entry.
+struct SiteCode {
+  Insn init;   // the site_bytes init writes: fixed part, live part disabled
+  Insn call;   // the live instruction enabled: a call of the site's stub
+  std::vector<uint8_t> stub;  // the stub's code (traits().stub_bytes)
+};
+
 // Turns trampoline requests into bytes for a given address. In-process
 // (asmjit, LLVM MC) for an embedder; for an agent, a proxy that asks the
 // generator in the CLI: requests and bytes are plain data, addresses are
@@ -222,6 +262,11 @@ class TrampolineEmitter {
   // Emits the exit trampoline (return-address replacement) at `place`.
   virtual Result<std::vector<uint8_t>> emit_exit_trampoline(
       const ExitTrampolineRequest& request, uint64_t place) const = 0;
+
+  // The instructions of the site at `entry` whose stub is at `stub`
+  // (StubUse::kEverySite ISAs; FTJIT_E_OUT_OF_RANGE beyond reach). Others
+  // encode their sites without an emitter: FTJIT_E_UNSUPPORTED.
+  virtual Result<SiteCode> emit_site_code(uint64_t entry, uint64_t stub) const;
 };
 
 // An ISA's sites (encodings, rewrite protocol: no code generator needed)

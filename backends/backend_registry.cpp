@@ -7,6 +7,9 @@
 #if FTJIT_HAVE_ARM64
 #include "backends/arm64/arm64_backend.h"
 #endif
+#if FTJIT_HAVE_RISCV64
+#include "backends/riscv64/riscv64_backend.h"
+#endif
 
 namespace ftjit {
 
@@ -15,6 +18,9 @@ const Backend* backend_for(Isa isa) {
     case Isa::kX86_64: return &x86_64_backend();
 #if FTJIT_HAVE_ARM64
     case Isa::kArm64: return &arm64_backend();
+#endif
+#if FTJIT_HAVE_RISCV64
+    case Isa::kRiscv64: return &riscv64_backend();
 #endif
     default: return nullptr;
   }
@@ -25,6 +31,9 @@ const TrampolineEmitter* emitter_for(Isa isa) {
     case Isa::kX86_64: return &x86_64_emitter();
 #if FTJIT_HAVE_ARM64
     case Isa::kArm64: return &arm64_emitter();
+#endif
+#if FTJIT_HAVE_RISCV64
+    case Isa::kRiscv64: return &riscv64_emitter();
 #endif
     default: return nullptr;
   }
@@ -37,6 +46,8 @@ const Backend* native_backend() {
   return backend_for(Isa::kX86_64);
 #elif defined(__aarch64__)
   return backend_for(Isa::kArm64);
+#elif defined(__riscv) && __riscv_xlen == 64
+  return backend_for(Isa::kRiscv64);
 #else
   return nullptr;
 #endif

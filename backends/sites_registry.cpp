@@ -6,6 +6,9 @@
 #if FTJIT_HAVE_ARM64
 #include "backends/arm64/arm64_backend.h"
 #endif
+#if FTJIT_HAVE_RISCV64
+#include "backends/riscv64/riscv64_backend.h"
+#endif
 
 namespace ftjit {
 
@@ -14,6 +17,9 @@ std::unique_ptr<Backend> make_backend(Isa isa, const TrampolineEmitter& emitter)
     case Isa::kX86_64: return make_x86_64_backend(emitter);
 #if FTJIT_HAVE_ARM64
     case Isa::kArm64: return make_arm64_backend(emitter);
+#endif
+#if FTJIT_HAVE_RISCV64
+    case Isa::kRiscv64: return make_riscv64_backend(emitter);
 #endif
     default: return nullptr;
   }

@@ -172,6 +172,31 @@ Result<control::Reply> AgentConnection::request(control::MsgType type, const std
   return control::decode_reply(frame->payload);
 }
 
+control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter) {
+  control::Generated out;
+  auto req = control::decode_generate(payload);
+  Result<std::string> bytes = std::string();
+  if (!req) {
+    bytes = req.take_error();
+  } else if (req->kind == control::GenerateKind::kSiteCode) {
+    auto code = emitter.emit_site_code(req->entry, req->place);
+    bytes = code ? Result<std::string>(control::encode_site_code(*code)) : Result<std::string>(code.take_error());
+  } else {
+    auto code = req->kind == control::GenerateKind::kExitTrampoline
+                    ? emitter.emit_exit_trampoline(req->exit, req->place)
+                    : emitter.emit_trampoline(req->trampoline, req->place);
+    bytes = code ? Result<std::string>(std::string(code->begin(), code->end()))
+                 : Result<std::string>(code.take_error());
+  }
+  if (bytes) {
+    out.bytes = std::move(bytes.value());
+  } else {
+    out.code = bytes.error().code;
+    out.message = bytes.error().message;
+  }
+  return out;
+}
+
 Result<std::unique_ptr<GeneratorService>> GeneratorService::start(pid_t pid) {
   auto conn = AgentConnection::connect(pid);
   if (!conn) return conn.take_error();
@@ -199,18 +224,7 @@ void GeneratorService::serve() {
   for (;;) {
     auto frame = control::recv_frame(conn_->fd(), -1);
     if (!frame || frame->type != control::MsgType::kGenerate) return;
-    control::Generated out;
-    auto req = control::decode_generate(frame->payload);
-    Result<std::vector<uint8_t>> code =
-        !req ? Result<std::vector<uint8_t>>(req.take_error())
-        : req->exit_trampoline ? emitter->emit_exit_trampoline(req->exit, req->place)
-                               : emitter->emit_trampoline(req->trampoline, req->place);
-    if (code) {
-      out.bytes.assign(code->begin(), code->end());
-    } else {
-      out.code = code.error().code;
-      out.message = code.error().message;
-    }
+    const control::Generated out = answer_generate(frame->payload, *emitter);
     if (!control::send_frame(conn_->fd(), control::MsgType::kGenerated, control::encode(out))) return;
     served_.fetch_add(1);
   }

@@ -56,6 +56,9 @@ class AgentConnection {
 
 // A second connection that answers the agent's Generate requests on a
 // thread of its own, until destroyed or the agent goes away.
+// The generator's answer to one Generate payload, with `emitter`.
+control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter);
+
 class GeneratorService {
  public:
   static Result<std::unique_ptr<GeneratorService>> start(pid_t pid);

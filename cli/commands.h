@@ -19,5 +19,6 @@ void add_run_command(CLI::App& app, std::function<int()>* run);
 void add_attach_command(CLI::App& app, std::function<int()>* run);
 void add_detach_command(CLI::App& app, std::function<int()>* run);
 void add_status_command(CLI::App& app, std::function<int()>* run);
+void add_generator_command(CLI::App& app, std::function<int()>* run);
 
 }  // namespace ftjit::cli

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   ftjit::cli::add_plugins_command(app, &run);
   ftjit::cli::add_list_command(app, &run);
   ftjit::cli::add_bench_command(app, &run);
+  ftjit::cli::add_generator_command(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

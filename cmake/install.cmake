@@ -15,7 +15,7 @@ include(CMakePackageConfigHelpers)
 
 set_target_properties(ftjit_plugin_sdk PROPERTIES EXPORT_NAME plugin_sdk)
 install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_64
-  ftjit_backend_x86_64_sites ftjit_plugin_sdk ftjit_logging
+  ftjit_backend_x86_64_sites ftjit_backend_seam ftjit_plugin_sdk ftjit_logging
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # ftjit.pc lists every backend library ftjit_backends links.
@@ -25,6 +25,19 @@ if(TARGET ftjit_backend_arm64)
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_arm64 -lftjit_backend_arm64_sites")
 endif()
+if(TARGET ftjit_backend_riscv64)
+  install(TARGETS ftjit_backend_riscv64 ftjit_backend_riscv64_sites
+    EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # The LLVM MC archives it links, by path, and what they need.
+  get_property(_ftjit_llvm_libs GLOBAL PROPERTY FTJIT_LLVM_LIBS)
+  list(JOIN _ftjit_llvm_libs " " _ftjit_llvm)
+  string(REPLACE " z zstd tinfo" " -lz -lzstd -ltinfo" _ftjit_llvm " ${_ftjit_llvm}")
+  string(REPLACE " dl rt m" " -ldl -lrt -lm" _ftjit_llvm "${_ftjit_llvm}")
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_riscv64 -lftjit_backend_riscv64_sites")
+  set(FTJIT_PC_LLVM_LIBS "${_ftjit_llvm}")
+endif()
+# Under every ISA's sites: last.
+string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_seam")
 install(FILES include/ftjit/ftjit.h include/ftjit/ftjit.hpp plugins/include/ftjit/plugin.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ftjit)
 install(EXPORT ftjitTargets NAMESPACE ftjit::

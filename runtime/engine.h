@@ -107,12 +107,16 @@ struct OpsRecord {
 
 struct ModuleRecord {
   CodeArena* arena = nullptr;  // trampoline memory within reach of it all
-  // The stubs of its sites (backends/backend.h, encode_stub), one per site
-  // in site order, made with the first exit hook on one of them; each
-  // written the first time its site needs it, then never changed (only its
-  // word is).
+  // The stubs of its sites (backends/backend.h, StubUse), made when the
+  // first site needs one (x86-64: an exit hook on it; riscv64: any call);
+  // each written the first time its site needs it, then never changed
+  // (only its word is). kHookedReturns: one per site in site order;
+  // kEverySite: each at its site's entry + stub_delta, the module's sites
+  // then all written with site_code.
   CodeArena* stubs = nullptr;
   std::vector<bool> stub_written;
+  int64_t stub_delta = 0;
+  SiteCode site_code;
   std::string path;
   std::string base;  // basename, what filters match
   uint64_t load_bias = 0;
@@ -230,7 +234,15 @@ class Engine {
   uint64_t stub_of(uint32_t index) const {
     const SiteRecord& s = sites_[index];
     const ModuleRecord& m = *modules_[s.module];
+    if (backend_.traits().stub_use == StubUse::kEverySite) return s.entry + static_cast<uint64_t>(m.stub_delta);
     return m.stubs->lo() + uint64_t{index - m.first_site} * backend_.traits().stub_bytes;
+  }
+  // Sites call their stubs always (riscv64), not only for hooked returns.
+  bool every_site_via_stub() const { return backend_.traits().stub_use == StubUse::kEverySite; }
+  // What site `index`'s init writes (its fixed part, the live part
+  // disabled): one word for the ISA, or its module's (kEverySite).
+  Insn init_of(uint32_t index) const {
+    return every_site_via_stub() ? modules_[sites_[index].module]->site_code.init : init_;
   }
   // Makes site `index`'s stub (and its module's stub memory) if missing;
   // returns the writable alias of its word.
@@ -243,7 +255,9 @@ class Engine {
       // In reach: encoded once already.
       const SiteTarget t{call, 0};
       const uint64_t at = s.entry + backend_.traits().live_offset;
-      if (t.via_stub()) {
+      if (t.via_stub() && every_site_via_stub()) {
+        insn = modules_[s.module]->site_code.call;
+      } else if (t.via_stub()) {
         backend_.encode_jump(at, stub_of(index), &insn);
       } else {
         backend_.encode_call(at, call, &insn);

@@ -67,12 +67,14 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
   // A hooked return needs the site's stub where the return address is on
   // the stack (x86-64: call-and-land); where it is in a register the
-  // trampoline swaps it itself, and the ISA has no stubs.
-  const bool has_stubs = backend_.traits().stub_bytes != 0;
-  for (size_t k = 0; k < s.ops.size() && !a.via_stub && has_stubs; ++k) {
+  // trampoline swaps it itself. riscv64 sites reach every trampoline
+  // through their stubs, which are transparent to it.
+  const StubUse stub_use = backend_.traits().stub_use;
+  a.via_stub = stub_use == StubUse::kEverySite;
+  for (size_t k = 0; k < s.ops.size() && !a.via_stub && stub_use == StubUse::kHookedReturns; ++k) {
     a.via_stub = s.ops[k]->hooks_returns();
   }
-  const int by_stub = a.via_stub ? kByStub : 0;
+  const int by_stub = a.via_stub && stub_use == StubUse::kHookedReturns ? kByStub : 0;
   if (route == Route::kDirect) {
     a.single_direct = reinterpret_cast<uint64_t>(single->ops->direct_trampoline);
     return target_for(route, a);
@@ -188,7 +190,6 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
   // instruction (backends/backend.h).
   const uint32_t site_bytes = traits.site_bytes;
   const uint32_t live_offset = traits.live_offset;
-  const uint64_t init_word = insn_word(init_);
 
   // 1. One pass over the changed sites: change their ops, plan route and
   //    target, and build each one's writes. The new state goes straight
@@ -268,6 +269,12 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
         affected.push_back(r);
       }
     }
+    if (!s.ops.empty() && s.entry % traits.entry_align != 0) {
+      return fail(make_error(FTJIT_E_UNSUPPORTED,
+                             "site " + site_label(i) + " is not " + std::to_string(traits.entry_align) +
+                                 "-byte aligned, which " + isa_name(traits.isa) + " sites need (build with " +
+                                 traits.site_flags + "); nothing was patched"));
+    }
     if (!s.ops.empty() && !s.usable) {
       return fail(make_error(FTJIT_E_UNEXPECTED_BYTES,
                              "site " + site_label(i) + " does not hold a patchable NOP sled: found " +
@@ -335,7 +342,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
                   ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(s.entry), site_bytes) +
                   "; nothing was patched"));
         }
-        inits.push_back({s.entry, rw, site_bytes, init_word});
+        inits.push_back({s.entry, rw, site_bytes, insn_word(init_of(i))});
         s.initialized = true;
       }
       from = p.old_initialized != s.initialized ? nop_ : encoded(i, s.applied.call);
@@ -344,8 +351,10 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       } else {
         // Arenas are placed within reach, so this fails only for a direct
         // trampoline the caller put too far away.
-        if (t.via_stub() ? !backend_.encode_jump(s.entry + live_offset, stub_of(i), &to)
-                         : !backend_.encode_call(s.entry + live_offset, t.call, &to)) {
+        if (t.via_stub() && every_site_via_stub()) {
+          to = modules_[s.module]->site_code.call;
+        } else if (t.via_stub() ? !backend_.encode_jump(s.entry + live_offset, stub_of(i), &to)
+                                : !backend_.encode_call(s.entry + live_offset, t.call, &to)) {
           return fail(make_error(FTJIT_E_OUT_OF_RANGE,
                                  "site " + site_label(i) + " cannot reach its trampoline with a call"));
         }
@@ -490,7 +499,6 @@ Status Engine::restore_original_sleds_in_scope() {
   // site is its live instruction); otherwise the fixed part goes as it
   // came, with every thread parked.
   const bool deinit_live = backend_.live_protocol().change == LiveChange::kTrap;
-  const uint64_t init_word = insn_word(init_);
   std::vector<EntryWrite> writes;
   std::vector<FixedPartWrite> deinits;
   std::vector<SlotWrite> slots;
@@ -507,6 +515,7 @@ Status Engine::restore_original_sleds_in_scope() {
       } else {
         // Verified here, as apply verifies a live write: no site changes
         // unless every one holds what the engine wrote.
+        const uint64_t init_word = insn_word(init_of(i));
         if (std::memcmp(reinterpret_cast<const void*>(s.entry), &init_word, traits.site_bytes) != 0) {
           return make_error(
               FTJIT_E_UNEXPECTED_BYTES,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The engine's memory: writable aliases of module text, trampoline arenas
 // within branch reach, and the trampolines placed in them.
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -64,6 +65,7 @@ Result<uint64_t*> Engine::stub_word(uint32_t index) {
   const SiteRecord& s = sites_[index];
   ModuleRecord& m = *modules_[s.module];
   const IsaTraits& traits = backend_.traits();
+  const bool mirror = traits.stub_use == StubUse::kEverySite;
   if (m.stubs == nullptr) {
     // Every stub within reach of every site of the module, whose entries
     // span at most the distance between its first and last one.
@@ -71,11 +73,26 @@ Result<uint64_t*> Engine::stub_word(uint32_t index) {
     const uint64_t last = sites_[m.first_site + m.found.size() - 1].entry;
     const int64_t reach = traits.branch_reach - static_cast<int64_t>(last - first);
     if (reach <= 0) return make_error(FTJIT_E_OUT_OF_RANGE, "module too large for site stubs");
-    auto a = CodeArena::create_near(first, reach, m.found.size() * traits.stub_bytes);
+    // kEverySite: a mirror of the text from the first site's stub word to
+    // the last site's stub, each stub at its entry + the module's delta
+    // (entries are entry_align-aligned, and so is the delta: the mirror
+    // starts on a page).
+    const size_t before = mirror ? static_cast<size_t>(-std::min<int32_t>(traits.stub_word_offset, 0)) : 0;
+    const size_t bytes = mirror ? before + (last - first) + traits.stub_bytes : m.found.size() * traits.stub_bytes;
+    auto a = CodeArena::create_near(first, reach, bytes);
     if (!a) return a.take_error();
-    if (a.value()->allocate(m.found.size() * traits.stub_bytes, traits.code_align) !=
-        a.value()->lo()) {
+    if (a.value()->allocate(bytes, traits.code_align) != a.value()->lo()) {
       return make_error(FTJIT_E_INTERNAL, "site stub memory is not where it was mapped");
+    }
+    if (mirror) {
+      const uint64_t first_stub = a.value()->lo() + before;
+      auto code = backend_.emit_site_code(first, first_stub);
+      if (!code) return code.take_error();
+      if (code->stub.size() != traits.stub_bytes || code->init.size != traits.site_bytes) {
+        return make_error(FTJIT_E_INTERNAL, "the emitter's site code has the wrong size");
+      }
+      m.stub_delta = static_cast<int64_t>(first_stub - first);
+      m.site_code = std::move(code.value());
     }
     m.stubs = a.value().get();
     m.stub_written.assign(m.found.size(), false);
@@ -86,7 +103,9 @@ Result<uint64_t*> Engine::stub_word(uint32_t index) {
   const uint32_t k = index - m.first_site;
   if (!m.stub_written[k]) {
     // Written before any site jumps to it: the batch's syncs come after.
-    if (!backend_.encode_stub(stub, s.entry, rw)) {
+    if (mirror) {
+      std::memcpy(rw, m.site_code.stub.data(), traits.stub_bytes);
+    } else if (!backend_.encode_stub(stub, s.entry, rw)) {
       return make_error(FTJIT_E_OUT_OF_RANGE, "a site cannot reach its stub");
     }
     FTJIT_TRY(publish_code(stub, traits.stub_bytes));
@@ -138,7 +157,7 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   req.save_fp = !(rec->target->flags & FTJIT_OPS_F_NO_FP);
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   // Its only route, generated, carries it alone: by stub iff it hooks returns.
-  req.entered_by_stub = rec->hooks_returns() && backend_.traits().stub_bytes != 0;
+  req.entered_by_stub = rec->hooks_returns() && backend_.traits().stub_use == StubUse::kHookedReturns;
   req.call_and_land = exit_call_and_land_address();
   req.exit_trampoline = exit_trampoline_address();
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);

@@ -7,6 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# llvm-16-dev: LLVM MC, the riscv64 backend's assembler (its static MC
+# libraries; libzstd-dev for theirs). g++-riscv64-linux-gnu: the riscv64
+# leg (scripts/build_riscv64.sh), its binutils the riscv64 backend's
+# differential check. Debian 12 has no riscv64 packages (TOOLCHAIN.md Q8):
+# googletest is built from libgtest-dev's sources, spdlog and fmt are used
+# header-only.
 # clang-16: the arm64 discovery fixtures' clang (issue 12 names 16;
 # Debian 12's default clang is 14, which the x86-64 fixtures use).
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
@@ -14,7 +20,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake clang clang-16 libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
           protobuf-compiler
-          g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user)
+          g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
+          g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)
 # The arm64 leg (scripts/build_aarch64.sh): Debian's multiarch arm64 builds
 # of the libraries the cross-built backend and its tests link, run under
 # qemu-aarch64. binutils-aarch64-linux-gnu's objdump is the independent

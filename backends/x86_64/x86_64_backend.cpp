@@ -161,12 +161,26 @@ class X86_64Backend final : public Backend {
 
  private:
   const TrampolineEmitter& emitter_;
-  IsaTraits traits_{Isa::kX86_64, kSiteBytes, 8, 8, int64_t{INT32_MAX} - 4096, 16,
-                    kStubBytes, kStubWordOffset,
-                    /*R_X86_64_JUMP_SLOT*/ 7, /*R_X86_64_GLOB_DAT*/ 6,
-                    /*R_X86_64_64*/ 1,
-                    /*live_offset*/ 0, /*site_bytes*/ kSiteBytes,
-                    "-fpatchable-function-entry=5 or =13,8", "-fpatchable-function-entry=13,8"};
+  IsaTraits traits_ = [] {
+    IsaTraits t;
+    t.isa = Isa::kX86_64;
+    t.call_bytes = kSiteBytes;
+    t.slot_bytes = 8;
+    t.slot_align = 8;
+    t.branch_reach = int64_t{INT32_MAX} - 4096;
+    t.code_align = 16;
+    t.stub_use = StubUse::kHookedReturns;
+    t.stub_bytes = kStubBytes;
+    t.stub_word_offset = kStubWordOffset;
+    t.reloc_jump_slot = 7;  // R_X86_64_JUMP_SLOT
+    t.reloc_glob_dat = 6;   // R_X86_64_GLOB_DAT
+    t.reloc_abs64 = 1;      // R_X86_64_64
+    t.live_offset = 0;
+    t.site_bytes = kSiteBytes;
+    t.site_flags = "-fpatchable-function-entry=5 or =13,8";
+    t.slot_flags = "-fpatchable-function-entry=13,8";
+    return t;
+  }();
   // int3 over the first byte; the new tail; the new first byte. A thread
   // that runs into the int3 reports the pc after it.
   LiveProtocol protocol_{{WriteStep{0, 1, false, {kInt3}}, WriteStep{1, 0, true, {}},

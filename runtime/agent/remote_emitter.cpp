@@ -85,10 +85,20 @@ Result<std::vector<uint8_t>> RemoteEmitter::emit_trampoline(const TrampolineRequ
 Result<std::vector<uint8_t>> RemoteEmitter::emit_exit_trampoline(
     const ExitTrampolineRequest& request, uint64_t place) const {
   control::Generate g;
-  g.exit_trampoline = 1;
+  g.kind = control::GenerateKind::kExitTrampoline;
   g.exit = request;
   g.place = place;
   return ask(control::encode(g));
+}
+
+Result<SiteCode> RemoteEmitter::emit_site_code(uint64_t entry, uint64_t stub) const {
+  control::Generate g;
+  g.kind = control::GenerateKind::kSiteCode;
+  g.entry = entry;
+  g.place = stub;
+  auto bytes = ask(control::encode(g));
+  if (!bytes) return bytes.take_error();
+  return control::decode_site_code(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
 }  // namespace ftjit::agent

@@ -218,7 +218,7 @@ Result<StatusQuery> decode_status(std::string_view payload) {
 
 std::string encode(const Generate& m) {
   Writer w;
-  w.put(m.exit_trampoline);
+  w.put(static_cast<uint8_t>(m.kind));
   const TrampolineRequest& t = m.trampoline;
   w.put(static_cast<uint8_t>(t.source));
   w.put(t.ops);
@@ -240,13 +240,16 @@ std::string encode(const Generate& m) {
   w.put(m.exit.landing_offset);
   w.put(m.exit.shadow_tls_offset);
   w.put(m.place);
+  w.put(m.entry);
   return w.take();
 }
 
 Result<Generate> decode_generate(std::string_view payload) {
   Reader r(payload);
   Generate m;
-  m.exit_trampoline = r.flag();
+  const uint8_t kind = r.get<uint8_t>();
+  if (kind > static_cast<uint8_t>(GenerateKind::kSiteCode)) r.fail("generate kind out of range");
+  m.kind = static_cast<GenerateKind>(kind);
   TrampolineRequest& t = m.trampoline;
   uint8_t source = r.get<uint8_t>();
   if (source > static_cast<uint8_t>(OpsSource::kSiteSlot)) r.fail("ops source out of range");
@@ -270,6 +273,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.exit.landing_offset = r.get<uint32_t>();
   m.exit.shadow_tls_offset = r.get<int64_t>();
   m.place = r.get<uint64_t>();
+  m.entry = r.get<uint64_t>();
   return r.finish("generate", std::move(m));
 }
 
@@ -279,6 +283,31 @@ std::string encode(const Generated& m) {
   w.str(m.message);
   w.str(m.bytes);
   return w.take();
+}
+
+std::string encode_site_code(const SiteCode& code) {
+  Writer w;
+  w.str(std::string(reinterpret_cast<const char*>(code.init.bytes), code.init.size));
+  w.str(std::string(reinterpret_cast<const char*>(code.call.bytes), code.call.size));
+  w.str(std::string(code.stub.begin(), code.stub.end()));
+  return w.take();
+}
+
+Result<SiteCode> decode_site_code(std::string_view bytes) {
+  Reader r(bytes);
+  SiteCode code;
+  const std::string init = r.str(), call = r.str(), stub = r.str();
+  if (r.ok() && (init.size() > sizeof code.init.bytes || call.size() > sizeof code.call.bytes)) {
+    r.fail("site instruction too long");
+  }
+  if (r.ok()) {
+    std::memcpy(code.init.bytes, init.data(), init.size());
+    code.init.size = static_cast<uint8_t>(init.size());
+    std::memcpy(code.call.bytes, call.data(), call.size());
+    code.call.size = static_cast<uint8_t>(call.size());
+    code.stub.assign(stub.begin(), stub.end());
+  }
+  return r.finish("site code", std::move(code));
 }
 
 Result<Generated> decode_generated(std::string_view payload) {

@@ -38,7 +38,7 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 3;  // 3: Reply::phases
+inline constexpr uint32_t kProtocolVersion = 4;  // 3: Reply::phases; 4: site code
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -99,11 +99,20 @@ struct StatusQuery {
 };
 
 // What the agent asks the generator for.
+enum class GenerateKind : uint8_t {
+  kTrampoline = 0,      // `trampoline`, to run at `place`
+  kExitTrampoline = 1,  // `exit`, to run at `place`
+  kSiteCode = 2,        // the instructions of the site at `entry` with its
+                        // stub at `place` (backend.h, SiteCode): the bytes
+                        // are init, call, then the stub's code
+};
+
 struct Generate {
-  uint8_t exit_trampoline = 0;  // 1: ExitTrampolineRequest, else TrampolineRequest
+  GenerateKind kind = GenerateKind::kTrampoline;
   TrampolineRequest trampoline;
   ExitTrampolineRequest exit;
   uint64_t place = 0;
+  uint64_t entry = 0;
 };
 
 struct Generated {
@@ -141,6 +150,9 @@ Result<Detach> decode_detach(std::string_view payload);
 Result<StatusQuery> decode_status(std::string_view payload);
 Result<Generate> decode_generate(std::string_view payload);
 Result<Generated> decode_generated(std::string_view payload);
+// SiteCode as Generated::bytes carry it (GenerateKind::kSiteCode).
+std::string encode_site_code(const SiteCode& code);
+Result<SiteCode> decode_site_code(std::string_view bytes);
 Result<Reply> decode_reply(std::string_view payload);
 
 // Splits the first frame off `buffer`: the frame and the bytes it used, or

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+// The defaults of the backend seam (backend.h).
+#include "backends/backend.h"
+
+namespace ftjit {
+
+Result<SiteCode> TrampolineEmitter::emit_site_code(uint64_t, uint64_t) const {
+  return make_error(FTJIT_E_UNSUPPORTED, "this ISA's sites are encoded without an emitter");
+}
+
+}  // namespace ftjit

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// runtime/arch/arch.h for riscv64 (the RISC-V psABI, Linux).
+#pragma once
+
+#include <cstring>
+
+namespace ftjit::arch {
+
+// __gregs: pc, then x1 (ra), x2 (sp), ... x31.
+inline uint64_t context_pc(const ucontext_t* uc) { return uc->uc_mcontext.__gregs[0]; }
+inline void set_context_pc(ucontext_t* uc, uint64_t pc) { uc->uc_mcontext.__gregs[0] = pc; }
+inline uint64_t context_sp(const ucontext_t* uc) { return uc->uc_mcontext.__gregs[2]; }
+inline void set_context_sp(ucontext_t* uc, uint64_t sp) { uc->uc_mcontext.__gregs[2] = sp; }
+
+// tp (x4).
+inline uint64_t thread_pointer() {
+  uint64_t tp;
+  asm("mv %0, tp" : "=r"(tp));
+  return tp;
+}
+
+//     caller                 traced function (=8,4 or =4,2)
+//     jal ra, f  -------->   f-8: [ ops literal            ]
+//     ra = return            f:   auipc t0, hi(D)
+//                            f+4: jalr t0, lo(D)(t0)    t0 = f+8, ra untouched
+//                            (the stub: jr to the trampoline)
+// The trampoline stores ra in the frame record it builds for the function
+// (backends/riscv64/riscv64_emitter.cpp, (c)), at S-8 with S the entry sp
+// = the frame's CFA, and returns with ra loaded from there: S-8 is the
+// slot an exit hook writes while the trampoline runs. After it, the return
+// address lives in ra and wherever the function saves it.
+constexpr ReturnAddressHome return_address_home() { return ReturnAddressHome::kLinkRegister; }
+inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp - 8; }
+inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
+constexpr int return_address_dwarf_column() { return 1; }
+inline uint64_t context_link_register(const ucontext_t* uc) { return uc->uc_mcontext.__gregs[1]; }
+inline void set_context_link_register(ucontext_t* uc, uint64_t value) { uc->uc_mcontext.__gregs[1] = value; }
+
+// The time CSR (rdtime): constant-rate, what the kernel's
+// riscv_clocksource reads.
+inline uint64_t cycle_counter() {
+  uint64_t v;
+  asm volatile("rdtime %0" : "=r"(v) : : "memory");
+  return v;
+}
+constexpr const char* cycle_counter_clocksource() { return "riscv_clocksource"; }
+
+// fence.i here, and the riscv_flush_icache system call (libgcc's
+// __clear_cache) for the other harts.
+inline void flush_icache(uint64_t begin, size_t n) {
+  char* p = reinterpret_cast<char*>(begin);
+  __builtin___clear_cache(p, p + n);
+}
+
+// An all-zero halfword is defined illegal (c.unimp): zeros trap at once.
+inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, 0, n); }
+
+}  // namespace ftjit::arch
+
+// `li a0, 1; ret` and `li a0, 2; ret`, assembled by the compiler's
+// assembler (call_returning_via.cpp): the probe's two functions.
+extern "C" const uint8_t ftjit_riscv64_return_1[], ftjit_riscv64_return_2[];
+
+namespace ftjit::arch {
+
+// The code-write probe asks for 1 and 2 only.
+inline size_t write_return_constant(uint8_t* rw, uint16_t value) {
+  const uint8_t* code = value == 1 ? ftjit_riscv64_return_1 : ftjit_riscv64_return_2;
+  const size_t n = static_cast<size_t>(ftjit_riscv64_return_2 - ftjit_riscv64_return_1);
+  std::memcpy(rw, code, n);
+  return n;
+}
+
+}  // namespace ftjit::arch
