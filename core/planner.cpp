@@ -36,8 +36,10 @@ Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies) {
 }
 
 SiteTarget target_for(Route route, const RouteAddresses& a) {
-  // A direct trampoline is the caller's: entered by the site's call only.
+  // A direct trampoline is the caller's: entered as by the site's call
+  // only (through a stub only where stubs are transparent).
   const uint64_t stub = a.via_stub ? SiteTarget::kViaStub : 0;
+  const uint64_t direct_stub = a.stubs_transparent ? stub : 0;
   switch (route) {
     case Route::kNone:
     case Route::kInvalid: return {};
@@ -45,7 +47,7 @@ SiteTarget target_for(Route route, const RouteAddresses& a) {
     case Route::kCallOps: return {a.call_ops_trampoline | stub, a.single_ops};
     case Route::kCallOpsMux: return {a.call_ops_trampoline | stub, a.mux_ops};
     case Route::kList: return {a.list_trampoline | stub, 0};
-    case Route::kDirect: return {a.single_direct, 0};
+    case Route::kDirect: return {a.single_direct | direct_stub, 0};
   }
   return {};
 }

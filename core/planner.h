@@ -61,6 +61,10 @@ struct RouteAddresses {
   uint64_t single_direct = 0;           // its direct trampoline
   uint64_t mux_ops = 0;                 // the site's multiplexer
   bool via_stub = false;                // an ops hooks the return
+  // The ISA's sites reach every trampoline through their stubs, which the
+  // trampoline cannot tell from the site's call (riscv64: StubUse::
+  // kEverySite): a direct trampoline is then reached through one too.
+  bool stubs_transparent = false;
 };
 
 SiteTarget target_for(Route route, const RouteAddresses& a);

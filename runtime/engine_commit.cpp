@@ -71,6 +71,7 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   // through their stubs, which are transparent to it.
   const StubUse stub_use = backend_.traits().stub_use;
   a.via_stub = stub_use == StubUse::kEverySite;
+  a.stubs_transparent = stub_use == StubUse::kEverySite;
   for (size_t k = 0; k < s.ops.size() && !a.via_stub && stub_use == StubUse::kHookedReturns; ++k) {
     a.via_stub = s.ops[k]->hooks_returns();
   }

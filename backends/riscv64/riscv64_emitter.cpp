@@ -23,13 +23,15 @@
 //     S-32      S (the traced function's s0)     /
 //     sp+K+48   ip, parent_ip across shadow-stack calls
 //     sp+K      t2 t3 t4 t5 t6 (pad)
-//     sp+80     fa0..fa7 (16 B apart)  (with FP) -+
+//     sp+80     fa0..fa7 (16 B apart)            -+
 //     sp+72     S                                 |  ftjit_regs, passed
 //     sp+64     direct (0 = none)                 |  as `regs`
 //     sp+0      a0..a7                           -+
-//     sp        = S-32-R; K = 208 with FP, 80 without; R = K+64
+//     sp        = S-32-R; K = 208, R = K+64 = 272
 //
-//     Kept: a0-a7 and fa0-fa7 (arguments), t2 (the static chain) and
+//     Kept: a0-a7 and fa0-fa7 (arguments; the FP ones even for an ops with
+//     FTJIT_OPS_F_NO_FP, whose callbacks riscv64 GCC cannot keep off the
+//     FP registers: it has no -mgeneral-regs-only), t2 (the static chain) and
 //     t3-t6 (what a caller built with IPA-RA might keep), s0-s11 and
 //     fs0-fs11 by the callback (callee-saved). Clobbered: t1 (the stub's),
 //     and ft0-ft11, which no caller keeps across a call of a function built
@@ -242,20 +244,25 @@ void emit_ip(Source& s) {
 
 }  // namespace
 
-Result<std::string> trampoline_source(const TrampolineRequest& req, bool compressed) {
-  if (req.recursion_drops == 0) {
+Result<std::string> trampoline_source(const TrampolineRequest& request, bool compressed) {
+  if (request.recursion_drops == 0) {
     return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
   }
-  if (req.entered_by_stub) {
+  if (request.entered_by_stub) {
     return make_error(FTJIT_E_UNSUPPORTED,
                       "riscv64 trampolines are never entered by an x86-style stub: a site's stub "
                       "jumps to them with the site's own call state (backends/riscv64)");
   }
-  if (req.exit_record != 0 && (req.exit_trampoline == 0 || req.shadow_prune == 0 ||
-                               req.shadow_push == 0)) {
+  if (request.exit_record != 0 && (request.exit_trampoline == 0 || request.shadow_prune == 0 ||
+                               request.shadow_push == 0)) {
     return make_error(FTJIT_E_INTERNAL, "exit-hooking trampoline without its shadow-stack calls");
   }
   Source s(compressed);
+  // FTJIT_OPS_F_NO_FP promises callbacks built to stay off the FP
+  // registers, which riscv64 GCC has no flag for (-mgeneral-regs-only is
+  // x86-64's and arm64's): fa0-fa7 are saved whatever the request says.
+  TrampolineRequest req = request;
+  req.save_fp = true;
   const EntryFrame f = entry_frame(req.save_fp);
   const std::string nested = s.new_label();
   const std::string again = s.new_label();

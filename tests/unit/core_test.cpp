@@ -165,8 +165,11 @@ TEST(Planner, ExitHookedSitesGoThroughTheirStub) {
   EXPECT_EQ(target_for(Route::kCallOps, a), (SiteTarget{33, 3}));
   EXPECT_EQ(target_for(Route::kCallOpsMux, a), (SiteTarget{33, 6}));
   EXPECT_EQ(target_for(Route::kList, a), (SiteTarget{17, 0}));
-  // A direct trampoline is the caller's: always called.
+  // A direct trampoline is the caller's: always called...
   EXPECT_FALSE(target_for(Route::kDirect, a).via_stub());
+  // ...except through a stub it cannot tell from a call (riscv64's).
+  a.stubs_transparent = true;
+  EXPECT_EQ(target_for(Route::kDirect, a), (SiteTarget{64 | SiteTarget::kViaStub, 0}));
 }
 
 TEST(Planner, StubStateChanges) {
