@@ -270,7 +270,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
         affected.push_back(r);
       }
     }
-    if (!s.ops.empty() && s.entry % traits.entry_align != 0) {
+    if (!s.ops.empty() && s.usable && s.entry % traits.entry_align != 0) {
       return fail(make_error(FTJIT_E_UNSUPPORTED,
                              "site " + site_label(i) + " is not " + std::to_string(traits.entry_align) +
                                  "-byte aligned, which " + isa_name(traits.isa) + " sites need (build with " +
@@ -280,7 +280,8 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       return fail(make_error(FTJIT_E_UNEXPECTED_BYTES,
                              "site " + site_label(i) + " does not hold a patchable NOP sled: found " +
                                  hex_bytes(sites_[i].original, site_bytes) +
-                                 " (patched by someone else?); nothing was patched"));
+                                 " (patched by someone else? or not built with " + traits.site_flags +
+                                 "?); nothing was patched"));
     }
     Planned& p = plan[k];
     p.site = i;
