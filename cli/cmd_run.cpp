@@ -39,6 +39,10 @@ int run_run(const RunOptions& o) {
   // (guest_program.h); everything it needs is checked before it starts.
   auto program = inspect_program(o.argv[0]);
   if (!program) return fail(program.error().message);
+  if (program->isa == Isa::kUnknown && program->e_machine != 0) {
+    return fail(program->path + " is an ELF program for machine " + std::to_string(program->e_machine) +
+                ", which ftjit has no backend for (x86-64, arm64 and riscv64 it has)");
+  }
   const bool guest = program->isa != Isa::kUnknown && program->isa != host_isa();
   if (!guest && !o.sysroot.empty()) {
     return fail("--sysroot is for programs of another ISA, run under qemu-user; " + program->path +

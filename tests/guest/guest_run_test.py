@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# `ftjit run` of arm64 programs from the x86-64 CLI (issue 12, item 4): the
-# program runs under qemu-aarch64 with the arm64 agent preloaded, and the
-# CLI generates its a64 trampolines. One case per invocation:
+# `ftjit run` of programs of another ISA from the x86-64 CLI (issue 12 item
+# 4 for arm64, issue 13 item 4 for riscv64): the program runs under
+# qemu-user with that ISA's agent preloaded, and the CLI generates its
+# trampolines (asmjit's a64 Assembler; LLVM MC for riscv64). One case per
+# invocation:
 #
-#   guest_run_test.py CLI AGENT SYSROOT CASE [ARGS...]
+#   guest_run_test.py CLI AGENT SYSROOT ISA CASE [ARGS...]
 #     counts PROG STRATEGY   exact per-function counts, output unchanged
 #     refused PROG STRATEGY  the attach is refused, nothing runs untraced
 #     plugins PROG           trace, latency and flame report every function
@@ -13,7 +15,7 @@
 #                            put back (link register model), it returns
 #                            normally once unblocked
 #     bad-input PROG         no qemu, no sysroot, no agent, an agent of the
-#                            wrong ISA, an ISA without a backend, attach -p
+#                            wrong ISA, a machine without a backend, attach -p
 #
 # The target (tests/agent/agent_target.c) prints what its stdin asks, never
 # anything timing-dependent, so the traced run's stdout must be the
@@ -23,8 +25,18 @@ import subprocess
 import sys
 import tempfile
 
-CLI, AGENT, SYSROOT, CASE = sys.argv[1:5]
-ARGS = sys.argv[5:]
+CLI, AGENT, SYSROOT, ISA, CASE = sys.argv[1:6]
+ARGS = sys.argv[6:]
+# What differs per ISA: its emulator, its loader, the agent's variable, and
+# what the refused case's attach must name.
+GUEST = {
+    "arm64": ("qemu-aarch64", "ld-linux-aarch64.so.1", "FTJIT_AGENT_ARM64",
+              ("-fpatchable-function-entry=4,2", "nothing was patched")),
+    # rv64gc built with =4,2: two c.nop after the entry, no site's 8 bytes.
+    "riscv64": ("qemu-riscv64", "ld-linux-riscv64-lp64d.so.1", "FTJIT_AGENT_RISCV64",
+                ("=8,4 (rv64gc) or =4,2 (rv64g)", "nothing was patched")),
+}
+QEMU, LOADER, AGENT_VAR, REFUSAL = GUEST[ISA]
 SCRIPT = b"call 7\nexit 0\n"
 WANT = {"fn_alpha": 7, "fn_beta": 14, "fn_gamma": 21}
 failures = []
@@ -38,7 +50,7 @@ def check(cond, what):
 
 def env(**extra):
     e = dict(os.environ)
-    e["FTJIT_AGENT_ARM64"] = AGENT
+    e[AGENT_VAR] = AGENT
     for k, v in extra.items():
         if v is None:
             e.pop(k, None)
@@ -52,7 +64,7 @@ def ftjit(*args, stdin=SCRIPT, **extra):
 
 
 def untraced(prog):
-    r = subprocess.run(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
+    r = subprocess.run([QEMU, "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
                        input=SCRIPT, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout
@@ -90,7 +102,7 @@ with tempfile.TemporaryDirectory() as tmp:
     elif CASE == "refused":
         prog, strategy = ARGS
         r = ftjit("run", "--strategy", strategy, "--plugin", "count", "--", prog)
-        one_line_error(r, "-fpatchable-function-entry=4,2", "nothing was patched")
+        one_line_error(r, *REFUSAL)
     elif CASE == "plugins":
         (prog,) = ARGS
         for plugin, needle in (("trace", "fn_gamma"), ("latency", "@fn_beta"), ("flame", "fn_alpha 7")):
@@ -120,32 +132,32 @@ with tempfile.TemporaryDirectory() as tmp:
         check("detached, but" not in err and "stays mapped" not in err, "put back: " + err)
     elif CASE == "bad-input":
         (prog,) = ARGS
-        # qemu-aarch64 not in PATH.
+        # The emulator not in PATH.
         r = ftjit("run", "--", prog, PATH="/nonexistent")
-        one_line_error(r, "qemu-aarch64", "apt-get install qemu-user")
-        # A sysroot without the arm64 loader.
+        one_line_error(r, QEMU, "apt-get install qemu-user")
+        # A sysroot without the ISA's loader.
         r = ftjit("run", "--sysroot", tmp, "--", prog)
-        one_line_error(r, "sysroot " + tmp, "ld-linux-aarch64.so.1")
-        # No arm64 agent.
-        r = ftjit("run", "--", prog, FTJIT_AGENT_ARM64=None)
-        check(r.returncode != 0 and "FTJIT_AGENT_ARM64" in r.stderr.decode(), "no agent: " + r.stderr.decode())
+        one_line_error(r, "sysroot " + tmp, LOADER)
+        # No agent of the ISA.
+        r = ftjit("run", "--", prog, **{AGENT_VAR: None})
+        check(r.returncode != 0 and AGENT_VAR in r.stderr.decode(), "no agent: " + r.stderr.decode())
         # An agent of the wrong ISA.
-        r = ftjit("run", "--", prog, FTJIT_AGENT_ARM64="/bin/true")
-        one_line_error(r, "not an arm64 shared object")
-        # An ISA this build has no backend for: a riscv64 ELF header.
-        fake = os.path.join(tmp, "riscv_prog")
+        r = ftjit("run", "--", prog, **{AGENT_VAR: "/bin/true"})
+        one_line_error(r, "not an %s shared object" % ISA)
+        # A machine ftjit has no backend for: a ppc64 ELF header.
+        fake = os.path.join(tmp, "ppc64_prog")
         with open(fake, "wb") as f:
             f.write(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + (2).to_bytes(2, "little") +
-                    (243).to_bytes(2, "little") + b"\0" * 44)
+                    (21).to_bytes(2, "little") + b"\0" * 44)
         os.chmod(fake, 0o755)
         r = ftjit("run", "--", fake)
-        one_line_error(r, "riscv64 program", "no riscv64 backend")
+        one_line_error(r, "machine 21", "no backend")
         # attach -p to an emulated process: qemu-user has no ptrace.
-        p = subprocess.Popen(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
+        p = subprocess.Popen([QEMU, "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + SYSROOT + "/lib", prog],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert p.stdout.readline() == b"ready\n"
         r = ftjit("attach", "-p", str(p.pid), "--duration", "0.2", stdin=b"")
-        one_line_error(r, "qemu-aarch64", "ftjit run")
+        one_line_error(r, QEMU, "ftjit run")
         out, _ = p.communicate(SCRIPT, timeout=60)
         check(p.returncode == 0 and b"done" in out, "the emulated process ran on untouched")
     else:
