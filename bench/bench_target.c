@@ -3,7 +3,8 @@
  * twin, and 200 functions the "irrelevant" tracers attach to.
  *
  * Built with -O2 -fpatchable-function-entry=13,8 -falign-functions=16 on
- * x86-64, =4,2 -falign-functions=8 on arm64 (see bench/CMakeLists.txt); it is
+ * x86-64, =4,2 (arm64) or =8,4 (riscv64) -falign-functions=8 (see
+ * bench/CMakeLists.txt); it is
  * the only file of ftjit-bench with sleds, so the engine's own code and the
  * bench driver are never traced. */
 #include "bench_target.h"

@@ -11,7 +11,7 @@ extern "C" {
 #define BENCH_OTHER_COUNT 200
 
 /* The traced leaf: has a -fpatchable-function-entry sled (13,8 on x86-64,
- * 4,2 on arm64). */
+ * 4,2 on arm64, 8,4 on riscv64). */
 int bench_leaf(int x);
 /* The same body with no sled at all: the "no ftjit compiled in" baseline. */
 int bench_leaf_untraced(int x);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Declarations of the caller-supplied direct trampolines in
-// bench/<isa>/direct_tramp.S (x86_64, arm64: the same contracts).
+// bench/<isa>/direct_tramp.S (x86_64, arm64, riscv64: the same contracts).
 #pragma once
 
 #include <cstdint>

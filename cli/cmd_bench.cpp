@@ -20,6 +20,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,9 +99,15 @@ int run_guest_bench(Isa isa, const std::string& sysroot, const std::vector<std::
   if (!bench) return fail(bench.error().message);
   std::vector<std::string> argv{*bench};
   argv.insert(argv.end(), args.begin(), args.end());
-  // No agent: the bench links the engine itself and generates its own
-  // trampolines inside the guest.
-  auto cmd = guest_command(isa, sysroot, "", {}, argv);
+  // No agent: the bench links the engine itself. It generates its own
+  // trampolines inside the guest where its build has a code generator
+  // (arm64: asmjit); a riscv64 bench has none (no riscv64 LLVM) and starts
+  // this ftjit as its generator (runtime/c_api_remote.cpp).
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return fail(std::string("cannot find this ftjit (/proc/self/exe): ") + std::strerror(errno));
+  self[n] = '\0';
+  auto cmd = guest_command(isa, sysroot, "", {std::string("FTJIT_GENERATOR=") + self}, argv);
   if (!cmd) return fail(cmd.error().message);
   // The guest's argv[0] is the command the user typed, as natively.
   cmd->insert(cmd->end() - static_cast<std::ptrdiff_t>(argv.size()), {"-0", kProgramName});
@@ -162,7 +169,7 @@ int run_bench_command(std::vector<std::string> args) {
     return run_bench(args);
   }
   const Isa isa = parse_isa(isa_text);
-  if (isa == Isa::kUnknown) return fail("--isa " + isa_text + ": unknown ISA (arm64, or x86-64)");
+  if (isa == Isa::kUnknown) return fail("--isa " + isa_text + ": unknown ISA (arm64, riscv64, or x86-64)");
   if (isa == host_isa()) {
     if (have_sysroot) return fail("--sysroot is for another ISA's bench; " + isa_text + " runs natively");
     return run_bench(args);
@@ -176,7 +183,7 @@ void add_bench_command(CLI::App& app, std::function<int()>* run) {
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Measure what tracing costs here (ftjit-bench; 'ftjit bench --help' for its options; "
-      "'ftjit bench --isa arm64 [--sysroot DIR] ...' runs the arm64 bench under qemu-aarch64)");
+      "'ftjit bench --isa arm64|riscv64 [--sysroot DIR] ...' runs that ISA's bench under qemu-user)");
   cmd->prefix_command();  // everything after `bench` is ftjit-bench's
   cmd->set_help_flag();
   cmd->callback([run, cmd] {

@@ -7,6 +7,8 @@
 
 namespace ftjit_bench::isa {
 
+inline constexpr const char *kIsaName = "arm64";
+
 // The cycle counter the host clock reads once calibrated (clocks rows):
 // the virtual counter, read as runtime/arch/arm64/arch_isa.h reads it (the
 // isb keeps the read from being taken early).

@@ -10,6 +10,8 @@
 
 namespace ftjit_bench::isa {
 
+inline constexpr const char *kIsaName = "x86-64";
+
 // The cycle counter the host clock reads once calibrated (clocks rows).
 inline constexpr const char *kCycleCounterName = "rdtsc";
 inline std::uint64_t read_cycle_counter() { return __rdtsc(); }
