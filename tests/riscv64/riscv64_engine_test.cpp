@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -364,6 +365,40 @@ TEST_F(Riscv64Engine, DetachWaitsForAThreadInsideACallback) {
   detacher.join();
   EXPECT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_EQ(result, 43);
+}
+
+// The code generator goes away in the middle of an attach (a killed CLI):
+// run by the riscv64.generator_drops.* tests with FTJIT_GENERATOR set to
+// tests/riscv64/dropping_generator.py, which answers FTJIT_DROP_AFTER
+// requests and then closes the connection. The attach fails with one clear
+// error, nothing stays patched (the trampoline placed before the drop is
+// rolled back with the rest), the functions run as before, and the next
+// attach says there is no generator.
+TEST(Riscv64GeneratorDrops, AttachFailsCleanlyAndPatchesNothing) {
+  if (std::getenv("FTJIT_DROP_AFTER") == nullptr) {
+    GTEST_SKIP() << "run by riscv64.generator_drops.* (FTJIT_DROP_AFTER, a dropping generator)";
+  }
+  ftjit_engine* engine = ftjit_engine_create(nullptr);
+  ASSERT_NE(engine, nullptr) << ftjit_last_error();
+  const auto before_c = site_bytes(reinterpret_cast<const void*>(rv_c_sum8));
+  const auto before_g = site_bytes(reinterpret_cast<const void*>(rv_g_sum8));
+  Recorder r;
+  init_recorder(&r, FTJIT_STRATEGY_GENERATED, false);
+  const char* inc[] = {"rv_*_sum8"};
+  ftjit_filter f{inc, 1, nullptr, 0};
+  EXPECT_NE(ftjit_attach(engine, &r.ops, &f), FTJIT_OK);
+  const std::string error = ftjit_last_error();
+  EXPECT_NE(error.find("code generator"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_EQ(site_bytes(reinterpret_cast<const void*>(rv_c_sum8)), before_c);
+  EXPECT_EQ(site_bytes(reinterpret_cast<const void*>(rv_g_sum8)), before_g);
+  EXPECT_EQ(call_sum8(kLayouts[0]), kSum8);
+  EXPECT_EQ(call_sum8(kLayouts[1]), kSum8);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_NE(ftjit_attach(engine, &r.ops, &f), FTJIT_OK);
+  EXPECT_NE(std::string(ftjit_last_error()).find("no code generator"), std::string::npos) << ftjit_last_error();
+  EXPECT_EQ(site_bytes(reinterpret_cast<const void*>(rv_c_sum8)), before_c);
+  ftjit_engine_destroy(engine);
 }
 
 }  // namespace
