@@ -26,6 +26,7 @@
 #include "tests/riscv64/traced_rv64.h"
 
 extern "C" {
+int64_t rv_misaligned(int64_t);  // misaligned_site.S
 void test_direct_trampoline();
 extern uint64_t test_direct_calls;
 }
@@ -365,6 +366,24 @@ TEST_F(Riscv64Engine, DetachWaitsForAThreadInsideACallback) {
   detacher.join();
   EXPECT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_EQ(result, 43);
+}
+
+// A sled that is not 8-byte aligned (misaligned_site.S): refused in one
+// line naming the flags, every strategy, nothing patched.
+TEST_F(Riscv64Engine, MisalignedSiteIsRefused) {
+  const auto before = site_bytes(reinterpret_cast<const void*>(rv_misaligned));
+  for (ftjit_strategy s : {FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_LIST, FTJIT_STRATEGY_CALL_OPS}) {
+    Recorder r;
+    init_recorder(&r, s, false);
+    EXPECT_EQ(attach(&r.ops, "rv_misaligned"), FTJIT_E_UNSUPPORTED) << ftjit_strategy_name(s);
+    const std::string error = ftjit_last_error();
+    EXPECT_NE(error.find("not 8-byte aligned"), std::string::npos) << error;
+    EXPECT_NE(error.find("-falign-functions=8"), std::string::npos) << error;
+    EXPECT_NE(error.find("nothing was patched"), std::string::npos) << error;
+    EXPECT_EQ(site_bytes(reinterpret_cast<const void*>(rv_misaligned)), before);
+    auto* volatile fn = rv_misaligned;
+    EXPECT_EQ(fn(6), 43);
+  }
 }
 
 // The code generator goes away in the middle of an attach (a killed CLI):
