@@ -29,6 +29,13 @@ Table &Report::table(const std::string &key, const std::string &title) {
   return tables_.back();
 }
 
+const Table *Report::find(const std::string &key) const {
+  for (const auto &t : tables_) {
+    if (t.key == key) return &t;
+  }
+  return nullptr;
+}
+
 // ---------------------------------------------------------------------------
 // JSON
 // ---------------------------------------------------------------------------

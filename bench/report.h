@@ -52,6 +52,8 @@ struct Table {
 class Report {
  public:
   Table &table(const std::string &key, const std::string &title);
+  // The table of `key` if a section of this run made it, else nullptr.
+  const Table *find(const std::string &key) const;
   void add_error(std::string message) { errors_.push_back(std::move(message)); }
   bool failed() const { return !errors_.empty(); }
   Row &meta() { return meta_; }

@@ -13,11 +13,12 @@ cd "$(dirname "$0")/.."
 # differential check. Debian 12 has no riscv64 packages (TOOLCHAIN.md Q8):
 # googletest is built from libgtest-dev's sources, spdlog and fmt are used
 # header-only.
+# libclang-rt-16-dev: LLVM XRay's runtime, the bench's peer (bench/xray/).
 # clang-16: the arm64 discovery fixtures' clang (issue 12 names 16;
 # Debian 12's default clang is 14, which the x86-64 fixtures use).
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
 # with protoc, an oracle independent of our encoder.
-PACKAGES=(build-essential cmake clang clang-16 libasmjit-dev libspdlog-dev libcli11-dev
+PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
           protobuf-compiler
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
