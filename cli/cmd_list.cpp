@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "cli/commands.h"
 #include "cli/mapped_file.h"
 #include "cli/option_values.h"
@@ -92,11 +94,33 @@ int run_list(const ListOptions& o) {
                          "-fpatchable-function-entry=5, or =13,8 for call-ops)");
   }
   const std::string base(path_basename(o.file));
-  size_t shown = 0;
+  // What the ISA's backend makes of each sled as the file has it: a
+  // record whose bytes are no sled of the ISA's layouts (riscv64's =4,2
+  // built with the C extension), or whose entry is not aligned as the ISA
+  // needs, is listed, but as what it is: no site.
+  const Backend* backend = backend_for(module->isa);
+  const auto& records = image->patchable_records();
+  size_t shown = 0, unusable = 0;
   for (const DiscoveredSite& s : module->sites) {
     if (!filter->matches(base, s.name, s.demangled)) continue;
     const char* name = s.demangled.empty() ? "?" : s.demangled.c_str();
-    std::printf("%#" PRIx64 "\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry", name);
+    const char* layout = s.prefix_bytes >= 8 ? "slot" : "entry";
+    if (backend != nullptr) {
+      const IsaTraits& t = backend->traits();
+      const auto at = std::lower_bound(records.begin(), records.end(), s.record);
+      const uint64_t offset = s.entry - (s.record - ElfImage::kCodeBeforeRecord);
+      if (at != records.end() && *at == s.record && offset + t.site_bytes <= ElfImage::kCodeWindowBytes) {
+        const auto code = image->code_near_record(static_cast<size_t>(at - records.begin()));
+        const SledKind kind = backend->classify_entry(s.entry, code.subspan(offset, t.site_bytes)).kind;
+        if (kind != SledKind::kNopSled && kind != SledKind::kNop) {
+          layout = "no-sled";
+        } else if (s.entry % t.entry_align != 0) {
+          layout = "misaligned";
+        }
+      }
+    }
+    unusable += layout[0] == 'n' || layout[0] == 'm';
+    std::printf("%#" PRIx64 "\t%s\t%s\n", s.entry, layout, name);
     ++shown;
   }
   if (shown == 0) {
@@ -104,6 +128,11 @@ int run_list(const ListOptions& o) {
   }
   std::fprintf(stderr, "%zu of %zu patchable functions (%s, %s)\n", shown,
                module->sites.size(), base.c_str(), isa_name(module->isa));
+  if (unusable != 0 && backend != nullptr) {
+    std::fprintf(stderr, "%zu of them cannot be traced: no-sled (the bytes at the entry are no %s sled) or "
+                 "misaligned; build with %s\n",
+                 unusable, isa_name(module->isa), backend->traits().site_flags);
+  }
   return 0;
 }
 
@@ -124,7 +153,9 @@ void add_list_command(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--exclude", o->exclude, "Leave out functions matching GLOB, repeatable")
       ->type_name("GLOB");
   cmd->footer("LAYOUT is 'slot' for -fpatchable-function-entry=13,8 (the 8-byte ops slot "
-              "call-ops needs), 'entry' for =5.");
+              "call-ops needs; =4,2 on arm64, =8,4 or =4,2 on riscv64), 'entry' for =5 (=2 on "
+              "arm64); for a FILE, 'no-sled' or 'misaligned' where the record's entry cannot be "
+              "traced (not the ISA's NOPs, or not aligned as the ISA needs).");
   cmd->callback([run, o] { *run = [o] { return run_list(*o); }; });
 }
 
