@@ -634,6 +634,12 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   img.isa_ = isa_from_machine(ehdr->e_machine);
   img.dynamic_ = ehdr->e_type == ET_DYN;
   img.segments_ = std::move(segments.value());
+  for (uint64_t i = 1; i < sections->count(); ++i) {
+    const auto& sh = (*sections)[i];
+    if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL || sections->name(i).substr(0, 7) != ".debug_") continue;
+    img.debug_sections_.push_back(
+        {std::string(sections->name(i)), sh.sh_offset, sh.sh_size, (sh.sh_flags & SHF_COMPRESSED) != 0});
+  }
   if (only_if_patchable) {
     bool patchable = false;
     for (uint64_t i = 1; i < sections->count() && !patchable; ++i) {

@@ -97,6 +97,17 @@ class ElfImage {
   // Every PT_LOAD segment, in program header order.
   const std::vector<Segment>& load_segments() const { return segments_; }
 
+  // The file's DWARF sections (named .debug_*), where they are in the file
+  // (inside it: checked) and whether they are SHF_COMPRESSED. Only their
+  // places are kept: core/dwarf_producers.h reads them from the same bytes.
+  struct DebugSection {
+    std::string name;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    bool compressed = false;
+  };
+  const std::vector<DebugSection>& debug_sections() const { return debug_sections_; }
+
  private:
   static Result<ElfImage> build(std::span<const uint8_t> file, bool only_if_patchable);
 
@@ -107,6 +118,7 @@ class ElfImage {
   std::vector<uint8_t> record_code_;  // kCodeWindowBytes per record
   std::vector<ElfSymbol> functions_;
   std::vector<Segment> segments_;
+  std::vector<DebugSection> debug_sections_;
 };
 
 }  // namespace ftjit

@@ -38,7 +38,8 @@ echo "building $binary with $cxx"
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   -I"$root" -I"$root/include" \
   "$root/tests/fuzz/elf_fuzz.cpp" \
-  "$root/core/elf_image.cpp" "$root/core/demangle.cpp" "$root/core/site_discovery.cpp" "$root/core/sled_layout.cpp" \
+  "$root/core/elf_image.cpp" "$root/core/dwarf_producers.cpp" "$root/core/demangle.cpp" \
+  "$root/core/site_discovery.cpp" "$root/core/sled_layout.cpp" \
   "$root/core/error.cpp" "$root/core/site.cpp" \
   -o "$binary"
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: arbitrary bytes through ElfImage::parse and discover_sites.
+// libFuzzer target: arbitrary bytes through ElfImage::parse, discover_sites
+// and the compile units' producers (DWARF).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "core/dwarf_producers.h"
 #include "core/elf_image.h"
 #include "core/site_discovery.h"
 
@@ -27,6 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (img->function_at(f.value) == nullptr) __builtin_trap();
   }
   for (const auto& s : img->load_segments()) (void)(s.vaddr + s.memsz);
+  // Producers: a list or the ELF code, nothing else.
+  auto units = ftjit::compile_unit_producers(std::span<const uint8_t>(data, size), img.value());
+  if (!units.ok() && units.error().code != FTJIT_E_ELF) __builtin_trap();
 
   // A high bias makes the run-time address arithmetic wrap, which must be
   // harmless unsigned arithmetic.

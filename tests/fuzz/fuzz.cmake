@@ -16,8 +16,10 @@ set(_fz_root ${CMAKE_CURRENT_LIST_DIR}/../..)
 add_executable(ftjit_elf_fuzz
   ${CMAKE_CURRENT_LIST_DIR}/elf_fuzz.cpp
   ${_fz_root}/core/elf_image.cpp
+  ${_fz_root}/core/dwarf_producers.cpp
   ${_fz_root}/core/demangle.cpp
   ${_fz_root}/core/site_discovery.cpp
+  ${_fz_root}/core/sled_layout.cpp
   ${_fz_root}/core/error.cpp
   ${_fz_root}/core/site.cpp
 )
