@@ -214,11 +214,17 @@ bool ControlServer::handle_frame(int fd) {
         owner_fd_ = fd;
       }
       bool ok = reply_with(r);
-      {
-        std::lock_guard<std::mutex> lock(attach_mu_);
-        attach_done_ = true;
+      // Only an attach that took lets a program started by `ftjit run` go
+      // on (wait_first_attach): after a refused one, that CLI stops the
+      // program, which must not run untraced meanwhile (under load it
+      // used to finish before the kill came).
+      if (r.code == 0) {
+        {
+          std::lock_guard<std::mutex> lock(attach_mu_);
+          attach_done_ = true;
+        }
+        attach_cv_.notify_all();
       }
-      attach_cv_.notify_all();
       return ok;
     }
     case control::MsgType::kDetach: {

@@ -25,8 +25,9 @@ class ControlServer {
   static Result<std::unique_ptr<ControlServer>> start(AgentSession& session);
   ~ControlServer();
 
-  // Waits until an attach succeeded or failed (run mode: the program's
-  // main() must not start untraced), at most `timeout_ms`.
+  // Waits until an attach succeeded (run mode: the program's main() must
+  // not start untraced; after a refused attach `ftjit run` stops it), at
+  // most `timeout_ms`.
   void wait_first_attach(int timeout_ms);
 
   // The process is exiting: tells the CLI that attached (if it is still
