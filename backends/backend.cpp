@@ -8,4 +8,8 @@ Result<SiteCode> TrampolineEmitter::emit_site_code(uint64_t, uint64_t) const {
   return make_error(FTJIT_E_UNSUPPORTED, "this ISA's sites are encoded without an emitter");
 }
 
+Result<std::vector<uint8_t>> TrampolineEmitter::emit_inline_template(const InlineRequest&) const {
+  return make_error(FTJIT_E_UNSUPPORTED, "this ISA's code generator compiles no inline work");
+}
+
 }  // namespace ftjit

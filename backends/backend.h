@@ -247,6 +247,37 @@ struct SiteCode {
   std::vector<uint8_t> stub;  // the stub's code (traits().stub_bytes)
 };
 
+// Inline work (ftjit.h, ftjit_inline_action): what a plugin asks to run in
+// the code a site calls instead of its callback. Numbered as the API's.
+enum class InlineAction : uint8_t {
+  kCount = 1,  // the thread's counter of the site += 1
+};
+
+// An inline trampoline: one per site, all the same code, told apart by two
+// words just before it (the runtime writes them; the emitter's code reads
+// them pc-relative). Nothing is saved, nothing is called:
+//
+//   place-16   the site's counter: its byte offset in the thread's block
+//   place-8    fallback: the trampoline to go on to, entered exactly as the
+//              site's call entered this one, when the thread has no block
+//              yet (the runtime's first-call path makes one) or for work
+//              this code leaves to a callback
+//   place      the code: block = [thread pointer + block_tls_offset];
+//              block == 0 ? go on to fallback : block[offset] += 1 (one
+//              update a signal handler on the same thread cannot split);
+//              return as the site's trampolines return
+//
+// The code is position-independent (it refers to nothing outside itself
+// but its words and the thread pointer), so the runtime copies one emitted
+// template to every site.
+struct InlineRequest {
+  InlineAction action = InlineAction::kCount;
+  int64_t block_tls_offset = 0;
+};
+constexpr uint32_t kInlineWordsBytes = 16;
+constexpr int32_t kInlineOffsetWord = -16;
+constexpr int32_t kInlineFallbackWord = -8;
+
 // Turns trampoline requests into bytes for a given address. In-process
 // (asmjit, LLVM MC) for an embedder; for an agent, a proxy that asks the
 // generator in the CLI: requests and bytes are plain data, addresses are
@@ -267,6 +298,11 @@ class TrampolineEmitter {
   // (StubUse::kEverySite ISAs; FTJIT_E_OUT_OF_RANGE beyond reach). Others
   // encode their sites without an emitter: FTJIT_E_UNSUPPORTED.
   virtual Result<SiteCode> emit_site_code(uint64_t entry, uint64_t stub) const;
+
+  // The code of every inline trampoline of `request`'s action (above),
+  // without its words; FTJIT_E_UNSUPPORTED for an action this ISA's
+  // emitter does not compile.
+  virtual Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& request) const;
 };
 
 // An ISA's sites (encodings, rewrite protocol: no code generator needed)

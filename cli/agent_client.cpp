@@ -181,6 +181,10 @@ control::Generated answer_generate(std::string_view payload, const TrampolineEmi
   } else if (req->kind == control::GenerateKind::kSiteCode) {
     auto code = emitter.emit_site_code(req->entry, req->place);
     bytes = code ? Result<std::string>(control::encode_site_code(*code)) : Result<std::string>(code.take_error());
+  } else if (req->kind == control::GenerateKind::kInlineTemplate) {
+    auto code = emitter.emit_inline_template(req->inline_request);
+    bytes = code ? Result<std::string>(std::string(code->begin(), code->end()))
+                 : Result<std::string>(code.take_error());
   } else {
     auto code = req->kind == control::GenerateKind::kExitTrampoline
                     ? emitter.emit_exit_trampoline(req->exit, req->place)

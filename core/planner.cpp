@@ -12,17 +12,19 @@ const char* route_name(Route route) {
     case Route::kCallOpsMux: return "call-ops-mux";
     case Route::kList: return "list";
     case Route::kDirect: return "direct";
+    case Route::kInline: return "inline";
     case Route::kInvalid: return "invalid";
   }
   return "?";
 }
 
-Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies) {
+Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies,
+                   bool single_inline) {
   if (strategies.empty()) return Route::kNone;
   if (strategies.size() == 1) {
     switch (strategies[0]) {
       case FTJIT_STRATEGY_AUTO:
-      case FTJIT_STRATEGY_GENERATED: return Route::kGenerated;
+      case FTJIT_STRATEGY_GENERATED: return single_inline ? Route::kInline : Route::kGenerated;
       case FTJIT_STRATEGY_CALL_OPS: return has_slot ? Route::kCallOps : Route::kInvalid;
       case FTJIT_STRATEGY_LIST: return Route::kList;
       case FTJIT_STRATEGY_DIRECT: return Route::kDirect;
@@ -48,6 +50,7 @@ SiteTarget target_for(Route route, const RouteAddresses& a) {
     case Route::kCallOpsMux: return {a.call_ops_trampoline | stub, a.mux_ops};
     case Route::kList: return {a.list_trampoline | stub, 0};
     case Route::kDirect: return {a.single_direct | direct_stub, 0};
+    case Route::kInline: return {a.single_inline | stub, 0};
   }
   return {};
 }

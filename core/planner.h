@@ -19,6 +19,8 @@ enum class Route : uint8_t {
   kCallOpsMux,  // shared slot trampoline, slot = the site's multiplexer ops
   kList,        // shared list trampoline: walk every list-visible ops
   kDirect,      // the one ops' caller-supplied trampoline
+  kInline,      // the one ops' work compiled into the site's own
+                // trampoline (backends/backend.h, InlineRequest)
   kInvalid,     // the attached strategies cannot be served at this site
 };
 
@@ -36,7 +38,11 @@ const char* route_name(Route route);
 //   one        direct              kDirect
 //   several    all list            kList
 //   several    any other mix       kCallOpsMux with a slot, else kList
-Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies);
+//
+// `single_inline`: the one ops has inline work the engine compiles, which
+// turns its generated route into kInline.
+Route choose_route(bool has_slot, std::span<const ftjit_strategy> strategies,
+                   bool single_inline = false);
 
 // What a site's entry calls (0 = disabled) and what its slot holds (0 =
 // whatever it held: the slot is only read by the call-ops trampoline).
@@ -59,6 +65,7 @@ struct RouteAddresses {
   uint64_t single_ops = 0;              // the one attached ops
   uint64_t single_generated = 0;        // its generated trampoline
   uint64_t single_direct = 0;           // its direct trampoline
+  uint64_t single_inline = 0;           // the site's inline trampoline
   uint64_t mux_ops = 0;                 // the site's multiplexer
   bool via_stub = false;                // an ops hooks the return
   // The ISA's sites reach every trampoline through their stubs, which the

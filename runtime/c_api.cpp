@@ -133,6 +133,17 @@ void ftjit_get_stats(ftjit_engine* engine, ftjit_stats* out) {
   *out = engine->engine->stats();
 }
 
+long ftjit_inline_read(ftjit_engine* engine, const ftjit_ops* ops, ftjit_inline_visit_fn visit,
+                       void* arg) {
+  if (engine == nullptr || ops == nullptr || visit == nullptr) {
+    fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "ftjit_inline_read: engine, ops and visit are needed"));
+    return -1;
+  }
+  long n = engine->engine->inline_read(ops, visit, arg);
+  if (n < 0) fail(ftjit::make_error(FTJIT_E_NOT_ATTACHED, "ftjit_inline_read: this ops was never attached"));
+  return n;
+}
+
 const char* ftjit_site_name(ftjit_engine* engine, uint64_t ip) {
   if (engine == nullptr) return nullptr;
   const std::string* name = engine->engine->site_name(ip);

@@ -2,6 +2,8 @@
 // List walking and site multiplexing.
 #include "runtime/dispatch.h"
 
+#include "runtime/inline_blocks.h"
+
 #include <bit>
 
 namespace ftjit {
@@ -24,6 +26,14 @@ void tsan_after_grace() { __tsan_acquire(&g_departure); }
 extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
                                          ftjit_regs* regs) {
   tsan_consume();
+  ops->func(ip, parent_ip, ops, regs);
+  tsan_leave();
+}
+
+extern "C" void ftjit_inline_first_call(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
+                                        ftjit_regs* regs) {
+  tsan_consume();
+  (void)ensure_inline_block();
   ops->func(ip, parent_ip, ops, regs);
   tsan_leave();
 }

@@ -125,6 +125,12 @@ inline void tsan_leave() {}
 inline void tsan_after_grace() {}
 #endif
 
+// The callback of an inline trampoline's fallback (backends/backend.h,
+// InlineRequest): a thread's first inline call gets its counter block
+// (runtime/inline_blocks.h), then ops->func runs for this one call.
+extern "C" void ftjit_inline_first_call(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
+                                        ftjit_regs* regs);
+
 // In TSan builds, generated trampolines call this instead of ops->func.
 extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
                                          ftjit_regs* regs);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The engine: discovery bookkeeping, attach/detach/set_filter, commits.
 #include "runtime/engine.h"
+#include "runtime/inline_blocks.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -274,6 +275,10 @@ Engine::~Engine() {
       ftjit::log().error("ftjit: {}; trampoline memory is kept", st.error().message);
       for (auto& a : arenas_) a.release();
       for (auto& a : stub_arenas_) a.release();
+    } else if (inline_used_) {
+      // No site reaches an inline trampoline: the next engine's slots
+      // start from zero, in the same blocks.
+      reset_inline_blocks();
     }
     st = with_modules_pinned([&]() -> Status {
       for (auto& alias : aliases_) alias->restore_file_mapping();
@@ -401,7 +406,7 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
                           ? "a direct ops needs direct_trampoline"
                           : "ops has no func");
   }
-  if (ops->struct_size >= sizeof(ftjit_ops) && ops->exit_func != nullptr &&
+  if (FTJIT_OPS_HAS(ops, exit_func) && ops->exit_func != nullptr &&
       exit_trampoline_address() == 0) {
     return make_error(FTJIT_E_UNSUPPORTED, exit_hooks_unavailable_reason());
   }
@@ -430,6 +435,27 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   }
   rec->strategy = ops->strategy != FTJIT_STRATEGY_AUTO ? ops->strategy : options_.default_strategy;
   rec->filter = filter;
+  if (FTJIT_OPS_HAS(ops, inline_entry) && ops->inline_entry != FTJIT_INLINE_NONE) {
+    if (ops->inline_entry != FTJIT_INLINE_COUNT) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT,
+                        "ops asks for inline work " + std::to_string(ops->inline_entry) +
+                            ", which this ftjit does not know");
+    }
+    if (needs_hooks(ops)) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT,
+                        "inline work cannot be combined with an exit callback or a thread filter "
+                        "(the inline trampoline hooks no return and asks no thread)");
+    }
+    rec->inline_action = InlineAction::kCount;
+    // Compiled, or refused here: never a silent fall back to callbacks.
+    auto tmpl = inline_template(rec->inline_action);
+    if (!tmpl) {
+      return make_error(tmpl.error().code, std::string("inline count on ") + isa_name(backend_.traits().isa) +
+                                               ": " + tmpl.error().message);
+    }
+    rec->inline_ok = true;
+    final_inline_.erase(ops);
+  }
   OpsRecord* r = rec.get();
   ops_.push_back(std::move(rec));
   Status st = commit(r, {}, std::move(selected.value()));
@@ -473,12 +499,37 @@ Status Engine::detach(ftjit_ops* ops) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == rec; });
   for (auto& [arena, addr] : rec->generated) retired_.trampolines.push_back({arena, addr});
   rec->generated.clear();
+  for (auto& [arena, addr] : rec->inline_fallback) retired_.trampolines.push_back({arena, addr});
+  rec->inline_fallback.clear();
   rec->silence_exits();
+  const std::vector<std::pair<uint64_t, uint32_t>> slots = std::move(rec->inline_slots);
   retired_.records.push_back(std::move(*it));
   ops_.erase(it);
   ops->internal = nullptr;
-  if (ops_.empty()) FTJIT_TRY(restore_original_sleds());
-  return release_after_grace();
+  Status st_sleds = ops_.empty() ? restore_original_sleds() : Status{};
+  Status grace = st_sleds ? release_after_grace() : Status{};
+  // Read once no thread can be in its inline trampolines any more (or as
+  // they are, if the grace period failed): its final counts.
+  if (!slots.empty()) final_inline_[ops] = inline_totals(slots);
+  FTJIT_TRY(st_sleds);
+  return grace;
+}
+
+long Engine::inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void* arg) const {
+  std::vector<std::pair<uint64_t, uint64_t>> totals;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const OpsRecord* rec = find(ops)) {
+      totals = inline_totals(rec->inline_slots);
+    } else if (auto f = final_inline_.find(ops); f != final_inline_.end()) {
+      totals = f->second;
+    } else {
+      return -1;
+    }
+  }
+  // Outside the lock: the visitor may call back into the engine.
+  for (const auto& [ip, n] : totals) visit(ip, n, arg);
+  return static_cast<long>(totals.size());
 }
 
 long Engine::site_count(const ftjit_ops* ops) const {

@@ -102,6 +102,16 @@ struct OpsRecord {
   Filter filter;
   std::vector<uint32_t> sites;  // sorted site indices
   std::map<CodeArena*, uint64_t> generated;  // its trampoline in each arena
+  // Inline work (ftjit_ops.inline_entry) the backend compiles: its sites
+  // get kInline routes, each with a trampoline of its own whose fallback
+  // is `inline_fallback` (a generated trampoline calling
+  // ftjit_inline_first_call) in the site's arena.
+  bool inline_ok = false;
+  InlineAction inline_action = InlineAction::kCount;
+  std::map<CodeArena*, uint64_t> inline_fallback;
+  // Every (site entry, counter slot) it was given, kept after the site
+  // left: the counts of a site detached and attached again add up.
+  std::vector<std::pair<uint64_t, uint32_t>> inline_slots;
   std::unique_ptr<IpSet> ips;   // published when it serves a list-routed site
 };
 
@@ -169,6 +179,9 @@ class Engine {
   void loader_changed();
 
   long site_count(const ftjit_ops* ops) const;
+  // ftjit_inline_read: (ip, total) of each site of `ops` with a nonzero
+  // count, live or, once detached, final. -1 if it was never attached.
+  long inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void* arg) const;
   ftjit_stats stats() const;
   std::vector<SiteInfo> sites() const;
   // Demangled name of the site at `entry`, nullptr if none. Stable while
@@ -196,6 +209,7 @@ class Engine {
     bool old_initialized;
     SiteTarget old_applied;
     std::unique_ptr<SiteMux> mux;  // the new multiplexer, if any
+    bool placed_inline = false;    // a new inline trampoline (inline_code_)
   };
   Result<SiteTarget> plan_site(uint32_t index, Route route, TrampolineCache* cache,
                                std::unique_ptr<SiteMux>* mux);
@@ -224,6 +238,15 @@ class Engine {
   Result<CodeArena*> arena_for(uint64_t entry);
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
+  // The emitted code every inline trampoline of `action` copies, emitted
+  // on first use (FTJIT_E_UNSUPPORTED where the ISA compiles none).
+  Result<const std::vector<uint8_t>*> inline_template(InlineAction action);
+  // Site `index`'s own inline trampoline for `rec` (a new counter slot,
+  // its words written), in `arena`; its address (after the words).
+  Result<uint64_t> place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena);
+  // (ip, slot) pairs summed over threads, merged per ip, nonzero only.
+  std::vector<std::pair<uint64_t, uint64_t>> inline_totals(
+      const std::vector<std::pair<uint64_t, uint32_t>>& slots) const;
   Result<uint8_t*> writable(uint64_t addr, size_t n);
   // The writable alias of [addr, addr+n) if it lies in the alias used last;
   // nullptr otherwise (then ask writable()).
@@ -311,6 +334,14 @@ class Engine {
   uint64_t modules_unloaded_ = 0;
   uint64_t new_module_skips_ = 0;
   std::vector<std::unique_ptr<OpsRecord>> ops_;
+  // Inline work: the template per action, the trampoline each kInline site
+  // calls now (its arena and address), the next counter slot (never
+  // reused), and the final counts of detached ops.
+  std::map<InlineAction, std::vector<uint8_t>> inline_templates_;
+  std::unordered_map<uint32_t, std::pair<CodeArena*, uint64_t>> inline_code_;
+  uint32_t next_inline_slot_ = 0;
+  bool inline_used_ = false;
+  std::unordered_map<const ftjit_ops*, std::vector<std::pair<uint64_t, uint64_t>>> final_inline_;
   std::vector<std::unique_ptr<TextAlias>> aliases_;
   TextAlias* last_alias_ = nullptr;
   // Scratch of commit(), kept between commits: a million-site batch would

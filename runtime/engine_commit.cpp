@@ -24,7 +24,7 @@ Route route_for(const SiteRecord& s, std::vector<ftjit_strategy>* scratch) {
   if (n == 0) return Route::kNone;
   if (n == 1) {
     ftjit_strategy one = s.ops[0]->strategy;
-    return choose_route(s.has_slot, std::span<const ftjit_strategy>(&one, 1));
+    return choose_route(s.has_slot, std::span<const ftjit_strategy>(&one, 1), s.ops[0]->inline_ok);
   }
   scratch->clear();
   for (size_t k = 0; k < n; ++k) scratch->push_back(s.ops[k]->strategy);
@@ -136,6 +136,13 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
       addr = shared(by_stub + kListTrampoline);
       if (addr) a.list_trampoline = addr.value();
       break;
+    case Route::kInline:
+      addr = place_inline(single, index, arena);
+      if (addr) {
+        a.single_inline = addr.value();
+        inline_code_[index] = {arena, addr.value()};
+      }
+      break;
     default:
       break;
   }
@@ -233,6 +240,17 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       s.route = p.old_route;
       s.initialized = p.old_initialized;
       p.mux.reset();
+      if (p.placed_inline) {
+        // Never reached by any site: freed at once.
+        auto it = inline_code_.find(p.site);
+        const uint64_t words = it->second.second - kInlineWordsBytes;
+        trampoline_bytes_ -= trampoline_sizes_[words];
+        trampoline_sizes_.erase(words);
+        --trampolines_;
+        it->second.first->free(words);
+        inline_code_.erase(it);
+        p.placed_inline = false;
+      }
     }
   };
   // Ops are changed site by site as the loop goes; `ops_changed` counts how
@@ -289,6 +307,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     p.old_route = s.route;
     p.old_initialized = s.initialized;
     p.mux.reset();
+    p.placed_inline = false;
     Route route = route_for(s, &scratch);
     any_list |= route == Route::kList;
     if (fresh) entries[k] = s.entry;
@@ -297,11 +316,12 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     // same module: the same target (a multiplexer is per site: never).
     OpsRecord* single = s.ops.size() == 1 ? s.ops[0] : nullptr;
     if (single != nullptr && route == last_route && single == last_single &&
-        s.module == last_module && route != Route::kCallOpsMux) {
+        s.module == last_module && route != Route::kCallOpsMux && route != Route::kInline) {
       t = last_target;
     } else {
       auto target = plan_site(i, route, &cache, &p.mux);
       if (!target) return fail(target.take_error());
+      p.placed_inline = route == Route::kInline;
       t = target.value();
       last_route = route;
       last_single = single;
@@ -481,6 +501,16 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       muxes_.erase(it);
     }
     if (p.mux) muxes_[p.site] = std::move(p.mux);
+  }
+  // A site that called an inline trampoline of its own calls something
+  // else now (its ops set changed: it never goes from one to another).
+  for (size_t k = 0; !inline_code_.empty() && k < changed.size(); ++k) {
+    const Planned& p = plan[k];
+    if (p.old_route != Route::kInline || p.placed_inline) continue;
+    auto it = inline_code_.find(p.site);
+    if (it == inline_code_.end() || it->second.second != p.old_applied.trampoline()) continue;
+    retired_.trampolines.push_back({it->second.first, it->second.second - kInlineWordsBytes});
+    inline_code_.erase(it);
   }
   rec->sites = std::move(new_sites);
   return {};

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/engine.h"
+#include "runtime/inline_blocks.h"
 
 namespace ftjit {
 
@@ -183,6 +184,83 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   ++trampolines_;
   trampoline_bytes_ += bytes;
   return place;
+}
+
+Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action) {
+  auto it = inline_templates_.find(action);
+  if (it != inline_templates_.end()) return &it->second;
+  InlineRequest req;
+  req.action = action;
+  req.block_tls_offset = inline_block_tls_offset();
+  auto code = backend_.emit_inline_template(req);
+  if (!code) return code.take_error();
+  if (code->empty() || code->size() > 256) {
+    return make_error(FTJIT_E_INTERNAL, "the emitter's inline trampoline has an impossible size");
+  }
+  return &(inline_templates_[action] = std::move(code.value()));
+}
+
+Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena) {
+  if (next_inline_slot_ >= kInlineSlots) {
+    return make_error(FTJIT_E_OUT_OF_RANGE, "inline counters exhausted");
+  }
+  auto tmpl = inline_template(rec->inline_action);
+  if (!tmpl) return tmpl.take_error();
+  // The fallback: the ops' callback, behind ftjit_inline_first_call. It
+  // saves FP registers whatever the ops says: the first call maps memory.
+  uint64_t fallback = 0;
+  auto fb = rec->inline_fallback.find(arena);
+  if (fb != rec->inline_fallback.end()) {
+    fallback = fb->second;
+  } else {
+    TrampolineRequest req;
+    req.source = OpsSource::kImmediate;
+    req.ops = reinterpret_cast<uint64_t>(rec->target);
+    req.func = reinterpret_cast<uint64_t>(&ftjit_inline_first_call);
+    req.save_fp = true;
+    req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
+    req.call_and_land = exit_call_and_land_address();
+    req.exit_trampoline = exit_trampoline_address();
+    req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
+    req.counts_tls_offset = tls_offset_;
+    size_t bytes = 0;
+    auto place = place_trampoline(backend_, arena, req, &bytes);
+    if (!place) return place;
+    fallback = rec->inline_fallback[arena] = *place;
+    trampoline_sizes_[*place] = bytes;
+    ++trampolines_;
+    trampoline_bytes_ += bytes;
+  }
+  const std::vector<uint8_t>& code = **tmpl;
+  const uint64_t words = arena->allocate(kInlineWordsBytes + code.size(), backend_.traits().code_align);
+  if (words == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
+  const uint64_t start = words + kInlineWordsBytes;
+  const uint32_t slot = next_inline_slot_++;
+  const uint64_t offset = uint64_t{slot} * sizeof(uint64_t);
+  std::memcpy(arena->rw(start + kInlineOffsetWord), &offset, 8);
+  std::memcpy(arena->rw(start + kInlineFallbackWord), &fallback, 8);
+  std::memcpy(arena->rw(start), code.data(), code.size());
+  Status shown = publish_code(words, kInlineWordsBytes + code.size());
+  if (!shown) {
+    arena->free(words);
+    return shown.take_error();
+  }
+  rec->inline_slots.push_back({sites_[index].entry, slot});
+  trampoline_sizes_[words] = kInlineWordsBytes + code.size();
+  ++trampolines_;
+  trampoline_bytes_ += kInlineWordsBytes + code.size();
+  inline_used_ = true;
+  return start;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Engine::inline_totals(
+    const std::vector<std::pair<uint64_t, uint32_t>>& slots) const {
+  std::map<uint64_t, uint64_t> by_ip;
+  for (const auto& [ip, slot] : slots) {
+    const uint64_t n = inline_slot_total(slot);
+    if (n != 0) by_ip[ip] += n;
+  }
+  return {by_ip.begin(), by_ip.end()};
 }
 
 Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {

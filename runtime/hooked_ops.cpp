@@ -86,7 +86,7 @@ bool ThreadFilter::passes() const {
 }
 
 bool needs_hooks(const ftjit_ops* ops) {
-  if (ops->struct_size < sizeof(ftjit_ops)) return false;
+  if (!FTJIT_OPS_HAS(ops, threads)) return false;
   return ops->exit_func != nullptr || ops->threads != nullptr;
 }
 

@@ -7,6 +7,7 @@
 // list tables point at it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +18,11 @@
 #include "runtime/shadow_stack.h"
 
 namespace ftjit {
+
+// Whether a caller's ftjit_ops, struct_size bytes long (an older caller's
+// is shorter), holds `field`.
+#define FTJIT_OPS_HAS(ops, field) \
+  ((ops)->struct_size >= offsetof(ftjit_ops, field) + sizeof((ops)->field))
 
 // Which threads an ops serves, decided once per thread and cached.
 class ThreadFilter {

@@ -148,6 +148,9 @@ class Arm64Backend final : public Backend {
                                                     uint64_t place) const override {
     return emitter_.emit_exit_trampoline(req, place);
   }
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override {
+    return emitter_.emit_inline_template(req);
+  }
 
  private:
   const TrampolineEmitter& emitter_;

@@ -84,6 +84,9 @@ class Riscv64Backend final : public Backend {
                                                     uint64_t place) const override {
     return emitter_.emit_exit_trampoline(req, place);
   }
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override {
+    return emitter_.emit_inline_template(req);
+  }
   Result<SiteCode> emit_site_code(uint64_t entry, uint64_t stub) const override {
     return emitter_.emit_site_code(entry, stub);
   }

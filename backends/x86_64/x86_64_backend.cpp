@@ -158,6 +158,9 @@ class X86_64Backend final : public Backend {
                                                     uint64_t place) const override {
     return emitter_.emit_exit_trampoline(req, place);
   }
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override {
+    return emitter_.emit_inline_template(req);
+  }
 
  private:
   const TrampolineEmitter& emitter_;

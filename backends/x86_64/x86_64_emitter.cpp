@@ -163,6 +163,7 @@ class X86_64Emitter final : public TrampolineEmitter {
                                                uint64_t place) const override;
   Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& req,
                                                     uint64_t place) const override;
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override;
 };
 // ---------------------------------------------------------------------------
 // Trampoline emission
@@ -674,6 +675,52 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
     }
   }
   return finish(code, place);
+}
+
+// (i) An inline trampoline (backends/backend.h), a counter's: called by
+//     the site like any trampoline, it touches rax (given back) and the
+//     flags (dead at a call) only. `inc` is one instruction: a signal
+//     handler on the same thread cannot split it, and no other thread
+//     writes this thread's block.
+//
+//     start-16  offset of the site's counter in the block  (runtime's words)
+//     start-8   fallback trampoline
+//     start:    push  rax
+//               mov   rax, fs:[block_tls]
+//               test  rax, rax
+//               jz    first
+//               add   rax, [rip start-16]
+//               inc   qword [rax]
+//               pop   rax
+//               ret
+//     first:    pop   rax
+//               jmp   [rip start-8]     ; as if the site had called it
+Result<std::vector<uint8_t>> X86_64Emitter::emit_inline_template(const InlineRequest& req) const {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+  if (req.action != InlineAction::kCount) {
+    return make_error(FTJIT_E_UNSUPPORTED, "x86-64 compiles no inline action " +
+                                               std::to_string(static_cast<int>(req.action)));
+  }
+  CodeHolder code;
+  // Any base: the code is position-independent (its words are reached
+  // rip-relative from `start`).
+  FTJIT_TRY(start_code(code, 0x100000));
+  Assembler a(&code);
+  Label start = a.newLabel(), first = a.newLabel();
+  a.bind(start);
+  a.push(rax);
+  a.mov(rax, tls_word(req.block_tls_offset));
+  a.test(rax, rax);
+  a.jz(first);
+  a.add(rax, qword_ptr(start, kInlineOffsetWord));
+  a.inc(qword_ptr(rax));
+  a.pop(rax);
+  a.ret();
+  a.bind(first);
+  a.pop(rax);
+  a.jmp(qword_ptr(start, kInlineFallbackWord));
+  return finish(code, 0x100000);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 3
+#define FTJIT_API_VERSION 4
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -104,6 +104,27 @@ typedef struct ftjit_thread_filter {
                                   state: the trampolines skip saving
                                   xmm0-15 (ret->fp still holds xmm0-1) */
 
+/* Work the engine compiles into the code a site calls, instead of calling
+ * `func` (seed 001's BPF trampoline, for tracers): no registers saved, no
+ * call. Since API version 4.
+ *
+ *   FTJIT_INLINE_COUNT  at entry: the calling thread's counter of this
+ *                       site += 1 (per-thread counters: no lock, no lost
+ *                       count with any number of threads). Read them, summed
+ *                       over threads, with ftjit_inline_read().
+ *
+ * The engine compiles it where one ops alone is attached to a site with the
+ * generated (or auto) strategy, without exit_func or thread filter, on an
+ * ISA whose backend compiles the action. Everywhere else, and for a
+ * thread's first call, `func` runs as usual: a tracer that offers inline
+ * work must count in `func` too, and merge both. Inline work runs on every
+ * call, also calls made from inside callbacks (it calls nothing, so it
+ * cannot recurse): ftjit_stats.recursion_drops does not count them. */
+typedef enum ftjit_inline_action {
+  FTJIT_INLINE_NONE = 0,
+  FTJIT_INLINE_COUNT = 1
+} ftjit_inline_action;
+
 /* One tracer registration. Initialise with ftjit_ops_init(); the caller owns
  * the memory and must keep it alive until ftjit_detach() returns. `func` is
  * read at attach time (generated trampolines bake it in).
@@ -130,6 +151,9 @@ typedef struct ftjit_ops {
                                        the callbacks; read at attach. A
                                        thread's name is matched the first
                                        time it reaches the ops. */
+  /* Since API version 4: */
+  uint32_t inline_entry;            /* ftjit_inline_action, read at attach */
+  uint32_t reserved;
 } ftjit_ops;
 
 /* A filter over sites. Each pattern is a glob (`*`, `?`, `[...]`) over the
@@ -218,6 +242,17 @@ void ftjit_get_stats(ftjit_engine *engine, ftjit_stats *out);
  * their entry addresses, outermost first; returns how many were written. */
 uint32_t ftjit_shadow_depth(void);
 size_t ftjit_shadow_stack(uint64_t *ips, size_t max);
+
+/* The inline counters of `ops` (FTJIT_INLINE_COUNT), summed over every
+ * thread, read while the threads go on (each thread's counter is read
+ * whole; a call in progress is counted or not): `visit(ip, count, arg)` once
+ * per site with a nonzero count, ip = the site's entry. Works while the ops
+ * is attached and, with the final counts, after ftjit_detach() until it is
+ * attached again or the engine is destroyed. Returns the number of sites
+ * visited, or -1 (ftjit_last_error()) if the engine never attached it. */
+typedef void (*ftjit_inline_visit_fn)(uint64_t ip, uint64_t count, void *arg);
+long ftjit_inline_read(ftjit_engine *engine, const ftjit_ops *ops,
+                       ftjit_inline_visit_fn visit, void *arg);
 
 /* The demangled name of the site whose entry is `ip`, or NULL if `ip` is not
  * a site. The string lives as long as the engine. */

@@ -101,4 +101,11 @@ Result<SiteCode> RemoteEmitter::emit_site_code(uint64_t entry, uint64_t stub) co
   return control::decode_site_code(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
+Result<std::vector<uint8_t>> RemoteEmitter::emit_inline_template(const InlineRequest& request) const {
+  control::Generate g;
+  g.kind = control::GenerateKind::kInlineTemplate;
+  g.inline_request = request;
+  return ask(control::encode(g));
+}
+
 }  // namespace ftjit::agent

@@ -28,6 +28,7 @@ class RemoteEmitter final : public TrampolineEmitter {
   Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& request,
                                                     uint64_t place) const override;
   Result<SiteCode> emit_site_code(uint64_t entry, uint64_t stub) const override;
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& request) const override;
 
   // Round trips to the CLI so far, and the microseconds they took (an
   // attach's "where the time went" subtracts two readings).

@@ -241,6 +241,8 @@ std::string encode(const Generate& m) {
   w.put(m.exit.shadow_tls_offset);
   w.put(m.place);
   w.put(m.entry);
+  w.put(static_cast<uint8_t>(m.inline_request.action));
+  w.put(m.inline_request.block_tls_offset);
   return w.take();
 }
 
@@ -248,7 +250,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   Reader r(payload);
   Generate m;
   const uint8_t kind = r.get<uint8_t>();
-  if (kind > static_cast<uint8_t>(GenerateKind::kSiteCode)) r.fail("generate kind out of range");
+  if (kind > static_cast<uint8_t>(GenerateKind::kInlineTemplate)) r.fail("generate kind out of range");
   m.kind = static_cast<GenerateKind>(kind);
   TrampolineRequest& t = m.trampoline;
   uint8_t source = r.get<uint8_t>();
@@ -274,6 +276,10 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.exit.shadow_tls_offset = r.get<int64_t>();
   m.place = r.get<uint64_t>();
   m.entry = r.get<uint64_t>();
+  const uint8_t action = r.get<uint8_t>();
+  if (r.ok() && action != static_cast<uint8_t>(InlineAction::kCount)) r.fail("inline action out of range");
+  m.inline_request.action = static_cast<InlineAction>(action);
+  m.inline_request.block_tls_offset = r.get<int64_t>();
   return r.finish("generate", std::move(m));
 }
 

@@ -38,7 +38,7 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 4;  // 3: Reply::phases; 4: site code
+inline constexpr uint32_t kProtocolVersion = 5;  // 3: Reply::phases; 4: site code; 5: inline
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -105,6 +105,8 @@ enum class GenerateKind : uint8_t {
   kSiteCode = 2,        // the instructions of the site at `entry` with its
                         // stub at `place` (backend.h, SiteCode): the bytes
                         // are init, call, then the stub's code
+  kInlineTemplate = 3,  // the code of every inline trampoline of
+                        // `inline_request` (backend.h, InlineRequest)
 };
 
 struct Generate {
@@ -113,6 +115,7 @@ struct Generate {
   ExitTrampolineRequest exit;
   uint64_t place = 0;
   uint64_t entry = 0;
+  InlineRequest inline_request;
 };
 
 struct Generated {

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// The per-thread counter blocks that inline trampolines (backends/
+// backend.h, InlineRequest) write: one block per thread, an array of
+// 64-bit counters, reached from the thread pointer without a call.
+//
+//   thread pointer + inline_block_tls_offset()  ->  block (0: none yet)
+//   block[slot]   the thread's counter of one (ops, site): slots are the
+//                 engine's, handed out once and never reused
+//
+// A block is reserved whole (kInlineSlots counters, address space only)
+// and filled with pages as its counters are first written. A thread gets
+// its block on its first inline call: the trampoline finds none and goes
+// on to its fallback, whose callback path calls ensure_inline_block().
+// Blocks are never unmapped while the library is loaded (a thread that
+// exited keeps its counts for the report); an engine that goes away gives
+// their pages back (zeroing them) for the next one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ftjit {
+
+// Counters per block: 8 MiB of address space each.
+constexpr uint32_t kInlineSlots = 1u << 20;
+
+// Offset of the calling thread's block pointer from the thread pointer
+// (arch::thread_pointer), the same for every thread (initial-exec TLS).
+int64_t inline_block_tls_offset();
+
+// Gives the calling thread its block if it has none. Async-signal-safe
+// (mmap and an atomic push): it may run inside any traced function.
+// false if the memory could not be had (the thread stays on callbacks).
+bool ensure_inline_block();
+
+// The sum of counter `slot` over every thread's block, each read whole
+// while the threads go on.
+uint64_t inline_slot_total(uint32_t slot);
+
+// Zeroes every block (their pages go back to the kernel). Only when no
+// thread can be inside an inline trampoline (after a grace period with
+// none reachable).
+void reset_inline_blocks();
+
+}  // namespace ftjit
