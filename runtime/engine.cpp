@@ -454,8 +454,9 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
                                                ": " + tmpl.error().message);
     }
     rec->inline_ok = true;
-    final_inline_.erase(ops);
   }
+  // Another attach of this ops (or of a new one at its address) starts afresh.
+  final_inline_.erase(ops);
   OpsRecord* r = rec.get();
   ops_.push_back(std::move(rec));
   Status st = commit(r, {}, std::move(selected.value()));

@@ -55,6 +55,7 @@ struct DescriptorSpec {
   void (*consume)(ftjit_plugin_ctx *, const ftjit_thread_info *,
                   const void *) = nullptr;
   int (*report)(ftjit_plugin_ctx *, FILE *, const char *) = nullptr;
+  const ftjit_plugin_inline *inline_work = nullptr;
 };
 
 //! The descriptor of a plugin of this ABI whose event path is built with
@@ -68,7 +69,8 @@ constexpr ftjit_plugin no_fp_descriptor(const DescriptorSpec &spec) {
           spec.buffer_events,     0,
           spec.init,              spec.shutdown,
           spec.entry,             spec.exit,
-          spec.consume,           spec.report};
+          spec.consume,           spec.report,
+          spec.inline_work};
 }
 
 // ---------------------------------------------------------------------------

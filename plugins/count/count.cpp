@@ -3,6 +3,7 @@
 #include "count.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
@@ -72,6 +73,11 @@ void count_shutdown(ftjit_plugin_ctx *ctx) {
 // Report
 // ---------------------------------------------------------------------------
 
+// The calls counted in the code the sites call (inline work), beside those
+// the callback counted in the threads' tables.
+const ftjit_plugin_inline kInline = {sizeof(ftjit_plugin_inline), FTJIT_PLUGIN_INLINE_VERSION,
+                                     FTJIT_PLUGIN_INLINE_COUNT, FTJIT_PLUGIN_INLINE_NONE};
+
 struct MergeState {
   std::vector<std::pair<uint64_t, uint64_t>> counts;  // (ip, calls), unsorted
   uint64_t overflow_calls = 0;
@@ -88,10 +94,16 @@ void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
   merge->overflow_calls += slot->header->overflow_calls;
 }
 
+void add_inline(uint64_t ip, uint64_t calls, void *arg) {
+  static_cast<MergeState *>(arg)->counts.emplace_back(ip, calls);
+}
+
 Totals collect(ftjit_plugin_ctx *ctx, const Instance *instance) {
   MergeState merge;
   merge.instance = instance;
   g_host->for_each_thread(ctx, visit_thread, &merge);
+  if (g_host->struct_size >= offsetof(ftjit_host, inline_counts) + sizeof(g_host->inline_counts))
+    g_host->inline_counts(ctx, add_inline, &merge);
   std::sort(merge.counts.begin(), merge.counts.end());
   Totals totals;
   for (const auto &[ip, calls] : merge.counts) {
@@ -201,6 +213,7 @@ constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .shutdown = count_shutdown,
     .entry = on_entry,
     .report = count_report,
+    .inline_work = &kInline,
 });
 
 }  // namespace

@@ -73,6 +73,12 @@ struct LoadedPlugin {
   const ftjit_plugin* desc = nullptr;
 };
 
+// The descriptor's inline work, nullptr if it has none (or predates it).
+inline const ftjit_plugin_inline* plugin_inline_work(const ftjit_plugin* d) {
+  if (d->struct_size < offsetof(ftjit_plugin, inline_work) + sizeof(d->inline_work)) return nullptr;
+  return d->inline_work;
+}
+
 // dlopens the plugin and checks its descriptor (see TraceSession::start).
 Result<LoadedPlugin> load_plugin(const PluginSpec& spec);
 

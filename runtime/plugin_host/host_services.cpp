@@ -172,6 +172,12 @@ const char* svc_process_name() {
   return name.c_str();
 }
 
+void svc_inline_counts(ftjit_plugin_ctx* ctx, ftjit_inline_count_fn visit, void* arg) {
+  if (ctx == nullptr || visit == nullptr || ctx->instance == nullptr || ctx->instance->engine == nullptr) return;
+  if (ctx->ops.inline_entry == FTJIT_INLINE_NONE) return;
+  (void)ftjit_inline_read(ctx->instance->engine, &ctx->ops, visit, arg);
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),
     FTJIT_PLUGIN_ABI_VERSION,
@@ -198,6 +204,7 @@ const ftjit_host kHost = {
     svc_instance_data,
     svc_process_id,
     svc_process_name,
+    svc_inline_counts,
 };
 
 }  // namespace

@@ -32,7 +32,8 @@ namespace {
 constexpr std::string_view kFilePrefix = "ftjit-plugin-";
 constexpr std::string_view kFileSuffix = ".so";
 // The descriptor size of ABI 1; later versions may only append.
-constexpr uint32_t kDescriptorSizeV1 = sizeof(ftjit_plugin);
+// ABI 1 as first published; inline_work was appended after it.
+constexpr uint32_t kDescriptorSizeV1 = offsetof(ftjit_plugin, inline_work);
 constexpr uint32_t kKnownFlags = FTJIT_PLUGIN_F_NO_FP;
 // Limits that catch garbage in a descriptor before it becomes a huge mmap.
 constexpr uint32_t kMaxThreadStorage = 16u << 20;
@@ -119,6 +120,34 @@ Status check_formats(const std::string& who, const ftjit_plugin* d) {
   return {};
 }
 
+Status check_inline(const std::string& who, const ftjit_plugin* d) {
+  const ftjit_plugin_inline* w = plugin_inline_work(d);
+  if (w == nullptr) return {};
+  if (w->struct_size < sizeof(ftjit_plugin_inline) || w->version != FTJIT_PLUGIN_INLINE_VERSION) {
+    return load_error(who, "inline work of struct_size " + std::to_string(w->struct_size) + ", version " +
+                               std::to_string(w->version) + ": this host reads version " +
+                               std::to_string(FTJIT_PLUGIN_INLINE_VERSION) + " (struct_size " +
+                               std::to_string(sizeof(ftjit_plugin_inline)) + ")");
+  }
+  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && w->entry != FTJIT_PLUGIN_INLINE_COUNT) {
+    return load_error(who, "inline work asks for entry action " + std::to_string(w->entry) +
+                               ", which this host does not know (it compiles: 1 = count)");
+  }
+  if (w->exit != FTJIT_PLUGIN_INLINE_NONE) {
+    return load_error(who, "inline work asks for exit action " + std::to_string(w->exit) +
+                               ", which this host does not know (it compiles none at exits)");
+  }
+  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && d->entry == nullptr) {
+    return load_error(who, "inline work at entries needs an entry callback too, for the sites "
+                           "and calls it is not compiled for");
+  }
+  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && d->exit != nullptr) {
+    return load_error(who, "inline work at entries conflicts with its exit callback: hooked "
+                           "returns need the callback at every site");
+  }
+  return {};
+}
+
 Status check_descriptor(const std::string& who, const ftjit_plugin* d) {
   if (d == nullptr) return load_error(who, "ftjit_plugin_v1 returned NULL (no descriptor)");
   if (d->abi_version != FTJIT_PLUGIN_ABI_VERSION) {
@@ -160,6 +189,7 @@ Status check_descriptor(const std::string& who, const ftjit_plugin* d) {
   }
   FTJIT_TRY(check_options(who, d));
   FTJIT_TRY(check_formats(who, d));
+  FTJIT_TRY(check_inline(who, d));
   return {};
 }
 

@@ -237,6 +237,12 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                               s->thread_filter_.main_thread != 0
                           ? &s->thread_filter_
                           : nullptr;
+    // Inline work where the engine can take it: a thread filter needs the
+    // callback at every call.
+    const ftjit_plugin_inline* work = detail::plugin_inline_work(d);
+    if (work != nullptr && work->entry == FTJIT_PLUGIN_INLINE_COUNT && ctx.ops.threads == nullptr) {
+      ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
+    }
     s->instances_.push_back(std::move(inst));
   }
 

@@ -460,7 +460,7 @@ def attach_status_sigint():
         want = {"fn_alpha", "fn_beta", "fn_gamma", "fn_block", "spin_step"}
         check(set(sites) == want, "status: sites %r, want %r" % (sorted(sites), sorted(want)))
         for name, f in sites.items():
-            check(f[1] in ("generated", "call-ops", "list"), "status: %s route %r" % (name, f[1]))
+            check(f[1] in ("generated", "inline", "call-ops", "list"), "status: %s route %r" % (name, f[1]))
             check(os.path.realpath(f[4]) == os.path.realpath(args.target),
                   "status: %s module %r" % (name, f[4]))
         r = ftjit("status", "-p", str(t.pid), "--summary")

@@ -79,6 +79,35 @@ TEST_F(CountTest, TsvIsOneSortedLinePerFunctionMergedAcrossThreads) {
             "0x404000\t1\n");
 }
 
+// Calls the engine counted inline (in the code the sites call) add to
+// those the callback counted, per function; a host without the service
+// (older SDK) leaves the callback's counts alone.
+TEST_F(CountTest, InlineCountsAddToTheCallbacks) {
+  {
+    Session session(FTJIT_PLUGIN_COUNT_SO, {}, "tsv");
+    ASSERT_EQ(session.init(), 0) << session.error();
+    ASSERT_NE(session.plugin().inline_work, nullptr);
+    EXPECT_EQ(session.plugin().inline_work->entry, uint32_t{FTJIT_PLUGIN_INLINE_COUNT});
+    call(session, kAlpha, 1);  // a thread's first call: the callback
+    call(session, kBeta, 2);
+    session.set_inline_counts({{kAlpha, 999}, {kGamma, 5}});
+    ASSERT_EQ(session.report(), 0) << session.error();
+    EXPECT_EQ(session.output(),
+              "alpha\t1000\n"
+              "ns::gamma(int)\t5\n"
+              "beta\t2\n");
+  }
+  {
+    const ftjit_host *old = fake_host::host_of_size(offsetof(ftjit_host, inline_counts));
+    Session session(FTJIT_PLUGIN_COUNT_SO, {}, "tsv", 0, old);
+    ASSERT_EQ(session.init(), 0) << session.error();
+    call(session, kAlpha, 3);
+    session.set_inline_counts({{kAlpha, 999}});
+    ASSERT_EQ(session.report(), 0) << session.error();
+    EXPECT_EQ(session.output(), "alpha\t3\n");
+  }
+}
+
 TEST_F(CountTest, TextShowsHeaderTopAndDrops) {
   Session session(FTJIT_PLUGIN_COUNT_SO, {{"top", "2"}}, "text");
   ASSERT_EQ(session.init(), 0) << session.error();

@@ -195,6 +195,10 @@ const char *host_process_name() {
                                      : real_process_name();
 }
 
+void host_inline_counts(ftjit_plugin_ctx *ctx, ftjit_inline_count_fn visit, void *arg) {
+  for (const auto &[ip, n] : session_of(ctx)->inline_counts()) visit(ip, n, arg);
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
     host_log,              host_set_error,
@@ -208,7 +212,7 @@ const ftjit_host kHost = {
     host_call_depth,       host_call_stack,
     host_drop_counts,      host_set_instance_data,
     host_instance_data,    host_process_id,
-    host_process_name,
+    host_process_name,     host_inline_counts,
 };
 
 }  // namespace

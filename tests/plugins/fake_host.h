@@ -81,6 +81,12 @@ class Session {
   std::string output();
 
   const std::string &error() const { return error_; }
+  //! What inline_counts() visits: the counts the engine kept in the code
+  //! the sites call (inline work), by function entry.
+  void set_inline_counts(std::vector<std::pair<uint64_t, uint64_t>> counts) {
+    inline_counts_ = std::move(counts);
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>> &inline_counts() const { return inline_counts_; }
   void set_recursion_drops(uint64_t n) { recursion_drops_ = n; }
   uint64_t recursion_drops() const { return recursion_drops_; }
   uint64_t events_dropped();
@@ -112,6 +118,7 @@ class Session {
   FILE *out_ = nullptr;
   std::string error_;
   uint64_t recursion_drops_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> inline_counts_;
   bool initialized_ = false;
   // Atomic: set in init on one thread, read by traced threads without a lock.
   std::atomic<void *> instance_data_{nullptr};

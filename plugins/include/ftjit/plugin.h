@@ -23,6 +23,12 @@
  *   report    report(ctx, out, format): the plugin's result
  *   shutdown  shutdown(ctx)
  *
+ * Inline work: instead of (or before) a C call per traced call, a plugin
+ * may describe simple per-call work as data (ftjit_plugin_inline below),
+ * which the host compiles into the code every traced site calls. It costs
+ * what a few instructions cost; the callback stays for what the host does
+ * not compile.
+ *
  * The event path (entry, exit) runs inside the traced function. It must not
  * block, lock, allocate or throw: use the per-thread storage and the
  * per-thread event buffers the host gives. Traced functions called from a
@@ -102,6 +108,59 @@ typedef struct ftjit_thread_info {
 typedef void (*ftjit_thread_visit_fn)(const ftjit_thread_info *thread,
                                       void *storage, void *arg);
 
+/* One traced function's inline count (FTJIT_PLUGIN_INLINE_COUNT): all
+ * threads' calls that ran the compiled work. */
+typedef void (*ftjit_inline_count_fn)(uint64_t ip, uint64_t count, void *arg);
+
+/* Inline work, compiled by the host into the code traced sites call.
+ *
+ *   FTJIT_PLUGIN_INLINE_COUNT (entry)
+ *       The calling thread's counter of the traced function += 1: per-thread
+ *       counters, so no lock and no lost count with any number of threads;
+ *       read summed over threads with host->inline_counts().
+ *
+ * The host compiles it where the plugin's instance is the only tracer of a
+ * site and nothing else needs the callback there; everywhere else (the
+ * list and call-ops strategies, a site shared with another plugin, a
+ * thread filter, a thread's first call) `entry` runs instead, as without
+ * inline work. So `entry` must do the same work in C, and the report must
+ * add both up: see the example below. Inline work runs on every call, also
+ * on calls made inside callbacks (it calls nothing, so it cannot recurse).
+ *
+ * Refused at load, naming the plugin and the cause: a struct_size or
+ * version the host does not know, an action it does not know, an entry
+ * action without an `entry` callback (there would be nothing to run where
+ * the host does not compile it), or an `exit` callback beside an entry
+ * action (hooked returns need the callback path at every site). At attach:
+ * an action the ISA's code generator does not compile.
+ *
+ * Example (count, the whole of it that concerns inline work):
+ *
+ *     static const ftjit_plugin_inline kInline = {
+ *         sizeof(ftjit_plugin_inline), FTJIT_PLUGIN_INLINE_VERSION,
+ *         FTJIT_PLUGIN_INLINE_COUNT, FTJIT_PLUGIN_INLINE_NONE};
+ *     // descriptor: .entry = count_entry (counts in thread storage),
+ *     //             .inline_work = &kInline
+ *     static void add(uint64_t ip, uint64_t n, void *table) {
+ *       table_add(table, ip, n);
+ *     }
+ *     // report: the callback's counts, then
+ *     if (host->struct_size > offsetof(ftjit_host, inline_counts))
+ *       host->inline_counts(ctx, add, &table);
+ */
+#define FTJIT_PLUGIN_INLINE_VERSION 1
+enum {
+  FTJIT_PLUGIN_INLINE_NONE = 0,
+  FTJIT_PLUGIN_INLINE_COUNT = 1
+};
+typedef struct ftjit_plugin_inline {
+  uint32_t struct_size;  /* sizeof(ftjit_plugin_inline) */
+  uint32_t version;      /* FTJIT_PLUGIN_INLINE_VERSION */
+  uint32_t entry;        /* FTJIT_PLUGIN_INLINE_* run at a traced entry */
+  uint32_t exit;         /* at its return: FTJIT_PLUGIN_INLINE_NONE (no exit
+                            action exists in version 1) */
+} ftjit_plugin_inline;
+
 enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
        FTJIT_LOG_ERROR = 3 };
 
@@ -180,6 +239,13 @@ typedef struct ftjit_host {
   /* The traced process (what trace formats name their process track). */
   int32_t (*process_id)(void);
   const char *(*process_name)(void);
+
+  /* Appended (struct_size tells whether the host has it): the counts of
+   * the plugin's inline work, summed over threads, one visit per traced
+   * function that counted any; read while the threads go on (from report:
+   * the final counts). Visits nothing when no inline work ran. */
+  void (*inline_counts)(ftjit_plugin_ctx *ctx, ftjit_inline_count_fn visit,
+                        void *arg);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:
@@ -221,6 +287,10 @@ typedef struct ftjit_plugin {
   /* After tracing stopped: writes the result to `out` in `format`.
    * 0 = done; else set_error. Optional. */
   int (*report)(ftjit_plugin_ctx *ctx, FILE *out, const char *format);
+
+  /* Appended (struct_size tells whether the plugin has it): inline work
+   * (ftjit_plugin_inline above); NULL: none. */
+  const ftjit_plugin_inline *inline_work;
 } ftjit_plugin;
 
 typedef const ftjit_plugin *(*ftjit_plugin_entry_point)(const ftjit_host *host);
