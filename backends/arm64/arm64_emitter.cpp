@@ -145,6 +145,7 @@ class Arm64Emitter final : public TrampolineEmitter {
                                                uint64_t place) const override;
   Result<std::vector<uint8_t>> emit_exit_trampoline(const ExitTrampolineRequest& req,
                                                     uint64_t place) const override;
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override;
 };
 
 // ---------------------------------------------------------------------------
@@ -487,6 +488,60 @@ void emit_exit_leave(asmjit::a64::Assembler& a) {
   a.ldr(x29, ptr(sp, kExitRecord));
   a.add(sp, sp, asmjit::Imm(kExitFrame));
   a.ret(x30);
+}
+
+// (i) An inline trampoline (backends/backend.h), a counter's. The site's
+//     `bl` left x30 = start+8 and x9 = the parent's return address, as for
+//     (c). It uses x16/x17 (IP0/IP1, any veneer's) and x15, kept on the
+//     stack for the count's status;
+//     the count is an exclusive pair, which an exception return between
+//     the two makes retry (a same-thread signal handler's counts are kept):
+//
+//     start-16  offset of the site's counter in the block  (runtime's words)
+//     start-8   fallback trampoline
+//     start:    str   x15, [sp, #-16]!
+//               mrs   x16, tpidr_el0 ; add x16, x16, #block_tls
+//               ldr   x16, [x16]
+//               cbz   x16, first
+//               ldr   x17, start-16 ; add x16, x16, x17
+//            1: ldxr  x17, [x16] ; add x17, x17, #1
+//               stxr  w15, x17, [x16] ; cbnz w15, 1b
+//               ldr   x15, [sp], #16
+//               mov   x16, x30 ; mov x30, x9
+//               ret   x16                 ; into start+8, x30 = the parent's
+//     first:    ldr   x15, [sp], #16
+//               ldr   x17, start-8
+//               br    x17                 ; x30, x9 as the site left them
+Result<std::vector<uint8_t>> Arm64Emitter::emit_inline_template(const InlineRequest& req) const {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  if (req.action != InlineAction::kCount) {
+    return make_error(FTJIT_E_UNSUPPORTED, "arm64 compiles no inline action " +
+                                               std::to_string(static_cast<int>(req.action)));
+  }
+  constexpr uint64_t kBase = 0x100000;  // any: the code is position-independent
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, kBase));
+  Assembler a(&code);
+  LiteralPool pool(a);
+  Label start = a.newLabel(), first = a.newLabel();
+  a.bind(start);
+  a.str(x15, ptr_pre(sp, -16));
+  emit_tls_address(a, pool, x16, x17, req.block_tls_offset);
+  a.ldr(x16, ptr(x16));
+  a.cbz(x16, first);
+  a.ldr(x17, ptr(start, kInlineOffsetWord));
+  a.add(x16, x16, x17);
+  emit_atomic_add(a, x16, x17, x15, 1);
+  a.ldr(x15, ptr_post(sp, 16));
+  a.mov(x16, x30);
+  a.mov(x30, x9);
+  a.ret(x16);
+  a.bind(first);
+  a.ldr(x15, ptr_post(sp, 16));
+  a.ldr(x17, ptr(start, kInlineFallbackWord));
+  a.br(x17);
+  return finish(a, pool, code, kBase);
 }
 
 }  // namespace

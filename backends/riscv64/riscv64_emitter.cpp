@@ -452,6 +452,59 @@ Result<std::string> site_code_source(uint64_t entry, uint64_t stub) {
   return s.finish();
 }
 
+// (i) An inline trampoline (backends/backend.h), a counter's. The stub
+//     jumped here as to any trampoline (t0 = entry+8, ra = the parent's
+//     return address, t1 free); t3 is kept on the stack. amoadd.d is one
+//     instruction: a signal handler on the same thread cannot split it.
+//
+//     start-16  offset of the site's counter in the block  (runtime's words)
+//     start-8   fallback trampoline
+//     start:    addi sp, sp, -16 ; sd t3, 0(sp)
+//               t1 = tp + block_tls ; ld t1, 0(t1)
+//               beqz t1, first
+//               ld t3, start-16 (auipc) ; add t1, t1, t3
+//               li t3, 1 ; amoadd.d zero, t3, (t1)
+//               ld t3, 0(sp) ; addi sp, sp, 16
+//               jr t0                    ; into entry+8
+//     first:    ld t3, 0(sp) ; addi sp, sp, 16
+//               ld t1, start-8 (auipc) ; jr t1   ; as the stub would have
+//
+//     Assembled with its two words in front (zero), for the pc-relative
+//     loads to resolve without a linker; they are cut off after.
+Result<std::string> inline_template_source(const InlineRequest& req, bool compressed) {
+  if (req.action != InlineAction::kCount) {
+    return make_error(FTJIT_E_UNSUPPORTED, "riscv64 compiles no inline action " +
+                                               std::to_string(static_cast<int>(req.action)));
+  }
+  Source s(compressed);
+  auto load_word = [&](const std::string& reg, int offset) {
+    const std::string at = s.new_label();
+    s.label(at);
+    s.line("auipc " + reg + ", %pcrel_hi(.Lwords+" + std::to_string(offset) + ")");
+    s.line("ld " + reg + ", %pcrel_lo(" + at + ")(" + reg + ")");
+  };
+  s.label(".Lwords");
+  s.line(".quad 0");
+  s.line(".quad 0");
+  s.line("addi sp, sp, -16");
+  s.line("sd t3, 0(sp)");
+  emit_tls_address(s, "t1", req.block_tls_offset);
+  s.line("ld t1, 0(t1)");
+  s.line("beqz t1, .Lfirst");
+  load_word("t3", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
+  s.line("add t1, t1, t3");
+  emit_atomic_add(s, "t1", 1);
+  s.line("ld t3, 0(sp)");
+  s.line("addi sp, sp, 16");
+  s.line("jr t0");
+  s.label(".Lfirst");
+  s.line("ld t3, 0(sp)");
+  s.line("addi sp, sp, 16");
+  load_word("t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
+  s.line("jr t1");
+  return s.finish();
+}
+
 }  // namespace riscv64
 
 namespace {
@@ -492,6 +545,15 @@ class Riscv64Emitter final : public TrampolineEmitter {
     code.call.size = riscv64::kInsnBytes;
     code.stub.assign(bytes->begin() + kSite, bytes->end());
     return code;
+  }
+
+  Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& req) const override {
+    auto text = riscv64::inline_template_source(req, compressed_);
+    if (!text) return text.take_error();
+    auto bytes = riscv64::assemble(*text, {compressed_});
+    if (!bytes) return bytes.take_error();
+    if (bytes->size() <= kInlineWordsBytes) return make_error(FTJIT_E_INTERNAL, "riscv64 inline template is empty");
+    return std::vector<uint8_t>(bytes->begin() + kInlineWordsBytes, bytes->end());
   }
 
  private:

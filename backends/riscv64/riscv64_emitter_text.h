@@ -40,5 +40,7 @@ Result<std::string> exit_trampoline_source(const ExitTrampolineRequest& req, boo
 // A site's auipc, nop and jalr (12 bytes) for a stub at `stub`, then the
 // stub's own code (12 bytes): riscv64_backend.h, (a) and (b).
 Result<std::string> site_code_source(uint64_t entry, uint64_t stub);
+// Every inline trampoline's code ((i)), after its two words (zero here).
+Result<std::string> inline_template_source(const InlineRequest& req, bool compressed);
 
 }  // namespace ftjit::riscv64

@@ -212,6 +212,59 @@ TEST(Riscv64Disasm, ExitTrampolineMatchesBinutils) {
 // The site's words and its stub, at distances over the whole reach (both
 // signs, at the edges of the jalr's 12 bits): objdump reads the intended
 // instructions, and they call exactly the stub.
+// The inline counter's template: binutils' bytes (its two words cut off
+// the front), and it reads both words before it, pc-relative: copied
+// anywhere, it still finds them.
+TEST(Riscv64Disasm, InlineTemplateMatchesBinutilsAndReadsItsWords) {
+  for (bool compressed : {false, true}) {
+    SCOPED_TRACE(compressed ? "rvc" : "norvc");
+    const TrampolineEmitter& emitter = compressed ? riscv64_compressed_emitter() : riscv64_emitter();
+    InlineRequest req;
+    req.block_tls_offset = 0x1f8;
+    auto bytes = emitter.emit_inline_template(req);
+    ASSERT_TRUE(bytes) << bytes.error().message;
+    auto text = riscv64::inline_template_source(req, compressed);
+    ASSERT_TRUE(text);
+    const uint64_t place = 0x7f0000500000;  // where the words are
+    const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
+    ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
+    EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
+    const auto lines = disassemble(*bytes, place + kInlineWordsBytes);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.front(), compressed ? "c.addi x2,-16" : "addi x2,x2,-16");
+    const auto has = [&](const std::string& what) {
+      return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    };
+    EXPECT_TRUE(has("amoadd.d")) << *text;
+    // Every auipc + ld pair, decoded: the words it reads.
+    std::vector<uint64_t> read;
+    const uint64_t code_at = place + kInlineWordsBytes;
+    for (size_t at = 0; at + 8 <= bytes->size();) {
+      uint32_t insn = 0, next = 0;
+      std::memcpy(&insn, bytes->data() + at, 4);
+      if ((insn & 3) != 3) {  // a compressed instruction
+        at += 2;
+        continue;
+      }
+      std::memcpy(&next, bytes->data() + at + 4, 4);
+      const bool auipc = (insn & 0x7f) == 0x17;
+      const bool ld = (next & 0x7f) == 0x03 && ((next >> 12) & 7) == 3 && ((next >> 15) & 31) == ((insn >> 7) & 31);
+      if (auipc && ld) {
+        const int64_t hi = static_cast<int32_t>(insn & 0xfffff000u);
+        const int64_t lo = static_cast<int32_t>(next) >> 20;
+        read.push_back(code_at + at + static_cast<uint64_t>(hi + lo));
+      }
+      at += 4;
+    }
+    EXPECT_EQ(read, (std::vector<uint64_t>{place, place + 8})) << "the offset word, then the fallback word";
+  }
+  InlineRequest unknown;
+  unknown.action = static_cast<InlineAction>(7);
+  auto refused = riscv64_emitter().emit_inline_template(unknown);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, FTJIT_E_UNSUPPORTED);
+}
+
 TEST(Riscv64Disasm, SiteCodeReachesItsStub) {
   const uint64_t entry = 0x40000000000;
   const int64_t distances[] = {8,      2040,      2048,     4096 - 8, -2048, -2056,
