@@ -47,6 +47,36 @@ static const ftjit_plugin_option options[] = {
 
 static const char *const formats[] = {"text", "tsv", NULL};
 
+#if defined(BAD_INLINE_VERSION) || defined(BAD_INLINE_ACTION) || defined(BAD_INLINE_EXIT) || \
+    defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT)
+#define BAD_INLINE 1
+__attribute__((unused)) static void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
+                                            const ftjit_plugin_ret *ret) {
+  (void)ip;
+  (void)parent_ip;
+  (void)ctx;
+  (void)ret;
+}
+static const ftjit_plugin_inline inline_work = {
+    sizeof(ftjit_plugin_inline),
+#ifdef BAD_INLINE_VERSION
+    FTJIT_PLUGIN_INLINE_VERSION + 1,
+#else
+    FTJIT_PLUGIN_INLINE_VERSION,
+#endif
+#ifdef BAD_INLINE_ACTION
+    9,
+#else
+    FTJIT_PLUGIN_INLINE_COUNT,
+#endif
+#ifdef BAD_INLINE_EXIT
+    FTJIT_PLUGIN_INLINE_COUNT,
+#else
+    FTJIT_PLUGIN_INLINE_NONE,
+#endif
+};
+#endif
+
 static const ftjit_plugin descriptor = {
 #ifdef BAD_SMALL
     .struct_size = offsetof(ftjit_plugin, init),
@@ -69,11 +99,17 @@ static const ftjit_plugin descriptor = {
     .formats = formats,
     .event_size = 8,
     .init = on_init,
-#ifndef BAD_NO_CALLBACKS
+#if !defined(BAD_NO_CALLBACKS) && !defined(BAD_INLINE_NO_ENTRY)
     .entry = on_entry,
+#endif
+#if defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT)
+    .exit = on_exit,
 #endif
 #ifndef BAD_EVENTS_NO_CONSUME
     .consume = on_consume,
+#endif
+#ifdef BAD_INLINE
+    .inline_work = &inline_work,
 #endif
 };
 
