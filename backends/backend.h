@@ -180,6 +180,12 @@ struct TrampolineRequest {
   uint64_t ops = 0;    // kImmediate: passed as the callback's `ops`
   uint64_t func = 0;   // the callback; with kSiteSlot, 0 = ops->func
   bool save_fp = true;           // save/restore the FP argument registers
+  // Keep every call-clobbered register, not only the psABI's argument
+  // registers (ftjit.h, ftjit_saves): x86-64 then keeps xmm8-15 beside
+  // xmm0-7 for callbacks that may use FP. (arm64 and riscv64 keep the
+  // FP argument registers only either way: what else a callback may write
+  // is callee-saved or, with the flag, kept by no caller.)
+  bool saves_all = true;
   bool honour_direct = false;    // continue to regs->direct when it is set
   int64_t counts_tls_offset = 0;   // per-thread entry counter (the exit
                                    // counter follows it; together they

@@ -67,6 +67,11 @@ struct DiscoveredModule {
   Isa isa = Isa::kUnknown;
   bool has_patchable_section = false;
   std::vector<DiscoveredSite> sites;  // sorted by entry
+  // What its trampolines must keep (core/register_evidence.h): the psABI's
+  // registers are enough, by the module's own evidence; and why (or why
+  // not), one line.
+  bool saves_abi_is_enough = false;
+  std::string saves_why;
 };
 
 }  // namespace ftjit

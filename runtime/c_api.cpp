@@ -9,6 +9,7 @@
 
 #include "ftjit/ftjit.h"
 #include "runtime/c_api_internal.h"
+#include "runtime/log.h"
 #include "runtime/engine.h"
 
 struct ftjit_engine {
@@ -131,6 +132,14 @@ long ftjit_ops_site_count(ftjit_engine* engine, const ftjit_ops* ops) {
 void ftjit_get_stats(ftjit_engine* engine, ftjit_stats* out) {
   if (engine == nullptr || out == nullptr) return;
   *out = engine->engine->stats();
+}
+
+ftjit_status ftjit_engine_set_saves(ftjit_engine* engine, ftjit_saves saves) {
+  if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
+  std::vector<std::string> warnings;
+  ftjit_status st = report(engine->engine->set_saves(saves, &warnings));
+  for (const std::string& w : warnings) ftjit::log().warn("ftjit: {}", w);
+  return st;
 }
 
 long ftjit_inline_read(ftjit_engine* engine, const ftjit_ops* ops, ftjit_inline_visit_fn visit,

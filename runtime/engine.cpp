@@ -76,6 +76,7 @@ Engine::Engine(const Backend& backend, const ftjit_engine_options& options)
       init_(backend.encode_init()),
       options_(options),
       patcher_(backend, sync_),
+      saves_(static_cast<ftjit_saves>(options.saves)),
       owner_pid_(getpid()) {}
 
 void engine_atfork_child() {
@@ -121,6 +122,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& optio
       options.default_strategy > FTJIT_STRATEGY_GENERATED) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
                       "default strategy must be auto, list, call-ops or generated");
+  }
+  if (options.saves < FTJIT_SAVES_AUTO || options.saves > FTJIT_SAVES_ALL) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT, "saves must be auto, abi or all");
   }
   if (auto st = check_site_model(*backend); !st) return st.take_error();
   bool expected = false;
@@ -181,6 +185,9 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
     rec->path = m.path;
     rec->base = std::string(path_basename(m.path));
     rec->load_bias = m.load_bias;
+    rec->evidence_abi = m.saves_abi_is_enough;
+    rec->evidence_why = std::move(m.saves_why);
+    rec->saves_all = module_saves_all(*rec);
     rec->found = std::move(m.sites);  // sorted by entry
     rec->names.reserve(rec->found.size());
     for (const DiscoveredSite& d : rec->found) {
@@ -514,6 +521,34 @@ Status Engine::detach(ftjit_ops* ops) {
   if (!slots.empty()) final_inline_[ops] = inline_totals(slots);
   FTJIT_TRY(st_sleds);
   return grace;
+}
+
+bool Engine::module_saves_all(const ModuleRecord& m) const {
+  switch (saves_) {
+    case FTJIT_SAVES_ABI: return false;
+    case FTJIT_SAVES_ALL: return true;
+    default: return !m.evidence_abi;
+  }
+}
+
+Status Engine::set_saves(ftjit_saves saves, std::vector<std::string>* warnings) {
+  if (saves < FTJIT_SAVES_AUTO || saves > FTJIT_SAVES_ALL) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT, "unknown saves policy " + std::to_string(saves));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  saves_ = saves;
+  for (auto& m : modules_) {
+    if (m->gone || m->found.empty()) continue;
+    const bool all = module_saves_all(*m);
+    // Its trampolines from now on come from an arena of the new kind.
+    if (all != m->saves_all) m->arena = nullptr;
+    m->saves_all = all;
+    if (saves == FTJIT_SAVES_ABI && !m->evidence_abi && warnings != nullptr) {
+      warnings->push_back("saves abi for " + m->base + ", whose evidence says every register: " +
+                          m->evidence_why);
+    }
+  }
+  return {};
 }
 
 long Engine::inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void* arg) const {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/backend.h"
@@ -129,6 +130,12 @@ struct ModuleRecord {
   SiteCode site_code;
   std::string path;
   std::string base;  // basename, what filters match
+  // What its trampolines keep (core/register_evidence.h): its evidence,
+  // and the decision under the engine's ftjit_saves; `arena` holds
+  // trampolines of that kind.
+  bool evidence_abi = false;
+  std::string evidence_why;
+  bool saves_all = true;
   uint64_t load_bias = 0;
   // Unloaded (dlclose): its sites are never selected nor written again.
   bool gone = false;
@@ -179,6 +186,11 @@ class Engine {
   void loader_changed();
 
   long site_count(const ftjit_ops* ops) const;
+  // ftjit_engine_set_saves; `warnings`: a line per module forced to the
+  // psABI's set against its evidence.
+  Status set_saves(ftjit_saves saves, std::vector<std::string>* warnings);
+  // Each module with sites: (basename, keeps every register?, why).
+  std::vector<std::tuple<std::string, bool, std::string>> module_saves() const;
   // ftjit_inline_read: (ip, total) of each site of `ops` with a nonzero
   // count, live or, once detached, final. -1 if it was never attached.
   long inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void* arg) const;
@@ -235,7 +247,10 @@ class Engine {
   Status with_modules_pinned(const std::function<Status()>& body);
   // Removes the sites of gone modules from `sites` (sorted).
   void drop_gone_sites(std::vector<uint32_t>* sites) const;
-  Result<CodeArena*> arena_for(uint64_t entry);
+  // Trampoline memory within reach of `entry`, whose trampolines keep
+  // every call-clobbered register (saves_all) or the psABI's only.
+  Result<CodeArena*> arena_for(uint64_t entry, bool saves_all);
+  bool module_saves_all(const ModuleRecord& m) const;
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   // The emitted code every inline trampoline of `action` copies, emitted
@@ -352,6 +367,8 @@ class Engine {
   std::vector<SlotWrite> slots_;
   std::vector<uint64_t> entries_;  // a fresh attach's entries, for its ip set
   std::vector<std::unique_ptr<CodeArena>> arenas_;
+  std::map<const CodeArena*, bool> arena_saves_all_;  // each arena's kind
+  ftjit_saves saves_ = FTJIT_SAVES_AUTO;
   // Per arena: [0] list, [1] call-ops saving FP, [2] call-ops without FP;
   // [3..5] the same entered by stubs.
   std::map<CodeArena*, std::array<uint64_t, 6>> shared_;

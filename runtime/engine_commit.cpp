@@ -84,7 +84,7 @@ Result<SiteTarget> Engine::plan_site(uint32_t index, Route route, TrampolineCach
   if (cache->module != s.module) {
     ModuleRecord& m = *modules_[s.module];
     if (m.arena == nullptr) {
-      auto arena = arena_for(s.entry);
+      auto arena = arena_for(s.entry, m.saves_all);
       if (!arena) return arena.take_error();
       m.arena = arena.value();
     }

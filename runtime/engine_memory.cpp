@@ -41,15 +41,25 @@ Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
   return aliases_.back()->rw(addr);
 }
 
-Result<CodeArena*> Engine::arena_for(uint64_t entry) {
+Result<CodeArena*> Engine::arena_for(uint64_t entry, bool saves_all) {
   int64_t reach = backend_.traits().branch_reach;
   for (const auto& a : arenas_) {
-    if (a->reaches(entry, reach)) return a.get();
+    if (a->reaches(entry, reach) && arena_saves_all_[a.get()] == saves_all) return a.get();
   }
   auto a = CodeArena::create_near(entry, reach, kArenaBytes);
   if (!a) return a.take_error();
+  arena_saves_all_[a.value().get()] = saves_all;
   arenas_.push_back(std::move(a.value()));
   return arenas_.back().get();
+}
+
+std::vector<std::tuple<std::string, bool, std::string>> Engine::module_saves() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::tuple<std::string, bool, std::string>> out;
+  for (const auto& m : modules_) {
+    if (!m->gone && !m->found.empty()) out.emplace_back(m->base, m->saves_all, m->evidence_why);
+  }
+  return out;
 }
 
 bool Engine::in_trampoline_memory(uint64_t pc) const {
@@ -164,6 +174,7 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
   req.honour_direct = false;
   req.counts_tls_offset = tls_offset_;
+  req.saves_all = arena_saves_all_[arena];
   // An ops that hooks returns for every thread: the trampoline calls its
   // entry callback and keeps the shadow stack itself (no wrapper between).
   // Under ThreadSanitizer the wrapper stays: TSan must see its accesses.
@@ -223,6 +234,7 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
     req.exit_trampoline = exit_trampoline_address();
     req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
     req.counts_tls_offset = tls_offset_;
+    req.saves_all = arena_saves_all_[arena];
     size_t bytes = 0;
     auto place = place_trampoline(backend_, arena, req, &bytes);
     if (!place) return place;
@@ -269,6 +281,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   const int index = which;
   TrampolineRequest req;
   req.counts_tls_offset = tls_offset_;
+  req.saves_all = arena_saves_all_[arena];
   req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
   req.exit_trampoline = exit_trampoline_address();
   req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/elf_image.h"
+#include "core/register_evidence.h"
 #include "core/site_discovery.h"
 
 namespace ftjit {
@@ -101,7 +102,13 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
     e.message = report_path + ": " + e.message;
     return e;
   }
-  return discover_sites(img.value(), report_path, load_bias);
+  auto module = discover_sites(img.value(), report_path, load_bias);
+  if (module && !module->sites.empty()) {
+    const SavesEvidence evidence = saves_evidence(file->bytes(), img.value());
+    module->saves_abi_is_enough = evidence.abi_is_enough;
+    module->saves_why = evidence.why;
+  }
+  return module;
 }
 
 std::string self_exe_path() {

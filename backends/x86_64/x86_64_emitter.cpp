@@ -12,16 +12,20 @@
 //     r11-24    return hooked? (by stub)  /  after rsp is back at r11
 //     ...       (0 or 8 bytes of alignment)
 //     rsp+F     r11, to restore rsp from
-//     rsp+208   xmm8..xmm15                  (with FP)
+//     rsp+208   xmm8..xmm15      (with FP, saves all)
 //     rsp+80    xmm0..xmm7 (16 B each)   -+
 //     rsp+72    sp at the traced entry    |  ftjit_regs, passed as `regs`
-//     rsp+64    direct (0 = none)         |  F = 336, or 80 without FP
+//     rsp+64    direct (0 = none)         |  F = 336 / 208 (saves all /
+//                                          |  abi) with FP, 80 without
 //     rsp+0     rdi rsi rdx rcx r8 r9 rax r10 -+
 //
 //     Every register comes back, r11 and xmm8-15 included: GCC's -fipa-ra
 //     lets a caller keep values in call-clobbered registers across a call
-//     to a function it saw not write them. (Without FP saves the callbacks
-//     promise to leave vector registers alone.)
+//     to a function it saw not write them. Where the module shows it was
+//     built without (saves abi: TrampolineRequest::saves_all false),
+//     xmm8-15 are left to the callback, as the psABI lets any callee.
+//     (Without FP saves the callbacks promise to leave vector registers
+//     alone.)
 //
 //     Per-thread counters at fs:[tls] (entries) and fs:[tls+8] (exits):
 //     the first instruction counts an entry and the last but one an exit
@@ -133,6 +137,7 @@ namespace {
 using namespace x86_64;
 
 constexpr int32_t kFrameWithFp = 336;   // ftjit_regs, then xmm8..xmm15
+constexpr int32_t kFrameWithFpAbi = 208; // ftjit_regs: xmm0..xmm7 only (saves abi)
 constexpr int32_t kFrameNoFp = 80;
 // Below a trampoline's arrival stack pointer, outside its frame: the
 // caller's r11, the direct trampoline to continue to (0: none), and whether
@@ -147,6 +152,7 @@ static_assert(offsetof(ftjit_regs, direct) == 64);
 static_assert(offsetof(ftjit_regs, sp) == 72);
 static_assert(offsetof(ftjit_regs, fp) == 80);
 static_assert(sizeof(ftjit_regs) + 8 * 16 == kFrameWithFp);
+static_assert(sizeof(ftjit_regs) == kFrameWithFpAbi);
 static_assert(offsetof(ftjit_ops, func) == 8);
 static_assert(sizeof(ftjit_ret_regs) == 48);
 // The exit frame: ftjit_ret_regs (rax rdx xmm0 xmm1), xmm2-15, then rcx
@@ -369,7 +375,11 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
     return make_error(FTJIT_E_INTERNAL, "trampoline request without a drop counter");
   }
 
-  const int32_t frame = req.save_fp ? kFrameWithFp : kFrameNoFp;
+  // FP registers kept around the callback: none for a NO_FP ops; the
+  // argument ones (xmm0-7, in ftjit_regs) where callers keep nothing else
+  // across the call (saves abi); all sixteen otherwise.
+  const int n_xmm = !req.save_fp ? 0 : req.saves_all ? 16 : 8;
+  const int32_t frame = !req.save_fp ? kFrameNoFp : req.saves_all ? kFrameWithFp : kFrameWithFpAbi;
   Mem exits = tls_word(req.counts_tls_offset + 8);
   static const Gp kArgRegs[8] = {rdi, rsi, rdx, rcx, r8, r9, rax, r10};
   Label nested = a.newLabel();
@@ -380,9 +390,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   for (int i = 0; i < 8; ++i) a.mov(qword_ptr(rsp, i * 8), kArgRegs[i]);
   emit_guard(a, req.counts_tls_offset, nested);
   if (req.honour_direct) a.mov(qword_ptr(rsp, 64), imm(0));
-  if (req.save_fp) {
-    for (int i = 0; i < 16; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
-  }
+  for (int i = 0; i < n_xmm; ++i) a.movaps(xmmword_ptr(rsp, 80 + 16 * i), xmm(i));
 
   a.mov(rdi, qword_ptr(r11));              // return address = entry + 5
   a.sub(rdi, kSiteBytes);                  // ip
@@ -430,9 +438,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
   }
 
   if (req.exit_record != 0) emit_shadow_push(a, req);
-  if (req.save_fp) {
-    for (int i = 0; i < 16; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
-  }
+  for (int i = 0; i < n_xmm; ++i) a.movaps(xmm(i), xmmword_ptr(rsp, 80 + 16 * i));
   // The way out, decided while rax and rdx are free, kept just below the
   // return address where the end reads it once rsp is back there.
   if (req.honour_direct || req.entered_by_stub) a.mov(rdx, qword_ptr(rsp, frame));

@@ -169,6 +169,26 @@ typedef struct ftjit_filter {
 
 typedef struct ftjit_engine ftjit_engine;
 
+/* Which registers trampolines keep around callbacks (TOOLCHAIN.md Q6).
+ * Since API version 4.
+ *   FTJIT_SAVES_AUTO  per module, from its evidence: the psABI's set when
+ *                     every compile unit's DW_AT_producer shows GCC with
+ *                     -fpatchable-function-entry (which turns -fipa-ra
+ *                     off), else every call-clobbered register;
+ *   FTJIT_SAVES_ABI   the psABI's set everywhere: entry rdi rsi rdx rcx r8
+ *                     r9 rax r10 and xmm0-7 (x86-64); a module whose
+ *                     evidence says otherwise gets a warning;
+ *   FTJIT_SAVES_ALL   every call-clobbered register everywhere (what an
+ *                     `optimize` attribute in a flag build needs: no
+ *                     binary shows it).
+ * Callbacks of FTJIT_OPS_F_NO_FP ops need no FP/vector register kept
+ * either way. */
+typedef enum ftjit_saves {
+  FTJIT_SAVES_AUTO = 0,
+  FTJIT_SAVES_ABI = 1,
+  FTJIT_SAVES_ALL = 2
+} ftjit_saves;
+
 typedef struct ftjit_engine_options {
   uint32_t struct_size;           /* sizeof(ftjit_engine_options) */
   ftjit_strategy default_strategy; /* for ops whose strategy is AUTO */
@@ -182,6 +202,8 @@ typedef struct ftjit_engine_options {
                                      forgotten. Off: the same happens at
                                      ftjit_refresh_modules() or the next
                                      attach/set_filter/detach. */
+  /* Since API version 4: */
+  int32_t saves;                  /* ftjit_saves (AUTO by default) */
 } ftjit_engine_options;
 
 /* Engine statistics (monotonic counters since create). */
@@ -222,6 +244,10 @@ void ftjit_ops_init(ftjit_ops *ops);
 ftjit_engine *ftjit_engine_create(const ftjit_engine_options *opts);
 /* Detaches every ops, restores every site, frees the engine. */
 void ftjit_engine_destroy(ftjit_engine *engine);
+
+/* Changes the engine's ftjit_saves for trampolines made from now on (ops
+ * attached later, sites they gain); what is attached keeps its own. */
+ftjit_status ftjit_engine_set_saves(ftjit_engine *engine, ftjit_saves saves);
 
 /* Re-reads the list of loaded modules (after dlopen). Returns the number of
  * new sites found, or -1 on error. */

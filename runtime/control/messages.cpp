@@ -243,6 +243,7 @@ std::string encode(const Generate& m) {
   w.put(m.entry);
   w.put(static_cast<uint8_t>(m.inline_request.action));
   w.put(m.inline_request.block_tls_offset);
+  w.put<uint8_t>(t.saves_all);
   return w.take();
 }
 
@@ -280,6 +281,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   if (r.ok() && action != static_cast<uint8_t>(InlineAction::kCount)) r.fail("inline action out of range");
   m.inline_request.action = static_cast<InlineAction>(action);
   m.inline_request.block_tls_offset = r.get<int64_t>();
+  t.saves_all = r.flag() != 0;
   return r.finish("generate", std::move(m));
 }
 
