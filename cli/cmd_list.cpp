@@ -21,6 +21,7 @@
 #include "cli/mapped_file.h"
 #include "cli/option_values.h"
 #include "cli/process_modules.h"
+#include "core/register_evidence.h"
 #include "core/elf_image.h"
 #include "core/filter.h"
 #include "core/site_discovery.h"
@@ -133,6 +134,9 @@ int run_list(const ListOptions& o) {
                  "misaligned; build with %s\n",
                  unusable, isa_name(module->isa), backend->traits().site_flags);
   }
+  // What its trampolines keep under --saves auto, and why.
+  const SavesEvidence saves = saves_evidence(file.bytes(), *image);
+  std::fprintf(stderr, "saves %s: %s\n", saves.abi_is_enough ? "abi" : "all", saves.why.c_str());
   return 0;
 }
 

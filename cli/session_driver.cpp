@@ -154,6 +154,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   phases.end("attach request");
   for (const auto& [name, micros] : reply->phases) phases.detail(name, micros);
+  for (const std::string& w : reply->warnings) std::fprintf(stderr, "%s: warning: %s\n", t.command, w.c_str());
   if (o.verbose) {
     phases.print(t.command);
     std::fprintf(stderr, "%s: %s in %.1f ms (%llu trampolines generated here)\n", t.command,

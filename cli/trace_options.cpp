@@ -34,6 +34,12 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   cmd->add_option("--strategy", o->strategy, "How sites reach the tracer")
       ->check(CLI::IsMember({"auto", "generated", "call-ops", "list"}))
       ->default_str("auto");
+  cmd->add_option("--saves", o->saves,
+                  "Registers trampolines keep around callbacks: 'abi' the psABI's argument "
+                  "registers, 'all' every call-clobbered one, 'auto' per module from its debug "
+                  "info (abi where GCC shows -fpatchable-function-entry, else all)")
+      ->check(CLI::IsMember({"auto", "abi", "all"}))
+      ->default_str("auto");
   cmd->add_option("--format", o->format, "Report format: text, json, tsv, chrome, perfetto "
                                          "(what the plugins support; default: theirs)");
   cmd->add_option("-o,--output", o->output, "Write the report to FILE instead of stdout")
@@ -118,6 +124,7 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
   a.thread_glob = o.thread_glob;
   a.main_thread = o.main_thread;
   a.owner_pid = ::getpid();
+  a.saves = o.saves == "abi" ? FTJIT_SAVES_ABI : o.saves == "all" ? FTJIT_SAVES_ALL : FTJIT_SAVES_AUTO;
   return a;
 }
 

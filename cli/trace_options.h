@@ -22,6 +22,7 @@ struct TraceOptions {
   std::string thread_glob;
   bool main_thread = false;
   std::string strategy = "auto";
+  std::string saves = "auto";
   std::string format;
   std::string output;   // -o FILE; empty: stdout
   double duration = 0;  // seconds; 0: until Ctrl-C (attach) or exit (run)

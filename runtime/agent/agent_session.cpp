@@ -141,6 +141,13 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   }
 
   const AttachClocks engine_made(emitter_);
+  // What trampolines keep, for this attach (ftjit_saves): nothing is
+  // attached now, so everything this session makes follows it.
+  std::vector<std::string> warnings;
+  if (auto st = engine_of(engine_)->set_saves(static_cast<ftjit_saves>(request.saves), &warnings); !st) {
+    close_fd();
+    return error_reply(st.error());
+  }
 
   plugins::SessionConfig config;
   for (const auto& p : request.plugins) {
@@ -185,6 +192,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   r.sites = st.sites_enabled;
   r.message = "attached to " + std::to_string(st.sites_enabled) + " of " + std::to_string(st.sites) +
               " patchable functions";
+  r.warnings = std::move(warnings);
   return r;
 }
 

@@ -147,6 +147,7 @@ std::string encode(const Attach& m) {
   w.put(m.main_thread);
   w.put(m.output_fd);
   w.put(m.owner_pid);
+  w.put(m.saves);
   return w.take();
 }
 
@@ -178,6 +179,8 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.main_thread = r.flag();
   m.output_fd = r.flag();
   m.owner_pid = r.get<int32_t>();
+  m.saves = r.get<int32_t>();
+  if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");
   if (r.ok() && (m.strategy < FTJIT_STRATEGY_AUTO || m.strategy > FTJIT_STRATEGY_GENERATED)) {
     r.fail("strategy out of range");
@@ -343,6 +346,7 @@ std::string encode(const Reply& m) {
     w.str(name);
     w.put(micros);
   }
+  w.strs(m.warnings);
   return w.take();
 }
 
@@ -360,6 +364,7 @@ Result<Reply> decode_reply(std::string_view payload) {
     std::string name = r.str();
     m.phases.emplace_back(std::move(name), r.get<uint64_t>());
   }
+  m.warnings = r.strs();
   return r.finish("reply", std::move(m));
 }
 

@@ -87,6 +87,7 @@ struct Attach {
   uint8_t main_thread = 0;
   uint8_t output_fd = 0;  // an fd for the report came with this message
   int32_t owner_pid = 0;  // the CLI process (shown by status)
+  int32_t saves = 0;      // ftjit_saves
 };
 
 struct Detach {
@@ -135,6 +136,8 @@ struct Reply {
   // Where an attach's time went inside the agent, in order: ("module
   // scan", microseconds)... `ftjit attach -v` prints them.
   std::vector<std::pair<std::string, uint64_t>> phases;
+  // Lines the CLI shows as warnings (stderr), whatever its verbosity.
+  std::vector<std::string> warnings;
 };
 
 // Encoders: the payload of one message.

@@ -401,6 +401,33 @@ def run_call_ops_slot():
     check(counts == call_counts(300), "run: counts %r, want %r" % (counts, call_counts(300)))
 
 
+def run_saves():
+    """ftjit run --saves: counts are exact whatever the trampolines keep;
+    forcing abi on a module whose evidence says all (the =13,8 target is
+    built without debug info) warns, naming it and why; on one whose
+    DW_AT_producer shows the flag (the =5 target, -g) it does not; a policy
+    that does not exist is refused."""
+    commands = ["call 200", "exit 0"]
+    for target, evidence_abi in ((args.target, True), (args.target_slot, False)):
+        base = os.path.basename(target)
+        for saves in ("abi", "all", "auto"):
+            rep = os.path.join(tmpdir, "rep-%s.tsv" % saves)
+            r = ftjit("run", "--plugin", "count", "--format", "tsv", "--strategy", "list",
+                      "--filter", "fn_*", "--saves", saves, "-o", rep, "--", target, "2",
+                      stdin="".join(c + "\n" for c in commands))
+            what = "run --saves %s %s" % (saves, base)
+            expect_ok(r, what)
+            check(r.out == untraced_stdout(target, commands, 2), "%s: stdout %r" % (what, r.out))
+            warned = "warning: saves abi for " + base in r.err
+            check(warned == (saves == "abi" and not evidence_abi), "%s: stderr %r" % (what, r.err))
+            if warned:
+                check("no DW_AT_producer" in r.err, "%s: the warning gives no reason: %r" % (what, r.err))
+            counts = parse_tsv(read_file(rep), what)
+            check(counts == call_counts(200), "%s: counts %r" % (what, counts))
+    r = ftjit("run", "--saves", "some", "--", args.target, "0", stdin="exit 0\n")
+    check(r.rc != 0 and "--saves" in r.err, "run --saves some: rc %s, stderr %r" % (r.rc, r.err))
+
+
 def attach_duration(target, strategy):
     t = Target(target, spinners=2)
     try:
@@ -1213,6 +1240,7 @@ SCENARIOS = {
     "run.formats": run_formats,
     "run.sigint": run_sigint,
     "run.sigint_ignored": run_sigint_ignored,
+    "run.saves": run_saves,
     "attach.duration": lambda: attach_duration(args.target, "auto"),
     "attach.duration_generated_slot": lambda: attach_duration(args.target_slot, "generated"),
     "attach.duration_call_ops_slot": lambda: attach_duration(args.target_slot, "call-ops"),

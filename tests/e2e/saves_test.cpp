@@ -132,6 +132,22 @@ TEST(SavesHazard, ThePsabiSetAloneBreaksAnAttributeOnlyBuild) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(SavesPolicy, UnknownPoliciesAreRefused) {
+  ftjit_engine_options o;
+  ftjit_engine_options_init(&o);
+  EXPECT_EQ(o.saves, FTJIT_SAVES_AUTO);
+  o.saves = 7;
+  EXPECT_EQ(ftjit_engine_create(&o), nullptr);
+  EXPECT_NE(std::string(ftjit_last_error()).find("saves"), std::string::npos) << ftjit_last_error();
+  o.saves = FTJIT_SAVES_ALL;
+  ftjit_engine* engine = ftjit_engine_create(&o);
+  ASSERT_NE(engine, nullptr) << ftjit_last_error();
+  EXPECT_EQ(ftjit_engine_set_saves(engine, static_cast<ftjit_saves>(9)), FTJIT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(ftjit_engine_set_saves(engine, FTJIT_SAVES_ABI), FTJIT_OK);
+  EXPECT_EQ(ftjit_engine_set_saves(nullptr, FTJIT_SAVES_ABI), FTJIT_E_INVALID_ARGUMENT);
+  ftjit_engine_destroy(engine);
+}
+
 }  // namespace
 
 void PrintTo(const HazardLib& lib, std::ostream* os) { *os << lib.name; }
