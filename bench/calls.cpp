@@ -44,6 +44,9 @@ struct Cell {
   // kCallsC: one call to a C function that counts, the floor of every
   // trampoline that calls C; kAbi: the callback ABI and nothing more.
   enum class Tramp { kCounts, kCallsC, kAbi } tramp = Tramp::kCounts;
+  // What the trampolines keep: the engine's own decision for bench_leaf's
+  // module (auto) or forced (ftjit_saves).
+  ftjit_saves saves = FTJIT_SAVES_AUTO;
 };
 
 // Seed 000's shape: R=0 with every I, R=1 with every I, then I=0 with the
@@ -58,8 +61,12 @@ std::vector<Cell> cell_plan(ftjit_strategy strategy, bool full) {
   }
   // Skipping the xmm0-7 save is a separate cost: one extra row where the
   // strategy has a NO_FP variant of its trampoline.
+  // And keeping xmm0-7 only (saves abi) beside all sixteen (the rows
+  // above: the bench binary's other units show no flag, so auto = all).
   if (strategy == FTJIT_STRATEGY_GENERATED || strategy == FTJIT_STRATEGY_CALL_OPS) {
     cells.push_back({1, 0, FTJIT_OPS_F_NO_FP});
+    cells.push_back({1, 0, 0, Cell::Tramp::kCounts, FTJIT_SAVES_ABI});
+    cells.push_back({1, 0, 0, Cell::Tramp::kCounts, FTJIT_SAVES_ALL});
   }
   if (strategy == FTJIT_STRATEGY_DIRECT) {
     cells.push_back({1, 0, 0, Cell::Tramp::kCallsC});
@@ -104,6 +111,8 @@ class CallsRun {
 };
 
 std::string tramp_flag(const Cell &cell) {
+  if (cell.saves == FTJIT_SAVES_ABI) return "saves_abi";
+  if (cell.saves == FTJIT_SAVES_ALL) return "saves_all";
   switch (cell.tramp) {
     case Cell::Tramp::kCallsC: return "c_call";
     case Cell::Tramp::kAbi: return "abi";
@@ -195,6 +204,7 @@ void CallsRun::measure_baselines() {
 
 ftjit_status CallsRun::attach_cell(const Cell &cell, CellTracers &tracers) {
   const bool direct = strategy_ == FTJIT_STRATEGY_DIRECT;
+  if (const ftjit_status st = ftjit_engine_set_saves(engine_->get(), cell.saves); st != FTJIT_OK) return st;
   // Irrelevant first: a list walk then meets them before the relevant ones,
   // the worst case the seed's table is about.
   for (int k = 0; k < cell.irrelevant; ++k) {
@@ -358,6 +368,11 @@ void run_calls_section(const BenchOptions &opts, Report &report) {
   table.notes.push_back(
       "overhead = per-call time minus the untraced baseline of the same strategy's run: median of "
       "the R=0,I=0 cell's repetitions pooled with those of bench_leaf before any cell");
+  table.notes.push_back(
+      "flags: no_fp = the callback leaves FP registers alone (none kept); saves_abi / saves_all = "
+      "an FP callback with the FP argument registers kept / every FP register (--saves; unmarked "
+      "rows: the engine's decision for bench_leaf's module); saves_abi over no_fp is the price of "
+      "an FP callback");
   if (std::find(keys.begin(), keys.end(), "direct") != keys.end()) {
     table.notes.push_back(
         std::string("direct: R=1 is the caller-supplied trampoline (") + isa::kDirectTrampFile +
