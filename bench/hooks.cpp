@@ -44,11 +44,14 @@ struct HookRow {
   ftjit_strategy strategy;
   bool exit;
   std::uint32_t flags;
+  ftjit_saves saves = FTJIT_SAVES_AUTO;  // auto: all for bench_leaf's module
 };
 
 constexpr HookRow kRows[] = {
     {"entry", FTJIT_STRATEGY_GENERATED, false, 0},
     {"entry+exit", FTJIT_STRATEGY_GENERATED, true, 0},
+    {"entry+exit saves_abi", FTJIT_STRATEGY_GENERATED, true, 0, FTJIT_SAVES_ABI},
+    {"entry+exit saves_all", FTJIT_STRATEGY_GENERATED, true, 0, FTJIT_SAVES_ALL},
     {"entry+exit no_fp", FTJIT_STRATEGY_GENERATED, true, FTJIT_OPS_F_NO_FP},
     {"entry+exit", FTJIT_STRATEGY_CALL_OPS, true, 0},
     {"entry+exit", FTJIT_STRATEGY_LIST, true, 0},
@@ -103,6 +106,10 @@ void run_hooks_section(const BenchOptions &opts, Report &report) {
     const char *pattern = "bench_leaf";
     ftjit_filter filter{&pattern, 1, nullptr, 0};
     const std::string label = std::string("hooks/") + strategy_key(row.strategy) + " " + row.name;
+    if (const ftjit_status st = ftjit_engine_set_saves(engine->get(), row.saves); st != FTJIT_OK) {
+      report.add_error(label + ": saves: " + status_text(st));
+      continue;
+    }
     if (const ftjit_status st = ftjit_attach(engine->get(), &ops, &filter); st != FTJIT_OK) {
       report.add_error(label + ": attach failed: " + status_text(st));
       continue;

@@ -439,6 +439,10 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
     }
     rec->hooked = std::move(hooked.value());
     rec->target = &rec->hooked->ops;
+    // Where every caller keeps nothing but the return registers across a
+    // call (saves abi), the landing keeps only those (xmm0-1) around an FP
+    // exit callback; under auto an ops may span modules of both kinds.
+    if (rec->hooked->exit != nullptr && saves_ == FTJIT_SAVES_ABI) rec->hooked->exit->save_fp = false;
   }
   rec->strategy = ops->strategy != FTJIT_STRATEGY_AUTO ? ops->strategy : options_.default_strategy;
   rec->filter = filter;
