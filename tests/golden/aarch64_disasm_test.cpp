@@ -560,5 +560,33 @@ TEST(Aarch64Disasm, ExitTrampolineLandingPopsThroughTheRuntime) {
       atomic_add("x17", "x16", "w9", -1, 0xf4) + leave).c_str()));
 }
 
+// The inline counter's template, copied to a place: it keeps x15 on the
+// stack, counts with an exclusive pair, returns into the body with x30 the
+// parent's, and its two pc-relative loads read the two words before it.
+TEST(Aarch64Disasm, InlineTemplateReadsItsWordsAndReturnsIntoTheBody) {
+  InlineRequest req;
+  req.block_tls_offset = 0x28;
+  auto code = arm64_emitter().emit_inline_template(req);
+  ASSERT_TRUE(code) << code.error().message;
+  const uint64_t words = 0x7f0000600000;
+  const std::vector<DisasmLine> lines = disassemble(*code, words + kInlineWordsBytes);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().text, "str x15, [sp, #-16]!");
+  std::string all;
+  for (const DisasmLine& l : lines) all += l.text + "\n";
+  EXPECT_NE(all.find("mrs x16, tpidr_el0\nadd x16, x16, #0x28\nldr x16, [x16]\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("ldxr x17, [x16]"), std::string::npos) << all;
+  EXPECT_NE(all.find("stxr w15, x17, [x16]"), std::string::npos) << all;
+  EXPECT_NE(all.find("mov x16, x30\nmov x30, x9\nret x16\n"), std::string::npos) << all;
+  char offset_load[64], fallback_load[64];
+  std::snprintf(offset_load, sizeof offset_load, "ldr x17, 0x%llx", static_cast<unsigned long long>(words));
+  std::snprintf(fallback_load, sizeof fallback_load, "ldr x17, 0x%llx", static_cast<unsigned long long>(words + 8));
+  EXPECT_NE(all.find(offset_load), std::string::npos) << all;
+  EXPECT_NE(all.find(std::string(fallback_load) + "\nbr x17"), std::string::npos) << all;
+  InlineRequest unknown;
+  unknown.action = static_cast<InlineAction>(7);
+  EXPECT_FALSE(arm64_emitter().emit_inline_template(unknown));
+}
+
 }  // namespace
 }  // namespace ftjit
