@@ -15,6 +15,8 @@ namespace {
 
 // DWARF constants (DWARF 5, section 7), those this reader meets.
 constexpr uint64_t kAtProducer = 0x25;
+constexpr uint64_t kAtLowPc = 0x11;
+constexpr uint64_t kAtRanges = 0x55;
 constexpr uint64_t kAtStrOffsetsBase = 0x72;
 constexpr uint64_t kTagCompileUnit = 0x11;
 constexpr uint64_t kTagPartialUnit = 0x3c;
@@ -280,6 +282,7 @@ Result<std::vector<CompileUnitProducer>> compile_unit_producers(std::span<const 
     }
     std::optional<ProducerRef> producer;
     std::optional<uint64_t> str_offsets_base;
+    bool has_code = false;
     for (int n = 0;; ++n) {
       const uint64_t attr = a.uleb();
       uint64_t form = a.uleb();
@@ -288,6 +291,7 @@ Result<std::vector<CompileUnitProducer>> compile_unit_producers(std::span<const 
       if (n > 4096) return dwarf_error("unit at " + std::to_string(unit_start) + ": endless abbreviation");
       if (form == kImplicitConst) a.sleb();
       for (int depth = 0; form == kIndirect && depth < 4; ++depth) form = c.uleb();
+      has_code |= attr == kAtLowPc || attr == kAtRanges;
       if (attr == kAtProducer) {
         ProducerRef ref;
         ref.form = form;
@@ -318,6 +322,7 @@ Result<std::vector<CompileUnitProducer>> compile_unit_producers(std::span<const 
     }
     CompileUnitProducer unit;
     unit.version = version;
+    unit.has_code = has_code;
     if (producer) {
       auto text = resolve(s, *producer, offset_size, str_offsets_base);
       if (!text) return dwarf_error("unit at " + std::to_string(unit_start) + ": producer string out of range");

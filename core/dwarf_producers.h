@@ -21,6 +21,9 @@ namespace ftjit {
 struct CompileUnitProducer {
   std::string producer;  // empty: the unit has no DW_AT_producer
   uint16_t version = 0;
+  // The unit DIE has DW_AT_low_pc or DW_AT_ranges: the unit holds code
+  // (a unit of declarations or data alone has neither).
+  bool has_code = false;
 };
 
 // The producers of every compile and partial unit of `file`, whose

@@ -40,6 +40,9 @@ const HazardLib kLibs[] = {
 #endif
 };
 
+// Test names say the build, not the bytes of the parameter.
+void PrintTo(const HazardLib& lib, std::ostream* os) { *os << lib.name; }
+
 std::string path_of(const HazardLib& lib) { return std::string(FTJIT_SAVES_DIR) + "/lib" + lib.name + ".so"; }
 
 // Writes every vector register, as a callback compiled with FP code may.
@@ -149,5 +152,3 @@ TEST(SavesPolicy, UnknownPoliciesAreRefused) {
 }
 
 }  // namespace
-
-void PrintTo(const HazardLib& lib, std::ostream* os) { *os << lib.name; }
