@@ -37,8 +37,9 @@ int run_plugins() {
     std::printf("%-10s %s\n", p.name.c_str(), p.description.c_str());
     std::string formats;
     for (const auto& f : p.formats) formats += (formats.empty() ? "" : ", ") + f;
-    std::printf("           formats: %s%s\n", formats.c_str(),
-                p.hooks_exit ? "; hooks function exits" : "");
+    std::printf("           formats: %s%s%s\n", formats.c_str(),
+                p.hooks_exit ? "; hooks function exits" : "",
+                p.inline_count ? "; counts inline (compiled into the trampolines)" : "");
     for (const plugins::OptionInfo& o : p.options) {
       std::printf("           %s=<%s> (default %s)  %s\n", o.name.c_str(),
                   plugins::option_type_name(o.type),

@@ -303,6 +303,8 @@ PluginInfo info_of(const LoadedPlugin& plugin) {
     info.formats.emplace_back(d->formats[i]);
   }
   info.hooks_exit = d->exit != nullptr;
+  const ftjit_plugin_inline* work = plugin_inline_work(d);
+  info.inline_count = work != nullptr && work->entry == FTJIT_PLUGIN_INLINE_COUNT;
   return info;
 }
 
