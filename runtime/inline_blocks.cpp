@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "runtime/arch/arch.h"
@@ -13,14 +14,12 @@ namespace {
 
 constexpr size_t kBlockBytes = size_t{kInlineSlots} * sizeof(uint64_t);
 
-// Every block ever made, newest first. A node is a small mapping of its
-// own (every slot of a block is a counter), never freed: a reader may be
-// walking it.
-struct BlockNode {
-  uint64_t* block;
-  BlockNode* next;
-};
-std::atomic<BlockNode*> g_blocks{nullptr};
+// Every block ever made, in the order threads got them. Bounded: each is
+// a mapping of the process's, and a program that makes threads without
+// end must not run out of mappings because of us; threads beyond the
+// bound stay on callbacks (their counts are as exact, only dearer).
+std::atomic<uint64_t*> g_blocks[kMaxInlineBlocks];
+std::atomic<uint32_t> g_claimed{0};
 
 }  // namespace
 
@@ -35,41 +34,36 @@ int64_t inline_block_tls_offset() {
 
 bool ensure_inline_block() {
   if (ftjit_inline_block != nullptr) return true;
+  // Past the bound one load says so: no more claims, no more mappings.
+  if (g_claimed.load(std::memory_order_relaxed) >= kMaxInlineBlocks) return false;
+  const uint32_t index = g_claimed.fetch_add(1, std::memory_order_relaxed);
+  if (index >= kMaxInlineBlocks) return false;
   void* block = mmap(nullptr, kBlockBytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (block == MAP_FAILED) return false;
-  // The node shares no page with the counters: one page of its own
-  // (malloc is not async-signal-safe).
-  void* page = mmap(nullptr, sizeof(BlockNode), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) {
-    munmap(block, kBlockBytes);
-    return false;
-  }
-  auto* node = static_cast<BlockNode*>(page);
-  node->block = static_cast<uint64_t*>(block);
-  node->next = g_blocks.load(std::memory_order_relaxed);
-  while (!g_blocks.compare_exchange_weak(node->next, node, std::memory_order_release,
-                                         std::memory_order_relaxed)) {
-  }
+  if (block == MAP_FAILED) return false;  // its index stays empty
   // Published to readers first, then to this thread's trampolines.
-  ftjit_inline_block = node->block;
+  g_blocks[index].store(static_cast<uint64_t*>(block), std::memory_order_release);
+  ftjit_inline_block = static_cast<uint64_t*>(block);
   return true;
 }
 
 uint64_t inline_slot_total(uint32_t slot) {
   if (slot >= kInlineSlots) return 0;
   uint64_t total = 0;
-  for (BlockNode* n = g_blocks.load(std::memory_order_acquire); n != nullptr; n = n->next) {
-    // Written by its thread's trampoline with plain (single-instruction)
-    // updates: an aligned 64-bit load sees one whole value.
-    total += __atomic_load_n(&n->block[slot], __ATOMIC_RELAXED);
+  const uint32_t n = std::min(g_claimed.load(std::memory_order_acquire), kMaxInlineBlocks);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t* block = g_blocks[i].load(std::memory_order_acquire);
+    // Written by its thread's trampoline with single-instruction updates:
+    // an aligned 64-bit load sees one whole value.
+    if (block != nullptr) total += __atomic_load_n(&block[slot], __ATOMIC_RELAXED);
   }
   return total;
 }
 
 void reset_inline_blocks() {
-  for (BlockNode* n = g_blocks.load(std::memory_order_acquire); n != nullptr; n = n->next) {
-    madvise(n->block, kBlockBytes, MADV_DONTNEED);
+  const uint32_t n = std::min(g_claimed.load(std::memory_order_acquire), kMaxInlineBlocks);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (uint64_t* block = g_blocks[i].load(std::memory_order_acquire)) madvise(block, kBlockBytes, MADV_DONTNEED);
   }
 }
 

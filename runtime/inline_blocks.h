@@ -12,8 +12,9 @@
 // its block on its first inline call: the trampoline finds none and goes
 // on to its fallback, whose callback path calls ensure_inline_block().
 // Blocks are never unmapped while the library is loaded (a thread that
-// exited keeps its counts for the report); an engine that goes away gives
-// their pages back (zeroing them) for the next one.
+// exited keeps its counts for the report), and there are at most
+// kMaxInlineBlocks of them; an engine that goes away gives their pages
+// back (zeroing them) for the next one.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,9 @@ namespace ftjit {
 
 // Counters per block: 8 MiB of address space each.
 constexpr uint32_t kInlineSlots = 1u << 20;
+// Blocks per process (one mapping each): the threads after that many stay
+// on their ops' callbacks, which count as exactly.
+constexpr uint32_t kMaxInlineBlocks = 4096;
 
 // Offset of the calling thread's block pointer from the thread pointer
 // (arch::thread_pointer), the same for every thread (initial-exec TLS).

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -293,6 +295,47 @@ TEST_P(InlineCount, WhatCannotBeCompiledOrCombinedIsRefused) {
   Read r;
   EXPECT_EQ(ftjit_inline_read(engine_, &c.ops, visit, &r), -1);
 }
+
+#if defined(__x86_64__)
+// A program that makes threads without end gets at most kMaxInlineBlocks
+// counter blocks (one mapping each) from us; the threads after those are
+// counted by the callback, as exactly. In a child process: the blocks stay
+// for the life of the process. (Native only: thousands of threads are slow
+// under qemu.)
+int churn_threads_in_child() {
+  ftjit_engine* engine = ftjit_engine_create(nullptr);
+  if (engine == nullptr) return 10;
+  const InlineTarget t = inline_targets()[0];
+  Counter c;
+  init_counter(&c, t, FTJIT_STRATEGY_AUTO);
+  const char* include[] = {t.symbol};
+  ftjit_filter f{include, 1, nullptr, 0};
+  if (ftjit_attach(engine, &c.ops, &f) != FTJIT_OK) return 11;
+  constexpr int kThreads = 4096 + 200;  // runtime/inline_blocks.h, kMaxInlineBlocks
+  constexpr int kCallsEach = 5;
+  for (int k = 0; k < kThreads; ++k) {
+    std::thread([&] {
+      for (int i = 0; i < kCallsEach; ++i) t.call(i);
+    }).join();
+  }
+  if (inline_count(engine, c, t.entry) + c.callback_calls.load() != uint64_t{kThreads} * kCallsEach) return 12;
+  // Every thread past the bound ran each call through the callback.
+  if (c.callback_calls.load() < uint64_t{200} * kCallsEach) return 13;
+  if (ftjit_detach(engine, &c.ops) != FTJIT_OK) return 14;
+  ftjit_engine_destroy(engine);
+  return 0;
+}
+
+TEST(InlineBlocks, ThreadsBeyondTheBoundAreCountedByCallbacks) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(churn_threads_in_child());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 engine, 11 attach, 12 counts, 13 no callback past the bound, 14 detach";
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Layouts, InlineCount, ::testing::ValuesIn(inline_targets()),
                          [](const ::testing::TestParamInfo<InlineTarget>& info) {
