@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -281,6 +282,11 @@ struct InlineRequest {
   int64_t block_tls_offset = 0;
 };
 constexpr uint32_t kInlineWordsBytes = 16;
+
+// FTJIT_E_UNSUPPORTED naming `isa` unless `request`'s action is one of
+// `compiled`: what an emitter's emit_inline_template checks first.
+Status inline_action_compiled(const InlineRequest& request, std::initializer_list<InlineAction> compiled,
+                              const char* isa);
 constexpr int32_t kInlineOffsetWord = -16;
 constexpr int32_t kInlineFallbackWord = -8;
 

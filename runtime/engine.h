@@ -252,6 +252,12 @@ class Engine {
   Result<CodeArena*> arena_for(uint64_t entry, bool saves_all);
   bool module_saves_all(const ModuleRecord& m) const;
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
+  // What `rec`'s generated trampoline in `arena` is emitted from.
+  TrampolineRequest generated_request(const OpsRecord* rec, CodeArena* arena);
+  // Counts a trampoline placed at `place` (stats, and its size for retiring).
+  void note_trampoline(uint64_t place, size_t bytes);
+  // Frees what note_trampoline counted (no thread can reach it any more).
+  void free_trampoline(CodeArena* arena, uint64_t place);
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   // The emitted code every inline trampoline of `action` copies, emitted
   // on first use (FTJIT_E_UNSUPPORTED where the ISA compiles none).

@@ -243,11 +243,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
       if (p.placed_inline) {
         // Never reached by any site: freed at once.
         auto it = inline_code_.find(p.site);
-        const uint64_t words = it->second.second - kInlineWordsBytes;
-        trampoline_bytes_ -= trampoline_sizes_[words];
-        trampoline_sizes_.erase(words);
-        --trampolines_;
-        it->second.first->free(words);
+        free_trampoline(it->second.first, it->second.second - kInlineWordsBytes);
         inline_code_.erase(it);
         p.placed_inline = false;
       }
@@ -606,15 +602,7 @@ Status Engine::release_after_grace() {
     ftjit::log().warn("ftjit: {}", st.error().message);
     return st;
   }
-  for (auto& [arena, addr] : retired_.trampolines) {
-    auto it = trampoline_sizes_.find(addr);
-    if (it != trampoline_sizes_.end()) {
-      trampoline_bytes_ -= it->second;
-      trampoline_sizes_.erase(it);
-    }
-    --trampolines_;
-    arena->free(addr);
-  }
+  for (auto& [arena, addr] : retired_.trampolines) free_trampoline(arena, addr);
   retired_ = Retired{};
   return {};
 }

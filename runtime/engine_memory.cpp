@@ -157,9 +157,23 @@ Result<uint64_t> place_trampoline(const Backend& backend, CodeArena* arena,
 
 }  // namespace
 
-Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) {
-  auto it = rec->generated.find(arena);
-  if (it != rec->generated.end()) return it->second;
+void Engine::note_trampoline(uint64_t place, size_t bytes) {
+  trampoline_sizes_[place] = bytes;
+  ++trampolines_;
+  trampoline_bytes_ += bytes;
+}
+
+void Engine::free_trampoline(CodeArena* arena, uint64_t place) {
+  auto it = trampoline_sizes_.find(place);
+  if (it != trampoline_sizes_.end()) {
+    trampoline_bytes_ -= it->second;
+    trampoline_sizes_.erase(it);
+  }
+  --trampolines_;
+  arena->free(place);
+}
+
+TrampolineRequest Engine::generated_request(const OpsRecord* rec, CodeArena* arena) {
   TrampolineRequest req;
   req.source = OpsSource::kImmediate;
   req.ops = reinterpret_cast<uint64_t>(rec->target);
@@ -187,13 +201,17 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
     req.shadow_prune = reinterpret_cast<uint64_t>(&ftjit_shadow_prune);
     req.shadow_push = reinterpret_cast<uint64_t>(&ftjit_shadow_push);
   }
+  return req;
+}
+
+Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) {
+  auto it = rec->generated.find(arena);
+  if (it != rec->generated.end()) return it->second;
   size_t bytes = 0;
-  auto place = place_trampoline(backend_, arena, req, &bytes);
+  auto place = place_trampoline(backend_, arena, generated_request(rec, arena), &bytes);
   if (!place) return place;
   rec->generated[arena] = *place;
-  trampoline_sizes_[*place] = bytes;
-  ++trampolines_;
-  trampoline_bytes_ += bytes;
+  note_trampoline(*place, bytes);
   return place;
 }
 
@@ -224,24 +242,16 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
   if (fb != rec->inline_fallback.end()) {
     fallback = fb->second;
   } else {
-    TrampolineRequest req;
-    req.source = OpsSource::kImmediate;
-    req.ops = reinterpret_cast<uint64_t>(rec->target);
+    // Its generated trampoline (an ops with inline work hooks no return),
+    // calling the first-call path (which does TSan's part itself).
+    TrampolineRequest req = generated_request(rec, arena);
     req.func = reinterpret_cast<uint64_t>(&ftjit_inline_first_call);
     req.save_fp = true;
-    req.recursion_drops = reinterpret_cast<uint64_t>(&g_recursion_drops);
-    req.call_and_land = exit_call_and_land_address();
-    req.exit_trampoline = exit_trampoline_address();
-    req.real_return = reinterpret_cast<uint64_t>(&ftjit_shadow_real_return);
-    req.counts_tls_offset = tls_offset_;
-    req.saves_all = arena_saves_all_[arena];
     size_t bytes = 0;
     auto place = place_trampoline(backend_, arena, req, &bytes);
     if (!place) return place;
     fallback = rec->inline_fallback[arena] = *place;
-    trampoline_sizes_[*place] = bytes;
-    ++trampolines_;
-    trampoline_bytes_ += bytes;
+    note_trampoline(*place, bytes);
   }
   const std::vector<uint8_t>& code = **tmpl;
   const uint64_t words = arena->allocate(kInlineWordsBytes + code.size(), backend_.traits().code_align);
@@ -258,9 +268,7 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
     return shown.take_error();
   }
   rec->inline_slots.push_back({sites_[index].entry, slot});
-  trampoline_sizes_[words] = kInlineWordsBytes + code.size();
-  ++trampolines_;
-  trampoline_bytes_ += kInlineWordsBytes + code.size();
+  note_trampoline(words, kInlineWordsBytes + code.size());
   inline_used_ = true;
   return start;
 }
@@ -302,9 +310,7 @@ Result<uint64_t> Engine::shared_trampoline(CodeArena* arena, int which) {
   auto place = place_trampoline(backend_, arena, req, &bytes);
   if (!place) return place;
   slots[index] = *place;
-  trampoline_sizes_[*place] = bytes;
-  ++trampolines_;
-  trampoline_bytes_ += bytes;
+  note_trampoline(*place, bytes);
   return place;
 }
 

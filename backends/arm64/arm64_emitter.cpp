@@ -515,10 +515,7 @@ void emit_exit_leave(asmjit::a64::Assembler& a) {
 Result<std::vector<uint8_t>> Arm64Emitter::emit_inline_template(const InlineRequest& req) const {
   using namespace asmjit;
   using namespace asmjit::a64;
-  if (req.action != InlineAction::kCount) {
-    return make_error(FTJIT_E_UNSUPPORTED, "arm64 compiles no inline action " +
-                                               std::to_string(static_cast<int>(req.action)));
-  }
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "arm64"));
   constexpr uint64_t kBase = 0x100000;  // any: the code is position-independent
   CodeHolder code;
   FTJIT_TRY(start_code(code, kBase));

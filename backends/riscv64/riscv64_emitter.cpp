@@ -472,10 +472,7 @@ Result<std::string> site_code_source(uint64_t entry, uint64_t stub) {
 //     Assembled with its two words in front (zero), for the pc-relative
 //     loads to resolve without a linker; they are cut off after.
 Result<std::string> inline_template_source(const InlineRequest& req, bool compressed) {
-  if (req.action != InlineAction::kCount) {
-    return make_error(FTJIT_E_UNSUPPORTED, "riscv64 compiles no inline action " +
-                                               std::to_string(static_cast<int>(req.action)));
-  }
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "riscv64"));
   Source s(compressed);
   auto load_word = [&](const std::string& reg, int offset) {
     const std::string at = s.new_label();

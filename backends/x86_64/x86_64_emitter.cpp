@@ -704,10 +704,7 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
 Result<std::vector<uint8_t>> X86_64Emitter::emit_inline_template(const InlineRequest& req) const {
   using namespace asmjit;
   using namespace asmjit::x86;
-  if (req.action != InlineAction::kCount) {
-    return make_error(FTJIT_E_UNSUPPORTED, "x86-64 compiles no inline action " +
-                                               std::to_string(static_cast<int>(req.action)));
-  }
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "x86-64"));
   CodeHolder code;
   // Any base: the code is position-independent (its words are reached
   // rip-relative from `start`).

@@ -4,19 +4,10 @@
 #include "tests/arm64/traced_a64.h"
 #include "tests/common/inline_targets.h"
 
-namespace {
-int64_t expected(int64_t x) { return x * 7 + 1; }
-template <int64_t (*Fn)(int64_t)>
-int64_t call(int64_t x) {
-  int64_t (*volatile fn)(int64_t) = Fn;
-  return fn(x);
-}
-}  // namespace
-
 std::vector<InlineTarget> inline_targets() {
-  return {{"literal", "a64_slot_leaf", reinterpret_cast<uint64_t>(&a64_slot_leaf), call<a64_slot_leaf>, expected},
-          {"noliteral", "a64_noslot_leaf", reinterpret_cast<uint64_t>(&a64_noslot_leaf), call<a64_noslot_leaf>,
-           expected},
+  return {{"literal", "a64_slot_leaf", reinterpret_cast<uint64_t>(&a64_slot_leaf), call_leaf<a64_slot_leaf>, leaf_expected},
+          {"noliteral", "a64_noslot_leaf", reinterpret_cast<uint64_t>(&a64_noslot_leaf), call_leaf<a64_noslot_leaf>,
+           leaf_expected},
           // The site starts after the landing pad: ip is entry + 4.
-          {"bti", "a64_bti_leaf", reinterpret_cast<uint64_t>(&a64_bti_leaf) + 4, call<a64_bti_leaf>, expected}};
+          {"bti", "a64_bti_leaf", reinterpret_cast<uint64_t>(&a64_bti_leaf) + 4, call_leaf<a64_bti_leaf>, leaf_expected}};
 }

@@ -15,3 +15,13 @@ struct InlineTarget {
 };
 
 std::vector<InlineTarget> inline_targets();
+
+// The arm64 and riscv64 legs' traced leaf, `x * 7 + 1` (tests/<isa>/
+// traced_*.c): what it returns, and a call of it through a pointer the
+// compiler cannot see through.
+inline int64_t leaf_expected(int64_t x) { return x * 7 + 1; }
+template <int64_t (*Fn)(int64_t)>
+int64_t call_leaf(int64_t x) {
+  int64_t (*volatile fn)(int64_t) = Fn;
+  return fn(x);
+}
