@@ -243,6 +243,11 @@ struct ExitTrampolineRequest {
   int64_t counts_tls_offset = 0;
   uint32_t landing_offset = 0;
   int64_t shadow_tls_offset = 0;  // 0: always call pop
+  // For the own pop of an inline latency entry (shadow_layout.h,
+  // kKindInlineLatency): the thread's inline block, and the address of
+  // the cycle counter's ns-per-tick (32.32) word. 0: left to pop.
+  int64_t block_tls_offset = 0;
+  uint64_t clock_mult = 0;
 };
 
 // The instructions of a site that calls its stub (StubUse::kEverySite),
@@ -257,29 +262,53 @@ struct SiteCode {
 // Inline work (ftjit.h, ftjit_inline_action): what a plugin asks to run in
 // the code a site calls instead of its callback. Numbered as the API's.
 enum class InlineAction : uint8_t {
-  kCount = 1,  // the thread's counter of the site += 1
+  kCount = 1,    // the thread's counter of the site += 1
+  kLatency = 2,  // the cycle counter kept for the exit, which adds the
+                 // duration to the site's histogram (shadow_layout.h)
 };
 
 // An inline trampoline: one per site, all the same code, told apart by two
 // words just before it (the runtime writes them; the emitter's code reads
-// them pc-relative). Nothing is saved, nothing is called:
+// them pc-relative). Nothing is saved (what it uses it gives back),
+// nothing is called:
 //
-//   place-16   the site's counter: its byte offset in the thread's block
+//   place-16   kCount: the site's counter, its byte offset in the block;
+//              kLatency: the site's ExitRecord (shadow_layout.h)
 //   place-8    fallback: the trampoline to go on to, entered exactly as the
 //              site's call entered this one, when the thread has no block
 //              yet (the runtime's first-call path makes one) or for work
 //              this code leaves to a callback
 //   place      the code: block = [thread pointer + block_tls_offset];
-//              block == 0 ? go on to fallback : block[offset] += 1 (one
-//              update a signal handler on the same thread cannot split);
+//              block == 0 ? go on to fallback :
+//              kCount:   block[offset] += 1 (one update a signal handler on
+//                        the same thread cannot split)
+//              kLatency: counted as a trampoline entry (counts_tls_offset,
+//                        runtime/thread_control.h) and under the same guard:
+//                        inside a callback it goes on to the fallback, which
+//                        drops the call as every trampoline does; so a signal
+//                        handler's traced calls cannot push between our
+//                        writes and our publish. s = [thread pointer +
+//                        shadow_tls_offset]; unless s is 0, full, or its
+//                        newest entry's slot is at or below this frame's
+//                        (frames to prune, a chain: the fallback's work),
+//                        push {slot, return address, cycle counter, record}
+//                        as the generated trampolines do, the return hooked
+//                        (exit_trampoline) before the depth publishes it,
+//                        and leave as they do (x86-64: through call_and_land,
+//                        which counts the exit);
 //              return as the site's trampolines return
 //
 // The code is position-independent (it refers to nothing outside itself
-// but its words and the thread pointer), so the runtime copies one emitted
-// template to every site.
+// but its words, the thread pointer and fixed addresses), so the runtime
+// copies one emitted template to every site.
 struct InlineRequest {
   InlineAction action = InlineAction::kCount;
   int64_t block_tls_offset = 0;
+  // kLatency:
+  int64_t shadow_tls_offset = 0;
+  uint64_t exit_trampoline = 0;  // the landing
+  int64_t counts_tls_offset = 0;
+  uint64_t call_and_land = 0;    // x86-64 (StubUse::kHookedReturns)
 };
 constexpr uint32_t kInlineWordsBytes = 16;
 

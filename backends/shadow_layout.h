@@ -27,5 +27,24 @@ inline constexpr int32_t kFunc = 0;       // ftjit_exit_func_t
 inline constexpr int32_t kOps = 8;        // ftjit_ops*
 inline constexpr int32_t kLive = 16;      // bool: false once detached
 inline constexpr int32_t kSaveFp = 17;    // bool: the callback may use xmm2-15
+inline constexpr int32_t kKind = 18;      // uint8_t, below
+inline constexpr int32_t kSite = 24;      // kInlineLatency: the site's entry
+inline constexpr int32_t kBlockOffset = 32;  // kInlineLatency: its histogram's
+                                             // byte offset in the thread's block
+// What a record's exit does. kInlineLatency: no callback; the entry's kIp
+// word holds the cycle counter read at the entry (an inline trampoline
+// pushed it, backends/backend.h InlineAction::kLatency), and the exit adds
+// the duration to the site's histogram in the thread's inline block.
+inline constexpr uint8_t kKindCallback = 0;
+inline constexpr uint8_t kKindInlineLatency = 1;
+
+// An inline latency histogram, in 64-bit words of the thread's block
+// (runtime/inline_blocks.h), at the record's kBlockOffset:
+inline constexpr int32_t kHistTotalNs = 0;   // sum of the durations
+inline constexpr int32_t kHistMaxNs = 1;     // the longest
+inline constexpr int32_t kHistUnwound = 2;   // frames left by exception or longjmp
+inline constexpr int32_t kHistBuckets = 3;   // [0]: 0 ns, [k]: [2^(k-1), 2^k) ns
+inline constexpr int32_t kHistBucketCount = 65;
+inline constexpr int32_t kHistWords = kHistBuckets + kHistBucketCount;
 
 }  // namespace ftjit::shadow_layout

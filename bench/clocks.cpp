@@ -9,7 +9,7 @@
 
 #include "bench/bench.h"
 #include "bench_isa.h"  // bench/<isa>/: the cycle counter
-#include "runtime/plugin_host/tsc_clock.h"
+#include "runtime/cycle_clock.h"
 
 namespace ftjit_bench {
 namespace {
@@ -20,7 +20,7 @@ __attribute__((noinline)) int read_cycle_counter(int) {
   return static_cast<int>(isa::read_cycle_counter());
 }
 __attribute__((noinline)) int read_host_clock(int) {
-  return static_cast<int>(ftjit::plugins::detail::monotonic_ns());
+  return static_cast<int>(ftjit::monotonic_ns());
 }
 __attribute__((noinline)) int read_clock_gettime(int) {
   timespec ts;
@@ -31,7 +31,7 @@ __attribute__((noinline)) int read_clock_gettime(int) {
 }  // namespace
 
 void run_clock_rows(const BenchOptions& opts, Report& report, const Summary& base) {
-  ftjit::plugins::detail::calibrate_tsc_clock();  // a no-op after a session started
+  ftjit::calibrate_cycle_clock();  // a no-op after a session started
   Table& table = report.table("clocks", "plugins: one clock read (ns)");
   table.notes.push_back(
       std::string("per read, over the untraced bench_leaf call of the same run; the host clock is "

@@ -39,7 +39,9 @@ int run_plugins() {
     for (const auto& f : p.formats) formats += (formats.empty() ? "" : ", ") + f;
     std::printf("           formats: %s%s%s\n", formats.c_str(),
                 p.hooks_exit ? "; hooks function exits" : "",
-                p.inline_count ? "; counts inline (compiled into the trampolines)" : "");
+                p.inline_count     ? "; counts inline (compiled into the trampolines)"
+                : p.inline_latency ? "; times calls inline (compiled into the trampolines)"
+                                   : "");
     for (const plugins::OptionInfo& o : p.options) {
       std::printf("           %s=<%s> (default %s)  %s\n", o.name.c_str(),
                   plugins::option_type_name(o.type),

@@ -153,6 +153,20 @@ long ftjit_inline_read(ftjit_engine* engine, const ftjit_ops* ops, ftjit_inline_
   return n;
 }
 
+long ftjit_inline_read_histograms(ftjit_engine* engine, const ftjit_ops* ops,
+                                  ftjit_inline_histogram_fn visit, void* arg) {
+  if (engine == nullptr || ops == nullptr || visit == nullptr) {
+    fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT,
+                           "ftjit_inline_read_histograms: engine, ops and visit are needed"));
+    return -1;
+  }
+  long n = engine->engine->inline_read_histograms(ops, visit, arg);
+  if (n < 0) {
+    fail(ftjit::make_error(FTJIT_E_NOT_ATTACHED, "ftjit_inline_read_histograms: this ops was never attached"));
+  }
+  return n;
+}
+
 const char* ftjit_site_name(ftjit_engine* engine, uint64_t ip) {
   if (engine == nullptr) return nullptr;
   const std::string* name = engine->engine->site_name(ip);

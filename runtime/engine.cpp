@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The engine: discovery bookkeeping, attach/detach/set_filter, commits.
 #include "runtime/engine.h"
+#include "runtime/cycle_clock.h"
 #include "runtime/inline_blocks.h"
 
 #include <dlfcn.h>
@@ -447,27 +448,11 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   rec->strategy = ops->strategy != FTJIT_STRATEGY_AUTO ? ops->strategy : options_.default_strategy;
   rec->filter = filter;
   if (FTJIT_OPS_HAS(ops, inline_entry) && ops->inline_entry != FTJIT_INLINE_NONE) {
-    if (ops->inline_entry != FTJIT_INLINE_COUNT) {
-      return make_error(FTJIT_E_INVALID_ARGUMENT,
-                        "ops asks for inline work " + std::to_string(ops->inline_entry) +
-                            ", which this ftjit does not know");
-    }
-    if (needs_hooks(ops)) {
-      return make_error(FTJIT_E_INVALID_ARGUMENT,
-                        "inline work cannot be combined with an exit callback or a thread filter "
-                        "(the inline trampoline hooks no return and asks no thread)");
-    }
-    rec->inline_action = InlineAction::kCount;
-    // Compiled, or refused here: never a silent fall back to callbacks.
-    auto tmpl = inline_template(rec->inline_action);
-    if (!tmpl) {
-      return make_error(tmpl.error().code, std::string("inline count on ") + isa_name(backend_.traits().isa) +
-                                               ": " + tmpl.error().message);
-    }
-    rec->inline_ok = true;
+    FTJIT_TRY(prepare_inline(rec.get()));
   }
   // Another attach of this ops (or of a new one at its address) starts afresh.
   final_inline_.erase(ops);
+  final_histograms_.erase(ops);
   OpsRecord* r = rec.get();
   ops_.push_back(std::move(rec));
   Status st = commit(r, {}, std::move(selected.value()));
@@ -477,6 +462,53 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   }
   ops->internal = r;
   return release_if_much_retired();
+}
+
+Status Engine::prepare_inline(OpsRecord* rec) {
+  const ftjit_ops* ops = rec->ops;
+  const char* what = nullptr;
+  switch (ops->inline_entry) {
+    case FTJIT_INLINE_COUNT:
+      if (needs_hooks(ops)) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT,
+                          "inline count cannot be combined with an exit callback or a thread filter "
+                          "(its trampoline hooks no return and asks no thread)");
+      }
+      rec->inline_action = InlineAction::kCount;
+      what = "count";
+      break;
+    case FTJIT_INLINE_LATENCY:
+      // The exit callback is where the fallback times its calls.
+      if (ops->exit_func == nullptr || ops->threads != nullptr) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT,
+                          "inline latency needs an exit callback (the fallback's) and no thread filter");
+      }
+      rec->inline_action = InlineAction::kLatency;
+      what = "latency";
+      break;
+    default:
+      return make_error(FTJIT_E_INVALID_ARGUMENT,
+                        "ops asks for inline work " + std::to_string(ops->inline_entry) +
+                            ", which this ftjit does not know");
+  }
+  // Compiled, or refused here: never a silent fall back to callbacks.
+  auto tmpl = inline_template(rec->inline_action);
+  if (!tmpl) {
+    return make_error(tmpl.error().code, std::string("inline ") + what + " on " +
+                                             isa_name(backend_.traits().isa) + ": " + tmpl.error().message);
+  }
+  if (rec->inline_action == InlineAction::kLatency) {
+    calibrate_cycle_clock();
+    // A counter whose deltas are not durations here (a TSC the kernel
+    // does not trust): the callbacks time the calls with the host's clock.
+    if (!cycle_deltas_trusted() || *cycle_ns_mult() == 0) {
+      ftjit::log().info("ftjit: inline latency: the cycle counter does not measure durations on "
+                        "this machine; its calls are timed by the callbacks");
+      return {};
+    }
+  }
+  rec->inline_ok = true;
+  return {};
 }
 
 Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
@@ -515,6 +547,7 @@ Status Engine::detach(ftjit_ops* ops) {
   rec->inline_fallback.clear();
   rec->silence_exits();
   const std::vector<std::pair<uint64_t, uint32_t>> slots = std::move(rec->inline_slots);
+  const InlineAction action = rec->inline_action;
   retired_.records.push_back(std::move(*it));
   ops_.erase(it);
   ops->internal = nullptr;
@@ -522,7 +555,10 @@ Status Engine::detach(ftjit_ops* ops) {
   Status grace = st_sleds ? release_after_grace() : Status{};
   // Read once no thread can be in its inline trampolines any more (or as
   // they are, if the grace period failed): its final counts.
-  if (!slots.empty()) final_inline_[ops] = inline_totals(slots);
+  if (!slots.empty()) {
+    final_inline_[ops] = inline_totals(slots, action);
+    if (action == InlineAction::kLatency) final_histograms_[ops] = inline_histograms(slots);
+  }
   FTJIT_TRY(st_sleds);
   return grace;
 }
@@ -560,7 +596,7 @@ long Engine::inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (const OpsRecord* rec = find(ops)) {
-      totals = inline_totals(rec->inline_slots);
+      totals = inline_totals(rec->inline_slots, rec->inline_action);
     } else if (auto f = final_inline_.find(ops); f != final_inline_.end()) {
       totals = f->second;
     } else {
@@ -570,6 +606,23 @@ long Engine::inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void
   // Outside the lock: the visitor may call back into the engine.
   for (const auto& [ip, n] : totals) visit(ip, n, arg);
   return static_cast<long>(totals.size());
+}
+
+long Engine::inline_read_histograms(const ftjit_ops* ops, ftjit_inline_histogram_fn visit,
+                                    void* arg) const {
+  std::vector<ftjit_inline_histogram> histograms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const OpsRecord* rec = find(ops)) {
+      if (rec->inline_action == InlineAction::kLatency) histograms = inline_histograms(rec->inline_slots);
+    } else if (auto f = final_histograms_.find(ops); f != final_histograms_.end()) {
+      histograms = f->second;
+    } else if (final_inline_.find(ops) == final_inline_.end()) {
+      return -1;
+    }
+  }
+  for (const ftjit_inline_histogram& h : histograms) visit(&h, arg);
+  return static_cast<long>(histograms.size());
 }
 
 long Engine::site_count(const ftjit_ops* ops) const {

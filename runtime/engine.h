@@ -98,6 +98,7 @@ struct OpsRecord {
   // Once detached: frames it hooked may return long after, silently.
   void silence_exits() {
     if (hooked && hooked->exit) hooked->exit->live.store(false, std::memory_order_release);
+    for (ExitRecord* r : inline_records) r->live.store(false, std::memory_order_release);
   }
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // resolved against the engine default
   Filter filter;
@@ -112,7 +113,10 @@ struct OpsRecord {
   std::map<CodeArena*, uint64_t> inline_fallback;
   // Every (site entry, counter slot) it was given, kept after the site
   // left: the counts of a site detached and attached again add up.
+  // (kLatency: the first of its histogram's kHistWords slots.)
   std::vector<std::pair<uint64_t, uint32_t>> inline_slots;
+  // kLatency: each site's exit record (shadow_layout.h, kKindInlineLatency).
+  std::vector<ExitRecord*> inline_records;
   std::unique_ptr<IpSet> ips;   // published when it serves a list-routed site
 };
 
@@ -194,6 +198,8 @@ class Engine {
   // ftjit_inline_read: (ip, total) of each site of `ops` with a nonzero
   // count, live or, once detached, final. -1 if it was never attached.
   long inline_read(const ftjit_ops* ops, ftjit_inline_visit_fn visit, void* arg) const;
+  // ftjit_inline_read_histograms: likewise, each site's latency histogram.
+  long inline_read_histograms(const ftjit_ops* ops, ftjit_inline_histogram_fn visit, void* arg) const;
   ftjit_stats stats() const;
   std::vector<SiteInfo> sites() const;
   // Demangled name of the site at `entry`, nullptr if none. Stable while
@@ -265,9 +271,18 @@ class Engine {
   // Site `index`'s own inline trampoline for `rec` (a new counter slot,
   // its words written), in `arena`; its address (after the words).
   Result<uint64_t> place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena);
+  // Attach's check of an ops' inline work (ftjit_ops.inline_entry): its
+  // action compiled by the backend, or an error naming why not.
+  Status prepare_inline(OpsRecord* rec);
   // (ip, slot) pairs summed over threads, merged per ip, nonzero only.
-  std::vector<std::pair<uint64_t, uint64_t>> inline_totals(
+  // Each site's histogram of a kLatency ops' slots, merged over threads
+  // (and over the slots one site had), sites without calls left out.
+  std::vector<ftjit_inline_histogram> inline_histograms(
       const std::vector<std::pair<uint64_t, uint32_t>>& slots) const;
+  // (ip, calls) of each site with any, of an ops whose inline work is
+  // `action`.
+  std::vector<std::pair<uint64_t, uint64_t>> inline_totals(
+      const std::vector<std::pair<uint64_t, uint32_t>>& slots, InlineAction action) const;
   Result<uint8_t*> writable(uint64_t addr, size_t n);
   // The writable alias of [addr, addr+n) if it lies in the alias used last;
   // nullptr otherwise (then ask writable()).
@@ -363,6 +378,7 @@ class Engine {
   uint32_t next_inline_slot_ = 0;
   bool inline_used_ = false;
   std::unordered_map<const ftjit_ops*, std::vector<std::pair<uint64_t, uint64_t>>> final_inline_;
+  std::unordered_map<const ftjit_ops*, std::vector<ftjit_inline_histogram>> final_histograms_;
   std::vector<std::unique_ptr<TextAlias>> aliases_;
   TextAlias* last_alias_ = nullptr;
   // Scratch of commit(), kept between commits: a million-site batch would

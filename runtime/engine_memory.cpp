@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/engine.h"
+#include "backends/shadow_layout.h"
 #include "runtime/inline_blocks.h"
 
 namespace ftjit {
@@ -221,6 +222,12 @@ Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action)
   InlineRequest req;
   req.action = action;
   req.block_tls_offset = inline_block_tls_offset();
+  if (action == InlineAction::kLatency) {
+    req.shadow_tls_offset = shadow_stack_tls_offset();
+    req.exit_trampoline = exit_trampoline_address();
+    req.counts_tls_offset = tls_offset_;
+    req.call_and_land = exit_call_and_land_address();
+  }
   auto code = backend_.emit_inline_template(req);
   if (!code) return code.take_error();
   if (code->empty() || code->size() > 256) {
@@ -230,7 +237,9 @@ Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action)
 }
 
 Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena) {
-  if (next_inline_slot_ >= kInlineSlots) {
+  const bool latency = rec->inline_action == InlineAction::kLatency;
+  const uint32_t words = latency ? shadow_layout::kHistWords : 1;
+  if (next_inline_slot_ + words > kInlineSlots) {
     return make_error(FTJIT_E_OUT_OF_RANGE, "inline counters exhausted");
   }
   auto tmpl = inline_template(rec->inline_action);
@@ -242,8 +251,9 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
   if (fb != rec->inline_fallback.end()) {
     fallback = fb->second;
   } else {
-    // Its generated trampoline (an ops with inline work hooks no return),
-    // calling the first-call path (which does TSan's part itself).
+    // Its generated trampoline (hooking returns for an exit callback, as
+    // without inline work), calling the first-call path (which does
+    // TSan's part itself).
     TrampolineRequest req = generated_request(rec, arena);
     req.func = reinterpret_cast<uint64_t>(&ftjit_inline_first_call);
     req.save_fp = true;
@@ -254,27 +264,68 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
     note_trampoline(*place, bytes);
   }
   const std::vector<uint8_t>& code = **tmpl;
-  const uint64_t words = arena->allocate(kInlineWordsBytes + code.size(), backend_.traits().code_align);
-  if (words == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
-  const uint64_t start = words + kInlineWordsBytes;
-  const uint32_t slot = next_inline_slot_++;
+  const uint64_t place = arena->allocate(kInlineWordsBytes + code.size(), backend_.traits().code_align);
+  if (place == 0) return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline arena is full");
+  const uint64_t start = place + kInlineWordsBytes;
+  const uint32_t slot = next_inline_slot_;
   const uint64_t offset = uint64_t{slot} * sizeof(uint64_t);
-  std::memcpy(arena->rw(start + kInlineOffsetWord), &offset, 8);
+  // kCount's word: its counter; kLatency's: its site's exit record, which
+  // says where its histogram is.
+  ExitRecord* record = latency ? make_inline_latency_record(sites_[index].entry, offset) : nullptr;
+  const uint64_t word = latency ? reinterpret_cast<uint64_t>(record) : offset;
+  std::memcpy(arena->rw(start + kInlineOffsetWord), &word, 8);
   std::memcpy(arena->rw(start + kInlineFallbackWord), &fallback, 8);
   std::memcpy(arena->rw(start), code.data(), code.size());
-  Status shown = publish_code(words, kInlineWordsBytes + code.size());
+  Status shown = publish_code(place, kInlineWordsBytes + code.size());
   if (!shown) {
-    arena->free(words);
+    arena->free(place);
+    if (record != nullptr) record->live.store(false, std::memory_order_release);
     return shown.take_error();
   }
+  next_inline_slot_ += words;
   rec->inline_slots.push_back({sites_[index].entry, slot});
-  note_trampoline(words, kInlineWordsBytes + code.size());
+  if (record != nullptr) rec->inline_records.push_back(record);
+  note_trampoline(place, kInlineWordsBytes + code.size());
   inline_used_ = true;
   return start;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> Engine::inline_totals(
+std::vector<ftjit_inline_histogram> Engine::inline_histograms(
     const std::vector<std::pair<uint64_t, uint32_t>>& slots) const {
+  namespace layout = shadow_layout;
+  std::map<uint64_t, ftjit_inline_histogram> by_ip;
+  for (const auto& [ip, slot] : slots) {
+    ftjit_inline_histogram& h = by_ip[ip];
+    h.ip = ip;
+    // Each word read whole (its thread updates it with one instruction).
+    for_each_inline_block([&](const uint64_t* block) {
+      auto word = [&](int32_t i) { return __atomic_load_n(&block[slot + i], __ATOMIC_RELAXED); };
+      h.total_ns += word(layout::kHistTotalNs);
+      h.max_ns = std::max(h.max_ns, word(layout::kHistMaxNs));
+      h.unwound += word(layout::kHistUnwound);
+      for (int b = 0; b < layout::kHistBucketCount; ++b) {
+        const uint64_t n = word(layout::kHistBuckets + b);
+        h.buckets[b] += n;
+        h.calls += n;
+      }
+    });
+  }
+  std::vector<ftjit_inline_histogram> out;
+  for (const auto& [ip, h] : by_ip) {
+    if (h.calls != 0 || h.unwound != 0) out.push_back(h);
+  }
+  return out;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Engine::inline_totals(
+    const std::vector<std::pair<uint64_t, uint32_t>>& slots, InlineAction action) const {
+  if (action == InlineAction::kLatency) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const ftjit_inline_histogram& h : inline_histograms(slots)) {
+      if (h.calls != 0) out.push_back({h.ip, h.calls});
+    }
+    return out;
+  }
   std::map<uint64_t, uint64_t> by_ip;
   for (const auto& [ip, slot] : slots) {
     const uint64_t n = inline_slot_total(slot);

@@ -25,7 +25,6 @@ std::atomic<uint32_t> g_claimed{0};
 
 // The pointer inline trampolines load; initial-exec, like the trampoline
 // counts, so that its offset from the thread pointer is one constant.
-extern "C" __thread uint64_t* ftjit_inline_block __attribute__((tls_model("initial-exec")));
 __thread uint64_t* ftjit_inline_block = nullptr;
 
 int64_t inline_block_tls_offset() {
@@ -47,16 +46,19 @@ bool ensure_inline_block() {
   return true;
 }
 
+namespace detail {
+uint32_t inline_blocks_claimed() {
+  return std::min(g_claimed.load(std::memory_order_acquire), kMaxInlineBlocks);
+}
+const uint64_t* inline_block_at(uint32_t index) { return g_blocks[index].load(std::memory_order_acquire); }
+}  // namespace detail
+
 uint64_t inline_slot_total(uint32_t slot) {
   if (slot >= kInlineSlots) return 0;
   uint64_t total = 0;
-  const uint32_t n = std::min(g_claimed.load(std::memory_order_acquire), kMaxInlineBlocks);
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t* block = g_blocks[i].load(std::memory_order_acquire);
-    // Written by its thread's trampoline with single-instruction updates:
-    // an aligned 64-bit load sees one whole value.
-    if (block != nullptr) total += __atomic_load_n(&block[slot], __ATOMIC_RELAXED);
-  }
+  // Written by its thread's trampoline with single-instruction updates:
+  // an aligned 64-bit load sees one whole value.
+  for_each_inline_block([&](const uint64_t* block) { total += __atomic_load_n(&block[slot], __ATOMIC_RELAXED); });
   return total;
 }
 

@@ -28,6 +28,9 @@ constexpr uint32_t kInlineSlots = 1u << 20;
 // on their ops' callbacks, which count as exactly.
 constexpr uint32_t kMaxInlineBlocks = 4096;
 
+// The calling thread's block (0: none yet), what the trampolines load.
+extern "C" __thread uint64_t* ftjit_inline_block __attribute__((tls_model("initial-exec")));
+
 // Offset of the calling thread's block pointer from the thread pointer
 // (arch::thread_pointer), the same for every thread (initial-exec TLS).
 int64_t inline_block_tls_offset();
@@ -41,9 +44,28 @@ bool ensure_inline_block();
 // while the threads go on.
 uint64_t inline_slot_total(uint32_t slot);
 
+// Every thread's block so far, each once: visit(block). Their words are
+// written by their threads with single-instruction updates, so each is
+// read whole (with __atomic_load_n, relaxed) while the threads go on.
+template <typename Visit>
+void for_each_inline_block(Visit visit);
+
 // Zeroes every block (their pages go back to the kernel). Only when no
 // thread can be inside an inline trampoline (after a grace period with
 // none reachable).
 void reset_inline_blocks();
+
+namespace detail {
+uint32_t inline_blocks_claimed();
+const uint64_t* inline_block_at(uint32_t index);
+}  // namespace detail
+
+template <typename Visit>
+void for_each_inline_block(Visit visit) {
+  const uint32_t n = detail::inline_blocks_claimed();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (const uint64_t* block = detail::inline_block_at(i)) visit(block);
+  }
+}
 
 }  // namespace ftjit

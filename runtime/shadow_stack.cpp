@@ -21,6 +21,8 @@
 #include "backends/backend.h"
 #include "backends/shadow_layout.h"
 #include "runtime/arch/arch.h"
+#include "runtime/cycle_clock.h"
+#include "runtime/inline_blocks.h"
 #include "runtime/dispatch.h"
 #include "runtime/process_backend.h"
 #include "runtime/thread_control.h"
@@ -111,6 +113,9 @@ static_assert(offsetof(ExitRecord, func) == layout::kFunc);
 static_assert(offsetof(ExitRecord, ops) == layout::kOps);
 static_assert(offsetof(ExitRecord, live) == layout::kLive);
 static_assert(offsetof(ExitRecord, save_fp) == layout::kSaveFp);
+static_assert(offsetof(ExitRecord, kind) == layout::kKind);
+static_assert(offsetof(ExitRecord, site) == layout::kSite);
+static_assert(offsetof(ExitRecord, block_offset) == layout::kBlockOffset);
 static_assert(sizeof(std::atomic<bool>) == 1);
 
 }  // namespace
@@ -178,6 +183,48 @@ uint64_t caller_of(const ShadowStack* s, const ShadowEntry& e) {
   return ret;
 }
 
+// The traced function of `e`: an inline latency entry keeps its start
+// time where others keep the ip.
+uint64_t entry_ip(const ShadowEntry& e) {
+  const ExitRecord* r = e.record();
+  return r->kind == layout::kKindInlineLatency ? r->site : e.ip;
+}
+
+// An inline latency entry's exit, as the x86-64 landing does it itself
+// (on arm64 and riscv64 the landing leaves it to pop): the duration since
+// the entry's counter read into the site's histogram in this thread's
+// block, or the frame counted unwound. A signal handler on this thread
+// may do the same between two of these updates: each one is whole.
+void record_latency(const ShadowEntry& e, const ExitRecord* r, uint64_t now, bool returned) {
+  uint64_t* block = ftjit_inline_block;
+  if (block == nullptr || !r->live.load(std::memory_order_acquire)) return;
+  uint64_t* h = block + r->block_offset / sizeof(uint64_t);
+  if (!returned) {
+    __atomic_fetch_add(&h[layout::kHistUnwound], 1, __ATOMIC_RELAXED);
+    return;
+  }
+  const uint64_t ns = now > e.ip ? cycles_to_ns(now - e.ip) : 0;
+  __atomic_fetch_add(&h[layout::kHistTotalNs], ns, __ATOMIC_RELAXED);
+  if (ns > __atomic_load_n(&h[layout::kHistMaxNs], __ATOMIC_RELAXED)) {
+    __atomic_store_n(&h[layout::kHistMaxNs], ns, __ATOMIC_RELAXED);
+  }
+  const int bucket = ns == 0 ? 0 : 64 - __builtin_clzll(ns);
+  __atomic_fetch_add(&h[layout::kHistBuckets + bucket], 1, __ATOMIC_RELAXED);
+}
+
+// Reports the exit of popped entry `e`: returned (regs, read the counter
+// at `now`) or unwound (regs null). Callbacks only if `run` (not inside a
+// callback); inline latency, which calls nothing, always.
+void report_exit(const ShadowStack* s, const ShadowEntry& e, bool run, ftjit_ret_regs* regs,
+                 uint64_t now) {
+  ExitRecord* r = e.record();
+  if (r->kind == layout::kKindInlineLatency) {
+    record_latency(e, r, now, regs != nullptr);
+    return;
+  }
+  if (run && r->live.load(std::memory_order_acquire)) r->func(e.ip, caller_of(s, e), r->ops, regs);
+}
+
 // Pops the newest entries while gone(entry) says their frames left without
 // returning through the trampoline, and reports each unwound: counted
 // always, its exit callback called only if `run` (not inside a callback).
@@ -187,10 +234,7 @@ void pop_unwound(ShadowStack* s, bool run, Gone gone) {
     const ShadowEntry e = s->e[s->depth - 1];
     --s->depth;
     s->unwound.bump();
-    ExitRecord* r = e.record();
-    if (run && r->live.load(std::memory_order_acquire)) {
-      r->func(e.ip, caller_of(s, e), r->ops, nullptr);
-    }
+    report_exit(s, e, run, nullptr, 0);
   }
 }
 
@@ -244,17 +288,35 @@ bool on_different_stacks(uint64_t a, uint64_t b) {
 
 // Shadow entries are keyed by their frame's slot (runtime/arch/arch.h).
 
-ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
+namespace {
+template <typename Fill>
+ExitRecord* new_exit_record(Fill fill) {
   // Stable addresses, never freed, not even by static destructors: a
   // hooked frame may return during exit().
   static auto* mu = new std::mutex();
   static auto* records = new std::deque<ExitRecord>();
   std::lock_guard<std::mutex> lock(*mu);
   ExitRecord& r = records->emplace_back();
-  r.func = func;
-  r.ops = ops;
-  r.save_fp = (ops->flags & FTJIT_OPS_F_NO_FP) == 0;
+  fill(r);
   return &r;
+}
+}  // namespace
+
+ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
+  return new_exit_record([&](ExitRecord& r) {
+    r.func = func;
+    r.ops = ops;
+    r.save_fp = (ops->flags & FTJIT_OPS_F_NO_FP) == 0;
+  });
+}
+
+ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset) {
+  return new_exit_record([&](ExitRecord& r) {
+    r.kind = layout::kKindInlineLatency;
+    r.site = site;
+    r.block_offset = block_offset;
+    r.save_fp = false;
+  });
 }
 
 Status prepare_exit_trampoline(int64_t counts_tls_offset) {
@@ -285,6 +347,10 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     req.landing_offset = kLandingOffset;
     // Under ThreadSanitizer every exit goes through pop, which it sees.
     if (!kTsanShim) req.shadow_tls_offset = shadow_stack_tls_offset();
+    // Inline latency entries' exits: read from memory at every exit, so
+    // the clock may be calibrated after this.
+    req.block_tls_offset = inline_block_tls_offset();
+    req.clock_mult = reinterpret_cast<uint64_t>(cycle_ns_mult());
     uint64_t place = reinterpret_cast<uint64_t>(m);
     auto code = process_backend().emit_exit_trampoline(req, place);
     if (!code || code->size() > page) {
@@ -389,6 +455,7 @@ extern "C" void ftjit_shadow_push(uint64_t slot, uint64_t ip, uint64_t record) {
 }
 
 extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
+  const uint64_t now = arch::cycle_counter();  // first: an inline latency's end
   ShadowStack* s = t_stack;
   uint32_t d = s != nullptr ? s->depth : 0;
   while (d != 0 && s->e[d - 1].slot != slot) --d;
@@ -403,11 +470,8 @@ extern "C" uint64_t ftjit_shadow_pop(uint64_t slot, ftjit_ret_regs* regs) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   s->depth = d - 1;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (run) {
-    ExitRecord* r = e.record();
-    if (r->live.load(std::memory_order_acquire)) r->func(e.ip, caller_of(s, e), r->ops, regs);
-    guard_leave(1);
-  }
+  report_exit(s, e, run, regs, now);
+  if (run) guard_leave(1);
   return e.ret;
 }
 
@@ -754,6 +818,6 @@ extern "C" size_t ftjit_shadow_stack(uint64_t* ips, size_t max) {
   const ftjit::ShadowStack* s = ftjit::t_stack;
   if (s == nullptr) return 0;
   const size_t n = s->depth < max ? s->depth : max;
-  for (size_t i = 0; i < n; ++i) ips[i] = s->e[i].ip;
+  for (size_t i = 0; i < n; ++i) ips[i] = entry_ip(s->e[i]);
   return n;
 }

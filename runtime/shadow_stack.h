@@ -34,6 +34,8 @@ namespace ftjit {
 // Who to call when a hooked frame leaves. Never freed: a frame hooked by an
 // ops may return long after the ops was detached (then `live` is false and
 // nothing is called).
+// Or, for an inline latency site (kind kInlineLatency, backends/
+// shadow_layout.h), what to add the duration to: no callback at all.
 struct ExitRecord {
   ftjit_exit_func_t func = nullptr;
   ftjit_ops* ops = nullptr;
@@ -41,10 +43,15 @@ struct ExitRecord {
   // Whether the landing must keep xmm2-15 around `func` (no
   // FTJIT_OPS_F_NO_FP); xmm0-1 it keeps anyway, in ftjit_ret_regs.
   bool save_fp = true;
+  uint8_t kind = 0;           // shadow_layout::kKind*
+  uint64_t site = 0;          // kInlineLatency: the site's entry
+  uint64_t block_offset = 0;  // kInlineLatency: its histogram in the block
 };
 
 // A new record (kept for the life of the process).
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
+// One inline latency site's record (kept for the life of the process).
+ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset);
 
 // The exit trampoline, emitted once per process into memory that is never
 // unmapped (hooked frames can outlive any engine). 0 until prepared. Its

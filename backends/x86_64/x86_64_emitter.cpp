@@ -537,6 +537,71 @@ void emit_pop_and_call(asmjit::x86::Assembler& a, const ExitTrampolineRequest& r
   a.jmp(done);
 }
 
+// (g') The own pop of an inline latency entry (InlineAction::kLatency:
+//      its record's kind says so, its kIp word holds the counter read at
+//      the entry). No callback, so no guard: registers as emit_own_pop
+//      leaves them (rax the stack, edx its depth, rcx the entry, r8 the
+//      record, r9 the real return address):
+//
+//         start = e->ip ; s->depth = d-1        ; the entry read first
+//         if rec->live and (h = fs:[block]):
+//           h += rec->block_offset
+//           ns = max(rdtsc - start, 0) * [clock_mult] >> 32
+//           h[total] += ns ; h[max] = max(h[max], ns)
+//           h[buckets + (ns ? bsr(ns) + 1 : 0)] += 1
+//         real return address = e->ret
+//
+//      Each update is one instruction (a signal handler on this thread
+//      cannot split it); the max is a compare and a store, which a
+//      handler between them can only make smaller than the true maximum
+//      of its own nested call.
+void emit_latency_exit(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
+                       asmjit::Label have_return) {
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  asmjit::Label callback = a.newLabel(), done = a.newLabel(), nonneg = a.newLabel(),
+                keep_max = a.newLabel(), zero = a.newLabel(), count = a.newLabel();
+  a.cmp(byte_ptr(r8, layout::kKind), layout::kKindInlineLatency);
+  a.jne(callback);
+  a.mov(rsi, qword_ptr(rcx, layout::kIp));   // the start
+  a.dec(edx);
+  a.mov(dword_ptr(rax, layout::kDepth), edx);
+  a.mov(qword_ptr(rsp, kExitRealReturn), r9);
+  a.cmp(byte_ptr(r8, layout::kLive), 0);
+  a.je(done);
+  a.mov(r10, tls_word(req.block_tls_offset));
+  a.test(r10, r10);
+  a.jz(done);
+  a.add(r10, qword_ptr(r8, layout::kBlockOffset));
+  a.rdtsc();
+  a.shl(rdx, 32);
+  a.or_(rax, rdx);
+  a.sub(rax, rsi);
+  a.jae(nonneg);
+  a.xor_(eax, eax);                          // a counter read on another CPU, behind
+  a.bind(nonneg);
+  a.mov(rsi, asmjit::imm(req.clock_mult));
+  a.mul(qword_ptr(rsi));                     // rdx:rax = ticks * mult
+  a.shrd(rax, rdx, 32);                      // ns
+  a.add(qword_ptr(r10, 8 * layout::kHistTotalNs), rax);
+  a.cmp(qword_ptr(r10, 8 * layout::kHistMaxNs), rax);
+  a.jae(keep_max);
+  a.mov(qword_ptr(r10, 8 * layout::kHistMaxNs), rax);
+  a.bind(keep_max);
+  a.xor_(edx, edx);
+  a.test(rax, rax);
+  a.jz(zero);
+  a.bsr(rdx, rax);
+  a.inc(edx);
+  a.bind(zero);
+  a.bind(count);
+  a.inc(qword_ptr(r10, rdx, 3, 8 * layout::kHistBuckets));
+  a.bind(done);
+  a.mov(rax, qword_ptr(rsp, kExitRealReturn));
+  a.jmp(have_return);
+  a.bind(callback);
+}
+
 // (g) The landing's own pop, before anything calls into the runtime
 //     (rdi = the slot; every register saved; rsp the aligned frame):
 //
@@ -567,6 +632,7 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
   a.lea(r10, ptr(landing));
   a.cmp(r9, r10);
   a.je(slow);
+  if (req.block_tls_offset != 0 && req.clock_mult != 0) emit_latency_exit(a, req, have_return);
   // A callback that may use xmm2-15: kept from here to the end, as early
   // and as late as they can be (the slow path keeps them itself).
   a.cmp(byte_ptr(r8, layout::kSaveFp), 0);
@@ -579,7 +645,7 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
 }
 
 // (f)'s first entry: counts the exit of the trampoline that jumped here and
-// calls the body at r11, returning to the landing.
+// calls the body at [rsp-16], returning to the landing.
 void emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
   a.inc(tls_word(req.counts_tls_offset + 8));
   a.call(asmjit::x86::qword_ptr(asmjit::x86::rsp, -16));  // entry+5
@@ -683,6 +749,101 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   return finish(code, place);
 }
 
+// (j) An inline latency trampoline (backends/backend.h, kLatency). Its ops
+//     hooks returns, so its site jumps to the site's stub ((e)): [rsp] =
+//     entry+5 (the stub's push), [rsp+8] = the return address, the slot.
+//     It counts itself an entry and passes the guard as (c) does, pushes
+//     the shadow entry as (h) does, and leaves through call-and-land
+//     ((f), which counts the exit), so that the body returns to the
+//     landing ((g')) with the return-stack predictor still matched. It
+//     uses rax rcx rdx rsi, given back, and the flags:
+//
+//     start-16  the site's ExitRecord     (runtime's words)
+//     start-8   fallback trampoline
+//     start:    entries++ ; push rax, rcx, rdx, rsi   ; the slot is rsp+40
+//               guard: not our entry alone -> back     ; under a callback
+//               fs:[block] == 0 or (s = fs:[shadow]) == 0 -> back
+//               d = s->depth ; d == capacity -> back
+//               d and s->e[d-1].slot <= slot -> back   ; prune, chain
+//               e = &s->e[d]
+//               e->slot = slot ; e->ret = [slot] ; e->rec = [start-16]
+//               e->ip = rdtsc
+//               [slot] = landing ; s->depth = d+1 ; s->hooks += 1
+//               pop rsi, rdx, rcx, rax
+//               add rsp, 16 ; jmp [call_and_land]      ; calls entry+5
+//     back:     pop rsi, rdx, rcx, rax ; entries--
+//               jmp [start-8]                          ; as the stub entered us
+Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.call_and_land == 0 ||
+      req.counts_tls_offset == 0) {
+    return make_error(FTJIT_E_INTERNAL, "inline latency request without its shadow stack, counts or landing");
+  }
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, 0x100000));
+  Assembler a(&code);
+  Label start = a.newLabel(), back = a.newLabel(), push = a.newLabel(), land_word = a.newLabel();
+  Mem entries = tls_word(req.counts_tls_offset);
+  constexpr int32_t kSlot = 40;
+  a.bind(start);
+  a.inc(entries);
+  a.push(rax);
+  a.push(rcx);
+  a.push(rdx);
+  a.push(rsi);
+  emit_guard(a, req.counts_tls_offset, back);
+  a.cmp(tls_word(req.block_tls_offset), 0);
+  a.je(back);
+  a.mov(rsi, tls_word(req.shadow_tls_offset));
+  a.test(rsi, rsi);
+  a.jz(back);
+  a.mov(ecx, dword_ptr(rsi, layout::kDepth));
+  a.cmp(ecx, layout::kCapacity);
+  a.jae(back);
+  a.lea(rax, qword_ptr(rsp, kSlot));
+  a.test(ecx, ecx);
+  a.jz(push);
+  a.mov(edx, ecx);
+  a.shl(rdx, 5);
+  a.cmp(qword_ptr(rsi, rdx, 0, layout::kEntries - layout::kEntryBytes + layout::kSlot), rax);
+  a.jbe(back);
+  a.bind(push);
+  a.shl(rcx, 5);
+  a.lea(rcx, qword_ptr(rsi, rcx, 0, layout::kEntries));
+  a.mov(qword_ptr(rcx, layout::kSlot), rax);
+  a.mov(rax, qword_ptr(rsp, kSlot));
+  a.mov(qword_ptr(rcx, layout::kRet), rax);
+  a.mov(rax, qword_ptr(start, kInlineOffsetWord));
+  a.mov(qword_ptr(rcx, layout::kRecord), rax);
+  a.rdtsc();
+  a.shl(rdx, 32);
+  a.or_(rax, rdx);
+  a.mov(qword_ptr(rcx, layout::kIp), rax);
+  a.mov(rax, imm(req.exit_trampoline));
+  a.mov(qword_ptr(rsp, kSlot), rax);       // the return hooked
+  a.inc(dword_ptr(rsi, layout::kDepth));   // then published
+  a.inc(qword_ptr(rsi, layout::kHooks));
+  a.pop(rsi);
+  a.pop(rdx);
+  a.pop(rcx);
+  a.pop(rax);
+  a.add(rsp, 16);
+  a.jmp(qword_ptr(land_word));
+  a.bind(back);
+  a.pop(rsi);
+  a.pop(rdx);
+  a.pop(rcx);
+  a.pop(rax);
+  a.dec(entries);
+  a.jmp(qword_ptr(start, kInlineFallbackWord));
+  a.align(AlignMode::kData, 8);
+  a.bind(land_word);
+  a.embedUInt64(req.call_and_land);
+  return finish(code, 0x100000);
+}
+
 // (i) An inline trampoline (backends/backend.h), a counter's: called by
 //     the site like any trampoline, it touches rax (given back) and the
 //     flags (dead at a call) only. `inc` is one instruction: a signal
@@ -704,7 +865,8 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
 Result<std::vector<uint8_t>> X86_64Emitter::emit_inline_template(const InlineRequest& req) const {
   using namespace asmjit;
   using namespace asmjit::x86;
-  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "x86-64"));
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount, InlineAction::kLatency}, "x86-64"));
+  if (req.action == InlineAction::kLatency) return emit_latency_template(req);
   CodeHolder code;
   // Any base: the code is position-independent (its words are reached
   // rip-relative from `start`).

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 4
+#define FTJIT_API_VERSION 5
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -108,21 +108,34 @@ typedef struct ftjit_thread_filter {
  * `func` (seed 001's BPF trampoline, for tracers): no registers saved, no
  * call. Since API version 4.
  *
- *   FTJIT_INLINE_COUNT  at entry: the calling thread's counter of this
- *                       site += 1 (per-thread counters: no lock, no lost
- *                       count with any number of threads). Read them, summed
- *                       over threads, with ftjit_inline_read().
+ *   FTJIT_INLINE_COUNT    at entry: the calling thread's counter of this
+ *                         site += 1 (per-thread counters: no lock, no lost
+ *                         count with any number of threads). Read them,
+ *                         summed over threads, with ftjit_inline_read().
+ *                         Without exit_func.
+ *   FTJIT_INLINE_LATENCY  (since API 5) at entry: the ISA's cycle counter
+ *                         kept on the shadow stack, the return hooked; at
+ *                         the return: the duration in ns added to the
+ *                         calling thread's histogram of this site (calls,
+ *                         total, max, log2 buckets; frames left by an
+ *                         exception or longjmp counted as unwound). Read
+ *                         them, merged over threads, with
+ *                         ftjit_inline_read_histograms(). Needs exit_func:
+ *                         the callbacks time what the engine does not.
  *
  * The engine compiles it where one ops alone is attached to a site with the
- * generated (or auto) strategy, without exit_func or thread filter, on an
- * ISA whose backend compiles the action. Everywhere else, and for a
- * thread's first call, `func` runs as usual: a tracer that offers inline
- * work must count in `func` too, and merge both. Inline work runs on every
- * call, also calls made from inside callbacks (it calls nothing, so it
- * cannot recurse): ftjit_stats.recursion_drops does not count them. */
+ * generated (or auto) strategy, without thread filter, on an ISA whose
+ * backend compiles the action (latency also needs a cycle counter whose
+ * deltas are durations on this machine). Everywhere else, and for a
+ * thread's first call, `func` (and `exit_func`) run as usual: a tracer
+ * that offers inline work must do the same work in its callbacks, and
+ * merge both. Inline work runs on every call, also calls made from inside
+ * callbacks (it calls nothing, so it cannot recurse):
+ * ftjit_stats.recursion_drops does not count them. */
 typedef enum ftjit_inline_action {
   FTJIT_INLINE_NONE = 0,
-  FTJIT_INLINE_COUNT = 1
+  FTJIT_INLINE_COUNT = 1,
+  FTJIT_INLINE_LATENCY = 2
 } ftjit_inline_action;
 
 /* One tracer registration. Initialise with ftjit_ops_init(); the caller owns
@@ -279,6 +292,24 @@ size_t ftjit_shadow_stack(uint64_t *ips, size_t max);
 typedef void (*ftjit_inline_visit_fn)(uint64_t ip, uint64_t count, void *arg);
 long ftjit_inline_read(ftjit_engine *engine, const ftjit_ops *ops,
                        ftjit_inline_visit_fn visit, void *arg);
+
+/* One site's inline latency (FTJIT_INLINE_LATENCY), merged over threads. */
+#define FTJIT_INLINE_BUCKETS 65
+typedef struct ftjit_inline_histogram {
+  uint64_t ip;        /* the site's entry */
+  uint64_t calls;     /* returns timed: the sum of the buckets */
+  uint64_t total_ns;
+  uint64_t max_ns;
+  uint64_t unwound;   /* frames left by an exception or longjmp: not timed */
+  uint64_t buckets[FTJIT_INLINE_BUCKETS];  /* [0]: 0 ns; [k]: [2^(k-1), 2^k) */
+} ftjit_inline_histogram;
+
+/* The inline latency histograms of `ops`, as ftjit_inline_read reads
+ * counts (while the threads go on; after detach, the final ones): one
+ * visit per site that timed or unwound a call. Since API version 5. */
+typedef void (*ftjit_inline_histogram_fn)(const ftjit_inline_histogram *h, void *arg);
+long ftjit_inline_read_histograms(ftjit_engine *engine, const ftjit_ops *ops,
+                                  ftjit_inline_histogram_fn visit, void *arg);
 
 /* The demangled name of the site whose entry is `ip`, or NULL if `ip` is not
  * a site. The string lives as long as the engine. */

@@ -4,6 +4,7 @@
 #include "latency.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
@@ -77,6 +78,25 @@ void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
   merged->totals.too_deep += slot->header->too_deep;
 }
 
+// The calls the host timed in the code the sites call (inline work),
+// beside those the callbacks timed.
+const ftjit_plugin_inline kInline = {sizeof(ftjit_plugin_inline), FTJIT_PLUGIN_INLINE_VERSION,
+                                     FTJIT_PLUGIN_INLINE_LATENCY, FTJIT_PLUGIN_INLINE_LATENCY};
+static_assert(kBuckets == FTJIT_PLUGIN_BUCKETS);
+
+void add_inline(const ftjit_plugin_histogram *h, void *arg) {
+  auto *merged = static_cast<Merged *>(arg);
+  merged->totals.unwound += h->unwound;
+  if (h->calls == 0) return;
+  FunctionHistogram f{};
+  f.ip = h->ip;
+  f.calls = h->calls;
+  f.total_ns = h->total_ns;
+  f.max_ns = h->max_ns;
+  for (int b = 0; b < kBuckets; ++b) f.buckets[b] = h->buckets[b];
+  merged->by_ip.push_back(f);
+}
+
 uint64_t bucket_low(int bucket) { return bucket == 0 ? 0 : uint64_t(1) << (bucket - 1); }
 
 // The value of rank `percent`% (nearest-rank), interpolated linearly inside
@@ -104,6 +124,8 @@ uint64_t estimate_percentile(const FunctionHistogram &h, unsigned percent) {
 
 std::vector<Function> collect(ftjit_plugin_ctx *ctx, Merged &merged) {
   g_host->for_each_thread(ctx, visit_thread, &merged);
+  if (g_host->struct_size >= offsetof(ftjit_host, inline_histograms) + sizeof(g_host->inline_histograms))
+    g_host->inline_histograms(ctx, add_inline, &merged);
   std::sort(merged.by_ip.begin(), merged.by_ip.end(),
             [](const FunctionHistogram &a, const FunctionHistogram &b) {
               return a.ip < b.ip;
@@ -284,6 +306,7 @@ constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .entry = on_entry,
     .exit = on_exit,
     .report = latency_report,
+    .inline_work = &kInline,
 });
 
 }  // namespace

@@ -100,6 +100,9 @@ inline uint64_t cycle_counter();
 // The kernel's name for that counter as a clocksource
 // (/sys/devices/system/clocksource/clocksource0/current_clocksource).
 constexpr const char* cycle_counter_clocksource();
+// Whether the ISA defines the counter as constant-rate and common to every
+// CPU, so that its deltas are durations whatever the kernel's clocksource.
+constexpr bool cycle_counter_is_global();
 
 // ---------------------------------------------------------------------------
 // Code writes

@@ -242,10 +242,16 @@ std::string encode(const Generate& m) {
   w.put(m.exit.counts_tls_offset);
   w.put(m.exit.landing_offset);
   w.put(m.exit.shadow_tls_offset);
+  w.put(m.exit.block_tls_offset);
+  w.put(m.exit.clock_mult);
   w.put(m.place);
   w.put(m.entry);
   w.put(static_cast<uint8_t>(m.inline_request.action));
   w.put(m.inline_request.block_tls_offset);
+  w.put(m.inline_request.shadow_tls_offset);
+  w.put(m.inline_request.exit_trampoline);
+  w.put(m.inline_request.counts_tls_offset);
+  w.put(m.inline_request.call_and_land);
   w.put<uint8_t>(t.saves_all);
   return w.take();
 }
@@ -278,12 +284,21 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.exit.counts_tls_offset = r.get<int64_t>();
   m.exit.landing_offset = r.get<uint32_t>();
   m.exit.shadow_tls_offset = r.get<int64_t>();
+  m.exit.block_tls_offset = r.get<int64_t>();
+  m.exit.clock_mult = r.get<uint64_t>();
   m.place = r.get<uint64_t>();
   m.entry = r.get<uint64_t>();
   const uint8_t action = r.get<uint8_t>();
-  if (r.ok() && action != static_cast<uint8_t>(InlineAction::kCount)) r.fail("inline action out of range");
+  if (r.ok() && action != static_cast<uint8_t>(InlineAction::kCount) &&
+      action != static_cast<uint8_t>(InlineAction::kLatency)) {
+    r.fail("inline action out of range");
+  }
   m.inline_request.action = static_cast<InlineAction>(action);
   m.inline_request.block_tls_offset = r.get<int64_t>();
+  m.inline_request.shadow_tls_offset = r.get<int64_t>();
+  m.inline_request.exit_trampoline = r.get<uint64_t>();
+  m.inline_request.counts_tls_offset = r.get<int64_t>();
+  m.inline_request.call_and_land = r.get<uint64_t>();
   t.saves_all = r.flag() != 0;
   return r.finish("generate", std::move(m));
 }

@@ -38,7 +38,8 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 5;  // 3: Reply::phases; 4: site code; 5: inline
+inline constexpr uint32_t kProtocolVersion = 6;  // 3: Reply::phases; 4: site code; 5: inline;
+                                                // 6: inline latency
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;

@@ -21,7 +21,7 @@
 
 #include "runtime/fork_handlers.h"
 #include "runtime/plugin_host/host_internal.h"
-#include "runtime/plugin_host/tsc_clock.h"
+#include "runtime/cycle_clock.h"
 
 namespace ftjit::plugins::detail {
 

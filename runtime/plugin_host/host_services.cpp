@@ -178,6 +178,27 @@ void svc_inline_counts(ftjit_plugin_ctx* ctx, ftjit_inline_count_fn visit, void*
   (void)ftjit_inline_read(ctx->instance->engine, &ctx->ops, visit, arg);
 }
 
+// The engine's histograms are the SDK's, field for field.
+static_assert(sizeof(ftjit_plugin_histogram) == sizeof(ftjit_inline_histogram));
+static_assert(offsetof(ftjit_plugin_histogram, buckets) == offsetof(ftjit_inline_histogram, buckets));
+static_assert(FTJIT_PLUGIN_BUCKETS == FTJIT_INLINE_BUCKETS);
+
+void svc_inline_histograms(ftjit_plugin_ctx* ctx, ftjit_plugin_histogram_fn visit, void* arg) {
+  if (ctx == nullptr || visit == nullptr || ctx->instance == nullptr || ctx->instance->engine == nullptr) return;
+  if (ctx->ops.inline_entry != FTJIT_INLINE_LATENCY) return;
+  struct Forward {
+    ftjit_plugin_histogram_fn visit;
+    void* arg;
+  } forward{visit, arg};
+  (void)ftjit_inline_read_histograms(
+      ctx->instance->engine, &ctx->ops,
+      [](const ftjit_inline_histogram* h, void* f) {
+        auto* fw = static_cast<Forward*>(f);
+        fw->visit(reinterpret_cast<const ftjit_plugin_histogram*>(h), fw->arg);
+      },
+      &forward);
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),
     FTJIT_PLUGIN_ABI_VERSION,
@@ -205,6 +226,7 @@ const ftjit_host kHost = {
     svc_process_id,
     svc_process_name,
     svc_inline_counts,
+    svc_inline_histograms,
 };
 
 }  // namespace

@@ -129,21 +129,30 @@ Status check_inline(const std::string& who, const ftjit_plugin* d) {
                                std::to_string(FTJIT_PLUGIN_INLINE_VERSION) + " (struct_size " +
                                std::to_string(sizeof(ftjit_plugin_inline)) + ")");
   }
-  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && w->entry != FTJIT_PLUGIN_INLINE_COUNT) {
+  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && w->entry != FTJIT_PLUGIN_INLINE_COUNT &&
+      w->entry != FTJIT_PLUGIN_INLINE_LATENCY) {
     return load_error(who, "inline work asks for entry action " + std::to_string(w->entry) +
-                               ", which this host does not know (it compiles: 1 = count)");
+                               ", which this host does not know (it compiles: 1 = count, 2 = latency)");
   }
-  if (w->exit != FTJIT_PLUGIN_INLINE_NONE) {
+  if (w->exit != FTJIT_PLUGIN_INLINE_NONE && w->exit != FTJIT_PLUGIN_INLINE_LATENCY) {
     return load_error(who, "inline work asks for exit action " + std::to_string(w->exit) +
-                               ", which this host does not know (it compiles none at exits)");
+                               ", which this host does not know (it compiles: 2 = latency)");
+  }
+  if ((w->entry == FTJIT_PLUGIN_INLINE_LATENCY) != (w->exit == FTJIT_PLUGIN_INLINE_LATENCY)) {
+    return load_error(who, "inline latency is one action at both ends: entry and exit must both "
+                           "be FTJIT_PLUGIN_INLINE_LATENCY");
   }
   if (w->entry != FTJIT_PLUGIN_INLINE_NONE && d->entry == nullptr) {
     return load_error(who, "inline work at entries needs an entry callback too, for the sites "
                            "and calls it is not compiled for");
   }
-  if (w->entry != FTJIT_PLUGIN_INLINE_NONE && d->exit != nullptr) {
-    return load_error(who, "inline work at entries conflicts with its exit callback: hooked "
+  if (w->entry == FTJIT_PLUGIN_INLINE_COUNT && d->exit != nullptr) {
+    return load_error(who, "inline count conflicts with its exit callback: hooked "
                            "returns need the callback at every site");
+  }
+  if (w->entry == FTJIT_PLUGIN_INLINE_LATENCY && d->exit == nullptr) {
+    return load_error(who, "inline latency needs an exit callback too, for the sites and calls "
+                           "it is not compiled for");
   }
   return {};
 }
@@ -305,6 +314,7 @@ PluginInfo info_of(const LoadedPlugin& plugin) {
   info.hooks_exit = d->exit != nullptr;
   const ftjit_plugin_inline* work = plugin_inline_work(d);
   info.inline_count = work != nullptr && work->entry == FTJIT_PLUGIN_INLINE_COUNT;
+  info.inline_latency = work != nullptr && work->entry == FTJIT_PLUGIN_INLINE_LATENCY;
   return info;
 }
 

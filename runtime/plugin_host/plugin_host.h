@@ -59,6 +59,7 @@ struct PluginInfo {
   std::vector<std::string> formats;  // the first is the default
   bool hooks_exit = false;  // has an exit callback (needs return hooks)
   bool inline_count = false;  // counts inline (ftjit_plugin_inline) where it can
+  bool inline_latency = false;  // times calls inline where it can
   std::string error;        // list_plugins() only: why it could not be loaded
 };
 

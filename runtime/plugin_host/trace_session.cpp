@@ -14,7 +14,7 @@
 #include "runtime/log.h"
 
 #include "runtime/plugin_host/host_internal.h"
-#include "runtime/plugin_host/tsc_clock.h"
+#include "runtime/cycle_clock.h"
 
 namespace ftjit::plugins {
 
@@ -148,7 +148,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                          " events is over the limit " + std::to_string(kMaxBufferEvents));
   }
 
-  detail::calibrate_tsc_clock();  // before any plugin can ask for the time
+  calibrate_cycle_clock();  // before any plugin can ask for the time
 
   // Any early return below destroys `s`, whose destructor undoes whatever
   // was done: detach, shutdown, close, unload.
@@ -240,8 +240,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     // Inline work where the engine can take it: a thread filter needs the
     // callback at every call.
     const ftjit_plugin_inline* work = detail::plugin_inline_work(d);
-    if (work != nullptr && work->entry == FTJIT_PLUGIN_INLINE_COUNT && ctx.ops.threads == nullptr) {
-      ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
+    if (work != nullptr && ctx.ops.threads == nullptr) {
+      if (work->entry == FTJIT_PLUGIN_INLINE_COUNT) ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
+      if (work->entry == FTJIT_PLUGIN_INLINE_LATENCY) ctx.ops.inline_entry = FTJIT_INLINE_LATENCY;
     }
     s->instances_.push_back(std::move(inst));
   }

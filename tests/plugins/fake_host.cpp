@@ -199,6 +199,10 @@ void host_inline_counts(ftjit_plugin_ctx *ctx, ftjit_inline_count_fn visit, void
   for (const auto &[ip, n] : session_of(ctx)->inline_counts()) visit(ip, n, arg);
 }
 
+void host_inline_histograms(ftjit_plugin_ctx *ctx, ftjit_plugin_histogram_fn visit, void *arg) {
+  for (const ftjit_plugin_histogram &h : session_of(ctx)->inline_histograms()) visit(&h, arg);
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
     host_log,              host_set_error,
@@ -213,6 +217,7 @@ const ftjit_host kHost = {
     host_drop_counts,      host_set_instance_data,
     host_instance_data,    host_process_id,
     host_process_name,     host_inline_counts,
+    host_inline_histograms,
 };
 
 }  // namespace

@@ -87,6 +87,9 @@ class Session {
     inline_counts_ = std::move(counts);
   }
   const std::vector<std::pair<uint64_t, uint64_t>> &inline_counts() const { return inline_counts_; }
+  //! What inline_histograms() visits: the engine's inline latency.
+  void set_inline_histograms(std::vector<ftjit_plugin_histogram> h) { inline_histograms_ = std::move(h); }
+  const std::vector<ftjit_plugin_histogram> &inline_histograms() const { return inline_histograms_; }
   void set_recursion_drops(uint64_t n) { recursion_drops_ = n; }
   uint64_t recursion_drops() const { return recursion_drops_; }
   uint64_t events_dropped();
@@ -119,6 +122,7 @@ class Session {
   std::string error_;
   uint64_t recursion_drops_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> inline_counts_;
+  std::vector<ftjit_plugin_histogram> inline_histograms_;
   bool initialized_ = false;
   // Atomic: set in init on one thread, read by traced threads without a lock.
   std::atomic<void *> instance_data_{nullptr};

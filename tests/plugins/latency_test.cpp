@@ -207,3 +207,49 @@ TEST(LatencyTest, InitRefusesAHostWithoutInstanceData) {
 }
 
 }  // namespace
+
+namespace {
+
+// What the engine timed inline merges with what the callbacks timed, per
+// function; its unwound frames join the callbacks' in "not timed".
+TEST(LatencyTest, InlineHistogramsAddToTheCallbacks) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_LATENCY_SO, {}, "json");
+  ASSERT_EQ(session.init(), 0) << session.error();
+  ASSERT_NE(session.plugin().inline_work, nullptr);
+  EXPECT_EQ(session.plugin().inline_work->entry, uint32_t{FTJIT_PLUGIN_INLINE_LATENCY});
+  EXPECT_EQ(session.plugin().inline_work->exit, uint32_t{FTJIT_PLUGIN_INLINE_LATENCY});
+  uint64_t clock = 1'000'000;
+  timed_call(session, kRead, clock, 1000);  // a thread's first call: the callbacks
+  ftjit_plugin_histogram read{};
+  read.ip = kRead;
+  read.calls = 3;
+  read.total_ns = 3 * 1500 + 0;
+  read.max_ns = 4000;
+  read.unwound = 2;
+  read.buckets[11] = 2;  // [1K, 2K)
+  read.buckets[12] = 1;  // [2K, 4K): the max is approximate per bucket
+  ftjit_plugin_histogram write{};
+  write.ip = kWrite;
+  write.unwound = 1;     // no call timed: not listed, only counted
+  session.set_inline_histograms({read, write});
+  ASSERT_EQ(session.report(), 0) << session.error();
+  const std::string out = session.output();
+  EXPECT_NE(out.find("\"name\":\"read_block\",\"ip\":\"0x401000\",\"count\":4,\"total_ns\":5500,"
+                     "\"max_ns\":4000"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("write_block"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"unwound\":3"), std::string::npos) << out;
+
+  // A host from before inline_histograms: the callbacks' calls alone.
+  const ftjit_host *old = fake_host::host_of_size(offsetof(ftjit_host, inline_histograms));
+  Session older(FTJIT_PLUGIN_LATENCY_SO, {}, "json", 0, old);
+  ASSERT_EQ(older.init(), 0) << older.error();
+  timed_call(older, kRead, clock, 1000);
+  older.set_inline_histograms({read});
+  ASSERT_EQ(older.report(), 0) << older.error();
+  EXPECT_NE(older.output().find("\"count\":1,"), std::string::npos) << older.output();
+}
+
+}  // namespace

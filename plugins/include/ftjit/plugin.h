@@ -112,12 +112,35 @@ typedef void (*ftjit_thread_visit_fn)(const ftjit_thread_info *thread,
  * threads' calls that ran the compiled work. */
 typedef void (*ftjit_inline_count_fn)(uint64_t ip, uint64_t count, void *arg);
 
+/* One traced function's inline latency (FTJIT_PLUGIN_INLINE_LATENCY),
+ * merged over threads: the calls that ran the compiled work. */
+#define FTJIT_PLUGIN_BUCKETS 65
+typedef struct ftjit_plugin_histogram {
+  uint64_t ip;
+  uint64_t calls;      /* returns timed: the sum of the buckets */
+  uint64_t total_ns;
+  uint64_t max_ns;
+  uint64_t unwound;    /* frames left by an exception or longjmp: not timed */
+  uint64_t buckets[FTJIT_PLUGIN_BUCKETS];  /* [0]: 0 ns; [k]: [2^(k-1), 2^k) */
+} ftjit_plugin_histogram;
+typedef void (*ftjit_plugin_histogram_fn)(const ftjit_plugin_histogram *h, void *arg);
+
 /* Inline work, compiled by the host into the code traced sites call.
  *
- *   FTJIT_PLUGIN_INLINE_COUNT (entry)
+ *   FTJIT_PLUGIN_INLINE_COUNT (entry; exit NONE)
  *       The calling thread's counter of the traced function += 1: per-thread
  *       counters, so no lock and no lost count with any number of threads;
  *       read summed over threads with host->inline_counts().
+ *   FTJIT_PLUGIN_INLINE_LATENCY (entry and exit both)
+ *       At entry the ISA's cycle counter is kept for the exit (on the
+ *       host's shadow stack); at the return the duration in ns goes into
+ *       the calling thread's log2 histogram of the traced function (calls,
+ *       total, max, buckets [0], [1], [2,4) ... as ftjit_plugin_histogram;
+ *       frames left by an exception or longjmp are counted as unwound).
+ *       Read merged over threads with host->inline_histograms(). The
+ *       plugin's `entry` and `exit` time the calls the host does not
+ *       compile (and a machine whose cycle counter does not measure
+ *       durations), with host->now_ns().
  *
  * The host compiles it where the plugin's instance is the only tracer of a
  * site and nothing else needs the callback there; everywhere else (the
@@ -128,11 +151,12 @@ typedef void (*ftjit_inline_count_fn)(uint64_t ip, uint64_t count, void *arg);
  * on calls made inside callbacks (it calls nothing, so it cannot recurse).
  *
  * Refused at load, naming the plugin and the cause: a struct_size or
- * version the host does not know, an action it does not know, an entry
- * action without an `entry` callback (there would be nothing to run where
- * the host does not compile it), or an `exit` callback beside an entry
- * action (hooked returns need the callback path at every site). At attach:
- * an action the ISA's code generator does not compile.
+ * version the host does not know, an action it does not know, an action
+ * without the callbacks that do its work where it is not compiled (count:
+ * `entry`; latency: `entry` and `exit`), an `exit` callback beside count
+ * (hooked returns need the callback path at every site), latency at one
+ * end only. At attach: an action the ISA's code generator does not
+ * compile.
  *
  * Example (count, the whole of it that concerns inline work):
  *
@@ -147,18 +171,30 @@ typedef void (*ftjit_inline_count_fn)(uint64_t ip, uint64_t count, void *arg);
  *     // report: the callback's counts, then
  *     if (host->struct_size > offsetof(ftjit_host, inline_counts))
  *       host->inline_counts(ctx, add, &table);
+ *
+ * Example (latency): {..., FTJIT_PLUGIN_INLINE_LATENCY,
+ * FTJIT_PLUGIN_INLINE_LATENCY}, .entry/.exit time calls with now_ns() into
+ * the same kind of histograms, and the report merges both:
+ *
+ *     static void add_hist(const ftjit_plugin_histogram *h, void *table) {
+ *       table_merge(table, h->ip, h->calls, h->total_ns, h->max_ns,
+ *                   h->buckets);
+ *     }
+ *     if (host->struct_size > offsetof(ftjit_host, inline_histograms))
+ *       host->inline_histograms(ctx, add_hist, &table);
  */
 #define FTJIT_PLUGIN_INLINE_VERSION 1
 enum {
   FTJIT_PLUGIN_INLINE_NONE = 0,
-  FTJIT_PLUGIN_INLINE_COUNT = 1
+  FTJIT_PLUGIN_INLINE_COUNT = 1,
+  FTJIT_PLUGIN_INLINE_LATENCY = 2
 };
 typedef struct ftjit_plugin_inline {
   uint32_t struct_size;  /* sizeof(ftjit_plugin_inline) */
   uint32_t version;      /* FTJIT_PLUGIN_INLINE_VERSION */
   uint32_t entry;        /* FTJIT_PLUGIN_INLINE_* run at a traced entry */
-  uint32_t exit;         /* at its return: FTJIT_PLUGIN_INLINE_NONE (no exit
-                            action exists in version 1) */
+  uint32_t exit;         /* at its return: FTJIT_PLUGIN_INLINE_NONE, or
+                            _LATENCY with entry _LATENCY */
 } ftjit_plugin_inline;
 
 enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
@@ -246,6 +282,11 @@ typedef struct ftjit_host {
    * the final counts). Visits nothing when no inline work ran. */
   void (*inline_counts)(ftjit_plugin_ctx *ctx, ftjit_inline_count_fn visit,
                         void *arg);
+  /* Appended: the histograms of the plugin's inline latency, merged over
+   * threads, one visit per traced function that timed or unwound a call;
+   * read as inline_counts are. */
+  void (*inline_histograms)(ftjit_plugin_ctx *ctx,
+                            ftjit_plugin_histogram_fn visit, void *arg);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:

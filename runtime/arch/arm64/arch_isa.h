@@ -38,6 +38,9 @@ inline uint64_t cycle_counter() {
   return v;
 }
 constexpr const char* cycle_counter_clocksource() { return "arch_sys_counter"; }
+// The generic timer is architecturally constant-rate and common to every
+// CPU (also under qemu-user, which derives it from the host's clock).
+constexpr bool cycle_counter_is_global() { return true; }
 
 // Clean the data cache and invalidate the instruction cache to the point
 // of unification over the range, then isb (libgcc's __clear_cache).

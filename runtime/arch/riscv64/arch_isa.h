@@ -44,6 +44,9 @@ inline uint64_t cycle_counter() {
   return v;
 }
 constexpr const char* cycle_counter_clocksource() { return "riscv_clocksource"; }
+// The time CSR is architecturally constant-rate and common to every hart
+// (also under qemu-user, which derives it from the host's clock).
+constexpr bool cycle_counter_is_global() { return true; }
 
 // fence.i here, and the riscv_flush_icache system call (libgcc's
 // __clear_cache) for the other harts.

@@ -45,6 +45,9 @@ inline void set_context_link_register(ucontext_t*, uint64_t) {}
 // with -mgeneral-regs-only.
 inline uint64_t cycle_counter() { return __builtin_ia32_rdtsc(); }
 constexpr const char* cycle_counter_clocksource() { return "tsc"; }
+// The TSC is per CPU: trusted for durations only where the kernel trusts it
+// as its clocksource (invariant and synchronised).
+constexpr bool cycle_counter_is_global() { return false; }
 
 // Coherent instruction caches: a store is seen by instruction fetch on
 // this CPU; other CPUs are serialised by the sync after each batch.

@@ -48,7 +48,8 @@ static const ftjit_plugin_option options[] = {
 static const char *const formats[] = {"text", "tsv", NULL};
 
 #if defined(BAD_INLINE_VERSION) || defined(BAD_INLINE_ACTION) || defined(BAD_INLINE_EXIT) || \
-    defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT)
+    defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT) ||                    \
+    defined(BAD_INLINE_LATENCY_ONE_END) || defined(BAD_INLINE_LATENCY_NO_EXIT)
 #define BAD_INLINE 1
 __attribute__((unused)) static void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
                                             const ftjit_plugin_ret *ret) {
@@ -66,11 +67,15 @@ static const ftjit_plugin_inline inline_work = {
 #endif
 #ifdef BAD_INLINE_ACTION
     9,
+#elif defined(BAD_INLINE_LATENCY_ONE_END) || defined(BAD_INLINE_LATENCY_NO_EXIT)
+    FTJIT_PLUGIN_INLINE_LATENCY,
 #else
     FTJIT_PLUGIN_INLINE_COUNT,
 #endif
 #ifdef BAD_INLINE_EXIT
     FTJIT_PLUGIN_INLINE_COUNT,
+#elif defined(BAD_INLINE_LATENCY_NO_EXIT)
+    FTJIT_PLUGIN_INLINE_LATENCY,
 #else
     FTJIT_PLUGIN_INLINE_NONE,
 #endif
@@ -102,7 +107,7 @@ static const ftjit_plugin descriptor = {
 #if !defined(BAD_NO_CALLBACKS) && !defined(BAD_INLINE_NO_ENTRY)
     .entry = on_entry,
 #endif
-#if defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT)
+#if defined(BAD_INLINE_NO_ENTRY) || defined(BAD_INLINE_WITH_EXIT) || defined(BAD_INLINE_LATENCY_ONE_END)
     .exit = on_exit,
 #endif
 #ifndef BAD_EVENTS_NO_CONSUME

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Cycle-counter-based monotonic clock (see tsc_clock.h); "tsc" below is
+// The cycle counter as a clock (see cycle_clock.h); "tsc" below is
 // arch::cycle_counter(), the TSC on x86-64.
 //
 //   ns = base_ns + ((tsc - base_tsc) * mult) >> 32
 //
 // mult is ns per tick in 32.32 fixed point, measured over ~10 ms; the
 // product is taken in 128 bits, so no tick count overflows it.
-#include "runtime/plugin_host/tsc_clock.h"
+#include "runtime/cycle_clock.h"
 
 #include <time.h>
 
@@ -17,7 +17,7 @@
 
 #include "runtime/arch/arch.h"
 
-namespace ftjit::plugins::detail {
+namespace ftjit {
 namespace {
 
 struct Calibration {
@@ -27,7 +27,8 @@ struct Calibration {
 };
 
 Calibration g_cal;
-std::atomic<bool> g_use_tsc{false};
+std::atomic<bool> g_use_tsc{false};     // for monotonic_ns
+std::atomic<bool> g_deltas_ok{false};   // for durations
 std::once_flag g_once;
 
 uint64_t clock_ns() {
@@ -66,9 +67,8 @@ void paired_read(uint64_t* tsc, uint64_t* ns) {
 
 }  // namespace
 
-void calibrate_tsc_clock() {
+void calibrate_cycle_clock() {
   std::call_once(g_once, [] {
-    if (!kernel_uses_tsc()) return;
     uint64_t tsc0, ns0, tsc1, ns1;
     paired_read(&tsc0, &ns0);
     const timespec pause{0, 10'000'000};
@@ -79,8 +79,18 @@ void calibrate_tsc_clock() {
     g_cal.base_ns = ns1;
     g_cal.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns1 - ns0) << 32) /
                                        (tsc1 - tsc0));
-    g_use_tsc.store(true, std::memory_order_release);
+    g_deltas_ok.store(kernel_uses_tsc() || arch::cycle_counter_is_global(),
+                      std::memory_order_release);
+    g_use_tsc.store(kernel_uses_tsc(), std::memory_order_release);
   });
+}
+
+bool cycle_deltas_trusted() { return g_deltas_ok.load(std::memory_order_acquire); }
+
+const uint64_t* cycle_ns_mult() { return &g_cal.mult; }
+
+uint64_t cycles_to_ns(uint64_t ticks) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * g_cal.mult) >> 32);
 }
 
 uint64_t monotonic_ns() {
@@ -90,4 +100,4 @@ uint64_t monotonic_ns() {
          static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * g_cal.mult) >> 32);
 }
 
-}  // namespace ftjit::plugins::detail
+}  // namespace ftjit
