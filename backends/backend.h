@@ -245,7 +245,8 @@ struct ExitTrampolineRequest {
   int64_t shadow_tls_offset = 0;  // 0: always call pop
   // For the own pop of an inline latency entry (shadow_layout.h,
   // kKindInlineLatency): the thread's inline block, and the address of
-  // the cycle counter's ns-per-tick (32.32) word. 0: left to pop.
+  // the cycle counter's ns-per-tick words: 32.32, then 16.16
+  // (runtime/cycle_clock.h). 0: left to pop.
   int64_t block_tls_offset = 0;
   uint64_t clock_mult = 0;
 };

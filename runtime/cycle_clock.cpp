@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -23,8 +24,10 @@ namespace {
 struct Calibration {
   uint64_t base_tsc;
   uint64_t base_ns;
-  uint64_t mult;  // ns per tick, 32.32
+  uint64_t mult;    // ns per tick, 32.32
+  uint64_t mult16;  // the same, 16.16: right after mult (cycle_clock.h)
 };
+static_assert(offsetof(Calibration, mult16) == offsetof(Calibration, mult) + 8);
 
 Calibration g_cal;
 std::atomic<bool> g_use_tsc{false};     // for monotonic_ns
@@ -79,6 +82,7 @@ void calibrate_cycle_clock() {
     g_cal.base_ns = ns1;
     g_cal.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns1 - ns0) << 32) /
                                        (tsc1 - tsc0));
+    g_cal.mult16 = g_cal.mult >> 16;
     g_deltas_ok.store(kernel_uses_tsc() || arch::cycle_counter_is_global(),
                       std::memory_order_release);
     g_use_tsc.store(kernel_uses_tsc(), std::memory_order_release);

@@ -33,7 +33,8 @@ bool cycle_deltas_trusted();
 
 // ns per tick in 32.32 fixed point (0 before calibration): ns = (ticks *
 // mult) >> 32, the product in 128 bits. Its address is what generated code
-// reads.
+// reads; the next word holds it in 16.16, for a 64-bit product (exact to
+// 2^-16 relative, enough for ticks below 2^48: the code checks overflow).
 const uint64_t* cycle_ns_mult();
 uint64_t cycles_to_ns(uint64_t ticks);
 

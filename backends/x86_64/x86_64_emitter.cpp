@@ -537,69 +537,115 @@ void emit_pop_and_call(asmjit::x86::Assembler& a, const ExitTrampolineRequest& r
   a.jmp(done);
 }
 
-// (g') The own pop of an inline latency entry (InlineAction::kLatency:
-//      its record's kind says so, its kIp word holds the counter read at
-//      the entry). No callback, so no guard: registers as emit_own_pop
-//      leaves them (rax the stack, edx its depth, rcx the entry, r8 the
-//      record, r9 the real return address):
+// (g') The landing's first work: the newest entry an inline latency
+//      trampoline's ((j): its record's kind says so, its kIp word holds
+//      the counter read at the entry), this frame's, not put back for an
+//      exception. Then no callback runs, so no guard and no frame: five
+//      registers kept in the red zone below the slot (which a signal frame
+//      skips), the entry read into registers before the depth lets it go
+//      (a signal handler's traced calls push above it until then):
 //
-//         start = e->ip ; s->depth = d-1        ; the entry read first
+//         s = fs:[shadow] ; d = s->depth ; e = &s->e[d-1]
+//         e->slot != slot or rec = e->rec unhooked or not kInlineLatency
+//           -> registers back, on to (g)
+//         start = e->ip ; [slot] = e->ret ; s->depth = d-1
 //         if rec->live and (h = fs:[block]):
 //           h += rec->block_offset
-//           ns = max(rdtsc - start, 0) * [clock_mult] >> 32
+//           ticks = rdtsc - start (< 0: 0)
+//           ticks < 2^32: p = ticks * [clock_mult + 8] (16.16), ns = p >> 16,
+//                         h[buckets + bsr(p | 2^15) - 15] += 1
+//           else:         ns = ticks * [clock_mult] >> 32 (32.32, 128 bits),
+//                         h[buckets + bsr(2 ns + 1)] += 1
+//                         (either: 0 ns in [0], else in [bsr(ns) + 1])
 //           h[total] += ns ; h[max] = max(h[max], ns)
-//           h[buckets + (ns ? bsr(ns) + 1 : 0)] += 1
-//         real return address = e->ret
+//         registers back ; return through the slot
 //
-//      Each update is one instruction (a signal handler on this thread
-//      cannot split it); the max is a compare and a store, which a
-//      handler between them can only make smaller than the true maximum
-//      of its own nested call.
-void emit_latency_exit(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
-                       asmjit::Label have_return) {
+//      Each histogram update is one instruction (a signal handler on this
+//      thread cannot split it); the max is a compare and a store, which a
+//      handler between the two can only leave below its own call's.
+void emit_latency_landing(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
-  asmjit::Label callback = a.newLabel(), done = a.newLabel(), nonneg = a.newLabel(),
-                keep_max = a.newLabel(), zero = a.newLabel(), count = a.newLabel();
-  a.cmp(byte_ptr(r8, layout::kKind), layout::kKindInlineLatency);
-  a.jne(callback);
-  a.mov(rsi, qword_ptr(rcx, layout::kIp));   // the start
-  a.dec(edx);
-  a.mov(dword_ptr(rax, layout::kDepth), edx);
-  a.mov(qword_ptr(rsp, kExitRealReturn), r9);
-  a.cmp(byte_ptr(r8, layout::kLive), 0);
-  a.je(done);
-  a.mov(r10, tls_word(req.block_tls_offset));
-  a.test(r10, r10);
-  a.jz(done);
-  a.add(r10, qword_ptr(r8, layout::kBlockOffset));
+  static const Gp kUsed[7] = {rax, rcx, rdx, rsi, rdi, r8, r9};
+  auto at = [](int i) { return qword_ptr(rsp, -kSlotBytes - 8 * (i + 1)); };
+  asmjit::Label generic = a.newLabel(), done = a.newLabel(), wide = a.newLabel(),
+                have_ns = a.newLabel(), zero = a.newLabel();
+  for (int i = 0; i < 7; ++i) a.mov(at(i), kUsed[i]);
+  // The end first (edx:eax): the counter's read is long, the checks go on
+  // beside it.
   a.rdtsc();
+  a.mov(rsi, tls_word(req.shadow_tls_offset));
+  a.test(rsi, rsi);
+  a.jz(generic);
+  a.mov(ecx, dword_ptr(rsi, layout::kDepth));
+  a.sub(ecx, 1);
+  a.jb(generic);
+  a.mov(r9d, ecx);
+  a.shl(r9, 5);
+  a.lea(r9, qword_ptr(rsi, r9, 0, layout::kEntries));
+  a.lea(rdi, qword_ptr(rsp, -kSlotBytes));
+  a.cmp(qword_ptr(r9, layout::kSlot), rdi);
+  a.jne(generic);
+  a.mov(rdi, qword_ptr(r9, layout::kRecord));
+  a.test(dil, asmjit::imm(layout::kUnhooked));
+  a.jnz(generic);
+  a.cmp(byte_ptr(rdi, layout::kKind), layout::kKindInlineLatency);
+  a.jne(generic);
+  a.mov(r8, qword_ptr(r9, layout::kRet));
+  a.mov(qword_ptr(rsp, -kSlotBytes), r8);   // what we return through
+  a.mov(r8d, dword_ptr(r9, layout::kIp + 4));  // the start, in the two
+  a.mov(r9d, dword_ptr(r9, layout::kIp));      // halves (j) wrote
+  a.mov(dword_ptr(rsi, layout::kDepth), ecx);  // popped
+  a.cmp(byte_ptr(rdi, layout::kLive), 0);
+  a.je(done);
+  a.mov(rsi, tls_word(req.block_tls_offset));
+  a.test(rsi, rsi);
+  a.jz(done);
+  a.add(rsi, qword_ptr(rdi, layout::kBlockOffset));
+  a.mov(rcx, asmjit::imm(req.clock_mult));
+  // ticks = edx:eax - start as two halves: below 2^32 (some seconds) the
+  // high half is 0 and the low one is all there is. Then a 64-bit product
+  // p with the 16.16 factor (it cannot overflow) and ns = p >> 16; the
+  // bucket of ns straight from p: bsr(p | 2^15) - 15 (0 ns: [0]; else
+  // [bsr(ns) + 1]). The chain from the counter to the bucket: sub, imul,
+  // or, bsr.
+  a.sub(eax, r9d);
+  a.sbb(edx, r8d);
+  a.jnz(wide);
+  a.imul(rax, qword_ptr(rcx, 8));
+  a.mov(rdx, rax);
+  a.or_(rdx, 0x8000);
+  a.bsr(rdx, rdx);
+  a.inc(qword_ptr(rsi, rdx, 3, 8 * (layout::kHistBuckets - 15)));
+  a.shr(rax, 16);
+  a.bind(have_ns);
+  a.add(qword_ptr(rsi, 8 * layout::kHistTotalNs), rax);
+  a.cmp(qword_ptr(rsi, 8 * layout::kHistMaxNs), rax);
+  a.jae(done);
+  a.mov(qword_ptr(rsi, 8 * layout::kHistMaxNs), rax);
+  a.jmp(done);
+  // 2^32 ticks or more, or a counter read on another CPU, behind (< 0):
+  // ns = ticks * mult >> 32 in 128 bits, bucket bsr(2 ns + 1).
+  a.bind(wide);
   a.shl(rdx, 32);
   a.or_(rax, rdx);
-  a.sub(rax, rsi);
-  a.jae(nonneg);
-  a.xor_(eax, eax);                          // a counter read on another CPU, behind
-  a.bind(nonneg);
-  a.mov(rsi, asmjit::imm(req.clock_mult));
-  a.mul(qword_ptr(rsi));                     // rdx:rax = ticks * mult
-  a.shrd(rax, rdx, 32);                      // ns
-  a.add(qword_ptr(r10, 8 * layout::kHistTotalNs), rax);
-  a.cmp(qword_ptr(r10, 8 * layout::kHistMaxNs), rax);
-  a.jae(keep_max);
-  a.mov(qword_ptr(r10, 8 * layout::kHistMaxNs), rax);
-  a.bind(keep_max);
-  a.xor_(edx, edx);
-  a.test(rax, rax);
-  a.jz(zero);
-  a.bsr(rdx, rax);
-  a.inc(edx);
+  a.js(zero);
+  a.mul(qword_ptr(rcx));
+  a.shrd(rax, rdx, 32);
+  a.lea(rdx, qword_ptr(rax, rax, 0, 1));
+  a.bsr(rdx, rdx);
+  a.inc(qword_ptr(rsi, rdx, 3, 8 * layout::kHistBuckets));
+  a.jmp(have_ns);
   a.bind(zero);
-  a.bind(count);
-  a.inc(qword_ptr(r10, rdx, 3, 8 * layout::kHistBuckets));
+  a.xor_(eax, eax);
+  a.inc(qword_ptr(rsi, 8 * layout::kHistBuckets));
+  a.jmp(have_ns);
   a.bind(done);
-  a.mov(rax, qword_ptr(rsp, kExitRealReturn));
-  a.jmp(have_return);
-  a.bind(callback);
+  for (int i = 0; i < 7; ++i) a.mov(kUsed[i], at(i));
+  a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
+  a.ret();
+  a.bind(generic);
+  for (int i = 0; i < 7; ++i) a.mov(kUsed[i], at(i));
 }
 
 // (g) The landing's own pop, before anything calls into the runtime
@@ -632,7 +678,9 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
   a.lea(r10, ptr(landing));
   a.cmp(r9, r10);
   a.je(slow);
-  if (req.block_tls_offset != 0 && req.clock_mult != 0) emit_latency_exit(a, req, have_return);
+  // Inline latency entries are (g')'s; one here is not the newest.
+  a.cmp(byte_ptr(r8, layout::kKind), layout::kKindCallback);
+  a.jne(slow);
   // A callback that may use xmm2-15: kept from here to the end, as early
   // and as late as they can be (the slow path keeps them itself).
   a.cmp(byte_ptr(r8, layout::kSaveFp), 0);
@@ -682,6 +730,9 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   static const Gp kKept[6] = {rcx, rsi, rdi, r8, r9, r10};
   Label landing = a.newLabel(), again = a.newLabel();
   a.bind(landing);
+  if (req.shadow_tls_offset != 0 && req.block_tls_offset != 0 && req.clock_mult != 0) {
+    emit_latency_landing(a, req);
+  }
   a.inc(entries);
   a.mov(qword_ptr(rsp, -kSlotBytes - 8), r11);
   emit_frame_enter(a, kExitFrame, kSlotBytes + 8);
@@ -817,10 +868,9 @@ Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   a.mov(qword_ptr(rcx, layout::kRet), rax);
   a.mov(rax, qword_ptr(start, kInlineOffsetWord));
   a.mov(qword_ptr(rcx, layout::kRecord), rax);
-  a.rdtsc();
-  a.shl(rdx, 32);
-  a.or_(rax, rdx);
-  a.mov(qword_ptr(rcx, layout::kIp), rax);
+  a.rdtsc();                               // as two halves: no shift on the way
+  a.mov(dword_ptr(rcx, layout::kIp), eax);
+  a.mov(dword_ptr(rcx, layout::kIp + 4), edx);
   a.mov(rax, imm(req.exit_trampoline));
   a.mov(qword_ptr(rsp, kSlot), rax);       // the return hooked
   a.inc(dword_ptr(rsi, layout::kDepth));   // then published
