@@ -312,6 +312,8 @@ struct InlineRequest {
   uint64_t call_and_land = 0;    // x86-64 (StubUse::kHookedReturns)
 };
 constexpr uint32_t kInlineWordsBytes = 16;
+// At most this long (it is copied to every site).
+constexpr size_t kInlineTemplateMaxBytes = 512;
 
 // FTJIT_E_UNSUPPORTED naming `isa` unless `request`'s action is one of
 // `compiled`: what an emitter's emit_inline_template checks first.

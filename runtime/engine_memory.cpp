@@ -230,7 +230,7 @@ Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action)
   }
   auto code = backend_.emit_inline_template(req);
   if (!code) return code.take_error();
-  if (code->empty() || code->size() > 256) {
+  if (code->empty() || code->size() > kInlineTemplateMaxBytes) {
     return make_error(FTJIT_E_INTERNAL, "the emitter's inline trampoline has an impossible size");
   }
   return &(inline_templates_[action] = std::move(code.value()));

@@ -104,6 +104,7 @@
 #include <map>
 
 #include "backends/arm64/arm64_encoding.h"
+#include "backends/shadow_layout.h"
 #include "ftjit/ftjit.h"
 
 namespace ftjit {
@@ -512,10 +513,109 @@ void emit_exit_leave(asmjit::a64::Assembler& a) {
 //     first:    ldr   x15, [sp], #16
 //               ldr   x17, start-8
 //               br    x17                 ; x30, x9 as the site left them
+// (j) An inline latency trampoline (backends/backend.h, kLatency), called
+//     as (i) is. It counts itself an entry and passes the guard as (c)
+//     does (inside a callback it goes on to the fallback, which drops the
+//     call: so a signal handler's traced calls cannot push between our
+//     writes and our publish), pushes the shadow entry as shadow_push does
+//     (slot S-8, the key (c) uses; the return address is in x9), counts
+//     its exit and returns into the body with x30 = the landing, whose
+//     pop() adds the duration. It keeps x12-x15 on the stack and uses
+//     x16/x17:
+//
+//     start-16  the site's ExitRecord     (runtime's words)
+//     start-8   fallback trampoline
+//     start:    stp x14, x15, [sp, #-32]! ; stp x12, x13, [sp, #16]
+//               x16 = &entries ; entries++ (exclusive pair)
+//               guard: not our entry alone -> back
+//               [tp + block] == 0 or (s = [tp + shadow]) == 0 -> back
+//               d = s->depth ; d == capacity -> back
+//               d and s->e[d-1].slot <= S-8 -> back      ; prune, chain
+//               e = &s->e[d]
+//               e->slot = S-8 ; e->ret = x9 ; e->rec = [start-16]
+//               e->ip = cntvct_el0
+//               s->depth = d+1 ; s->hooks += 1 ; exits++
+//               restore ; mov x16, x30 ; x30 = landing ; ret x16
+//     back:     entries-- ; restore ; br [start-8]   ; as the site entered us
+Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  namespace layout = shadow_layout;
+  if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.counts_tls_offset == 0) {
+    return make_error(FTJIT_E_INTERNAL, "inline latency request without its shadow stack, counts or landing");
+  }
+  constexpr uint64_t kBase = 0x100000;  // any: the code is position-independent
+  CodeHolder code;
+  FTJIT_TRY(start_code(code, kBase));
+  Assembler a(&code);
+  LiteralPool pool(a);
+  Label start = a.newLabel(), back = a.newLabel(), push = a.newLabel(), again = a.newLabel();
+  constexpr int32_t kSaved = 32;
+  a.bind(start);
+  a.stp(x14, x15, ptr_pre(sp, -kSaved));
+  a.stp(x12, x13, ptr(sp, 16));
+  emit_tls_address(a, pool, x16, x17, req.counts_tls_offset);
+  emit_atomic_add(a, x16, x17, x15, +1);     // entries
+  a.bind(again);
+  a.ldr(x12, ptr(x16));
+  a.ldr(x13, ptr(x16, 8));
+  a.ldr(x14, ptr(x16));
+  a.cmp(x12, x14);
+  a.b_ne(again);
+  a.sub(x12, x12, x13);
+  a.cmp(x12, Imm(1));
+  a.b_ne(back);
+  emit_tls_address(a, pool, x17, x12, req.block_tls_offset);
+  a.ldr(x17, ptr(x17));
+  a.cbz(x17, back);
+  emit_tls_address(a, pool, x17, x12, req.shadow_tls_offset);
+  a.ldr(x17, ptr(x17));
+  a.cbz(x17, back);
+  a.ldr(w12, ptr(x17, layout::kDepth));
+  a.mov(w13, Imm(layout::kCapacity));
+  a.cmp(w12, w13);
+  a.b_hs(back);
+  a.add(x14, sp, Imm(kSaved - 8));            // the slot: S-8
+  a.cbz(w12, push);
+  a.add(x13, x17, x12, lsl(5));
+  a.ldr(x13, ptr(x13, layout::kEntries - layout::kEntryBytes + layout::kSlot));
+  a.cmp(x13, x14);
+  a.b_ls(back);
+  a.bind(push);
+  a.add(x13, x17, x12, lsl(5));
+  a.add(x13, x13, Imm(layout::kEntries));
+  a.str(x14, ptr(x13, layout::kSlot));
+  a.str(x9, ptr(x13, layout::kRet));
+  a.ldr(x14, ptr(start, kInlineOffsetWord));
+  a.str(x14, ptr(x13, layout::kRecord));
+  a.mrs(x14, Imm(Predicate::SysReg::kCNTVCT_EL0));
+  a.str(x14, ptr(x13, layout::kIp));
+  a.add(w12, w12, Imm(1));
+  a.str(w12, ptr(x17, layout::kDepth));      // published
+  a.ldr(x14, ptr(x17, layout::kHooks));
+  a.add(x14, x14, Imm(1));
+  a.str(x14, ptr(x17, layout::kHooks));
+  a.add(x16, x16, Imm(8));
+  emit_atomic_add(a, x16, x17, x15, +1);     // exits
+  a.ldp(x12, x13, ptr(sp, 16));
+  a.ldp(x14, x15, ptr_post(sp, kSaved));
+  a.mov(x16, x30);
+  pool.load(x30, req.exit_trampoline);       // the return hooked
+  a.ret(x16);
+  a.bind(back);
+  emit_atomic_add(a, x16, x17, x15, -1);     // entries: x16 still points there
+  a.ldp(x12, x13, ptr(sp, 16));
+  a.ldp(x14, x15, ptr_post(sp, kSaved));
+  a.ldr(x17, ptr(start, kInlineFallbackWord));
+  a.br(x17);
+  return finish(a, pool, code, kBase);
+}
+
 Result<std::vector<uint8_t>> Arm64Emitter::emit_inline_template(const InlineRequest& req) const {
   using namespace asmjit;
   using namespace asmjit::a64;
-  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "arm64"));
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount, InlineAction::kLatency}, "arm64"));
+  if (req.action == InlineAction::kLatency) return emit_latency_template(req);
   constexpr uint64_t kBase = 0x100000;  // any: the code is position-independent
   CodeHolder code;
   FTJIT_TRY(start_code(code, kBase));

@@ -99,6 +99,7 @@
 #include "backends/riscv64/riscv64_assembler.h"
 #include "backends/riscv64/riscv64_backend.h"
 #include "backends/riscv64/riscv64_emitter_text.h"
+#include "backends/shadow_layout.h"
 #include "backends/riscv64/riscv64_encoding.h"
 #include "ftjit/ftjit.h"
 
@@ -471,8 +472,108 @@ Result<std::string> site_code_source(uint64_t entry, uint64_t stub) {
 //
 //     Assembled with its two words in front (zero), for the pc-relative
 //     loads to resolve without a linker; they are cut off after.
+// (j) An inline latency trampoline (backends/backend.h, kLatency), entered
+//     as (i) is. It counts itself an entry and passes the guard as (c)
+//     does (inside a callback it goes on to the fallback, which drops the
+//     call: so a signal handler's traced calls cannot push between our
+//     writes and our publish), pushes the shadow entry as shadow_push does
+//     (slot S-8, the key (c) uses; the return address is in ra), counts
+//     its exit and jumps into the body with ra = the landing, whose pop()
+//     adds the duration. It keeps t3-t6 on the stack and uses t1:
+//
+//     start-16  the site's ExitRecord     (runtime's words)
+//     start-8   fallback trampoline
+//     start:    addi sp, sp, -32 ; sd t3..t6
+//               t4 = tp + counts ; amoadd.d entries += 1
+//               guard: not our entry alone -> back
+//               [tp + block] == 0 or (t1 = s = [tp + shadow]) == 0 -> back
+//               d = s->depth ; d == capacity -> back
+//               d and s->e[d-1].slot <= S-8 -> back      ; prune, chain
+//               e = &s->e[d]
+//               e->slot = S-8 ; e->ret = ra ; e->rec = [start-16]
+//               e->ip = rdtime
+//               s->depth = d+1 ; s->hooks += 1 ; amoadd.d exits += 1
+//               restore ; ra = landing ; jr t0            ; into entry+8
+//     back:     amoadd.d entries -= 1 ; restore
+//               ld t1, start-8 ; jr t1                    ; as the stub would have
+Result<std::string> latency_template_source(const InlineRequest& req, bool compressed) {
+  namespace layout = shadow_layout;
+  if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.counts_tls_offset == 0) {
+    return make_error(FTJIT_E_INTERNAL, "inline latency request without its shadow stack, counts or landing");
+  }
+  Source s(compressed);
+  auto load_word = [&](const std::string& reg, int offset) {
+    const std::string at = s.new_label();
+    s.label(at);
+    s.line("auipc " + reg + ", %pcrel_hi(.Lwords+" + std::to_string(offset) + ")");
+    s.line("ld " + reg + ", %pcrel_lo(" + at + ")(" + reg + ")");
+  };
+  auto n = [](int64_t v) { return std::to_string(v); };
+  constexpr int kSaved = 32;
+  s.label(".Lwords");
+  s.line(".quad 0");
+  s.line(".quad 0");
+  s.line("addi sp, sp, -" + n(kSaved));
+  for (int i = 0; i < 4; ++i) s.line("sd t" + n(3 + i) + ", " + n(8 * i) + "(sp)");
+  emit_tls_address(s, "t4", req.counts_tls_offset);
+  emit_atomic_add(s, "t4", +1);                  // entries
+  s.label(".Lguard");
+  s.line("ld t3, 0(t4)");
+  s.line("ld t5, 8(t4)");
+  s.line("ld t6, 0(t4)");
+  s.line("bne t3, t6, .Lguard");
+  s.line("sub t3, t3, t5");
+  s.line("li t6, 1");
+  s.line("bne t3, t6, .Lback");
+  emit_tls_address(s, "t1", req.block_tls_offset);
+  s.line("ld t1, 0(t1)");
+  s.line("beqz t1, .Lback");
+  emit_tls_address(s, "t1", req.shadow_tls_offset);
+  s.line("ld t1, 0(t1)");
+  s.line("beqz t1, .Lback");
+  s.line("lwu t5, " + n(layout::kDepth) + "(t1)");
+  s.line("li t3, " + n(layout::kCapacity));
+  s.line("bgeu t5, t3, .Lback");
+  s.line("addi t6, sp, " + n(kSaved - 8));      // the slot: S-8
+  s.line("beqz t5, .Lpush");
+  s.line("slli t3, t5, 5");
+  s.line("add t3, t1, t3");
+  s.line("ld t3, " + n(layout::kEntries - layout::kEntryBytes + layout::kSlot) + "(t3)");
+  s.line("bleu t3, t6, .Lback");
+  s.label(".Lpush");
+  static_assert(layout::kEntryBytes == 32);
+  s.line("slli t3, t5, 5");
+  s.line("add t3, t1, t3");
+  s.line("addi t3, t3, " + n(layout::kEntries));
+  s.line("sd t6, " + n(layout::kSlot) + "(t3)");
+  s.line("sd ra, " + n(layout::kRet) + "(t3)");
+  load_word("t6", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
+  s.line("sd t6, " + n(layout::kRecord) + "(t3)");
+  s.line("rdtime t6");
+  s.line("sd t6, " + n(layout::kIp) + "(t3)");
+  s.line("addiw t5, t5, 1");
+  s.line("sw t5, " + n(layout::kDepth) + "(t1)");  // published
+  s.line("ld t6, " + n(layout::kHooks) + "(t1)");
+  s.line("addi t6, t6, 1");
+  s.line("sd t6, " + n(layout::kHooks) + "(t1)");
+  s.line("addi t4, t4, 8");
+  emit_atomic_add(s, "t4", +1);                  // exits
+  for (int i = 0; i < 4; ++i) s.line("ld t" + n(3 + i) + ", " + n(8 * i) + "(sp)");
+  s.line("addi sp, sp, " + n(kSaved));
+  s.load("ra", req.exit_trampoline);             // the return hooked
+  s.line("jr t0");
+  s.label(".Lback");
+  emit_atomic_add(s, "t4", -1);                  // entries: t4 still points there
+  for (int i = 0; i < 4; ++i) s.line("ld t" + n(3 + i) + ", " + n(8 * i) + "(sp)");
+  s.line("addi sp, sp, " + n(kSaved));
+  load_word("t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
+  s.line("jr t1");
+  return s.finish();
+}
+
 Result<std::string> inline_template_source(const InlineRequest& req, bool compressed) {
-  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount}, "riscv64"));
+  FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount, InlineAction::kLatency}, "riscv64"));
+  if (req.action == InlineAction::kLatency) return latency_template_source(req, compressed);
   Source s(compressed);
   auto load_word = [&](const std::string& reg, int offset) {
     const std::string at = s.new_label();

@@ -588,5 +588,40 @@ TEST(Aarch64Disasm, InlineTemplateReadsItsWordsAndReturnsIntoTheBody) {
   EXPECT_FALSE(arm64_emitter().emit_inline_template(unknown));
 }
 
+// The inline latency template: entries and exits counted with exclusive
+// pairs under the guard, the counter read from cntvct_el0, the entry's
+// slot S-8 (sp + 24 once 32 bytes are kept), the landing loaded into x30
+// before returning into the body, the fallback read from the word before.
+TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
+  InlineRequest req;
+  req.action = InlineAction::kLatency;
+  req.block_tls_offset = 0x28;
+  req.shadow_tls_offset = 0x30;
+  req.counts_tls_offset = 0x10;
+  req.exit_trampoline = 0x7f0000123410;
+  auto code = arm64_emitter().emit_inline_template(req);
+  ASSERT_TRUE(code) << code.error().message;
+  ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
+  const uint64_t words = 0x7f0000600000;
+  const std::vector<DisasmLine> lines = disassemble(*code, words + kInlineWordsBytes);
+  std::string all;
+  for (const DisasmLine& l : lines) all += l.text + "\n";
+  EXPECT_EQ(lines.front().text, "stp x14, x15, [sp, #-32]!");
+  EXPECT_NE(all.find("mrs x14, cntvct_el0\nstr x14, [x13, #16]\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("add x14, sp, #0x18\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("str x9, [x13, #8]\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("mov x16, x30\nldr x30, "), std::string::npos) << all;
+  EXPECT_NE(all.find("ret x16\n"), std::string::npos) << all;
+  char fallback_load[64];
+  std::snprintf(fallback_load, sizeof fallback_load, "ldr x17, 0x%llx", static_cast<unsigned long long>(words + 8));
+  EXPECT_NE(all.find(std::string(fallback_load) + "\nbr x17"), std::string::npos) << all;
+  size_t pairs = 0;
+  for (size_t at = all.find("stxr"); at != std::string::npos; at = all.find("stxr", at + 1)) ++pairs;
+  EXPECT_EQ(pairs, 3u) << all;  // entries, exits, entries back
+  InlineRequest bare;
+  bare.action = InlineAction::kLatency;
+  EXPECT_FALSE(arm64_emitter().emit_inline_template(bare));
+}
+
 }  // namespace
 }  // namespace ftjit

@@ -265,6 +265,43 @@ TEST(Riscv64Disasm, InlineTemplateMatchesBinutilsAndReadsItsWords) {
   EXPECT_EQ(refused.error().code, FTJIT_E_UNSUPPORTED);
 }
 
+// The inline latency template: binutils' bytes, the guard's count and the
+// exit's as amoadd.d, the counter read with rdtime, the landing loaded into
+// ra before the jump into the body, and a request without its shadow stack
+// refused.
+TEST(Riscv64Disasm, InlineLatencyTemplateMatchesBinutils) {
+  for (bool compressed : {false, true}) {
+    SCOPED_TRACE(compressed ? "rvc" : "norvc");
+    const TrampolineEmitter& emitter = compressed ? riscv64_compressed_emitter() : riscv64_emitter();
+    InlineRequest req;
+    req.action = InlineAction::kLatency;
+    req.block_tls_offset = 0x1f8;
+    req.shadow_tls_offset = 0x200;
+    req.counts_tls_offset = 0x210;
+    req.exit_trampoline = 0x7f0000123410;
+    auto bytes = emitter.emit_inline_template(req);
+    ASSERT_TRUE(bytes) << bytes.error().message;
+    auto text = riscv64::inline_template_source(req, compressed);
+    ASSERT_TRUE(text);
+    const uint64_t place = 0x7f0000500000;
+    const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
+    ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
+    EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
+    const auto lines = disassemble(*bytes, place + kInlineWordsBytes);
+    const auto count = [&](const std::string& what) {
+      return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    };
+    EXPECT_EQ(count("amoadd.d"), 3) << *text;  // entries, exits, entries back
+    EXPECT_EQ(count("time"), 1) << *text;  // rdtime: csrr of the time CSR
+    EXPECT_NE(text->find(".quad 0x7f0000123410"), std::string::npos) << *text;
+    // The pool follows the code: the template still fits what the engine copies.
+    EXPECT_LE(bytes->size(), kInlineTemplateMaxBytes);
+  }
+  InlineRequest bare;
+  bare.action = InlineAction::kLatency;
+  EXPECT_FALSE(riscv64_emitter().emit_inline_template(bare));
+}
+
 TEST(Riscv64Disasm, SiteCodeReachesItsStub) {
   const uint64_t entry = 0x40000000000;
   const int64_t distances[] = {8,      2040,      2048,     4096 - 8, -2048, -2056,
