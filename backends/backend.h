@@ -249,6 +249,13 @@ struct ExitTrampolineRequest {
   // (runtime/cycle_clock.h). 0: left to pop.
   int64_t block_tls_offset = 0;
   uint64_t clock_mult = 0;
+  // Where an emitter that compiles inline latency's own landing puts it
+  // (from `place`; 0: nowhere): the return address inline latency
+  // trampolines hook with, so that other exits pay nothing for it (x86-64:
+  // with the body's call ending there, as call-and-land's ends at the
+  // landing). Its code then runs past this offset; an emitter that has
+  // none ends before it, and those trampolines hook with the landing.
+  uint32_t latency_landing_offset = 0;
 };
 
 // The instructions of a site that calls its stub (StubUse::kEverySite),
@@ -295,8 +302,8 @@ enum class InlineAction : uint8_t {
 //                        push {slot, return address, cycle counter, record}
 //                        as the generated trampolines do, the return hooked
 //                        (exit_trampoline) before the depth publishes it,
-//                        and leave as they do (x86-64: through call_and_land,
-//                        which counts the exit);
+//                        and leave as they do (x86-64: through the body's
+//                        call that ends at exit_trampoline);
 //              return as the site's trampolines return
 //
 // The code is position-independent (it refers to nothing outside itself
@@ -309,7 +316,6 @@ struct InlineRequest {
   int64_t shadow_tls_offset = 0;
   uint64_t exit_trampoline = 0;  // the landing
   int64_t counts_tls_offset = 0;
-  uint64_t call_and_land = 0;    // x86-64 (StubUse::kHookedReturns)
 };
 constexpr uint32_t kInlineWordsBytes = 16;
 // At most this long (it is copied to every site).

@@ -224,9 +224,8 @@ Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action)
   req.block_tls_offset = inline_block_tls_offset();
   if (action == InlineAction::kLatency) {
     req.shadow_tls_offset = shadow_stack_tls_offset();
-    req.exit_trampoline = exit_trampoline_address();
+    req.exit_trampoline = exit_latency_landing_address();
     req.counts_tls_offset = tls_offset_;
-    req.call_and_land = exit_call_and_land_address();
   }
   auto code = backend_.emit_inline_template(req);
   if (!code) return code.take_error();

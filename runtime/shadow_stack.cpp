@@ -133,9 +133,20 @@ std::once_flag g_prepare_once;
 Status g_prepare_status;
 std::atomic<uint64_t> g_exit_trampoline{0};   // the landing
 std::atomic<uint64_t> g_call_and_land{0};     // just before it
+std::atomic<uint64_t> g_latency_landing{0};   // inline latency's (or the landing)
+std::atomic<uint64_t> g_exit_page_end{0};     // [g_call_and_land, this): all of it
 // Where the landing lies in the exit trampoline's code: call-and-land fits
 // before it.
 constexpr uint32_t kLandingOffset = 16;
+// Where inline latency's own landing goes, if the emitter has one.
+constexpr uint32_t kLatencyLandingOffset = 2048;
+
+// Whether `addr` is where hooked frames return: the landing, or inline
+// latency's own.
+inline bool is_landing(uint64_t addr) {
+  return addr == g_exit_trampoline.load(std::memory_order_relaxed) ||
+         addr == g_latency_landing.load(std::memory_order_relaxed);
+}
 
 ShadowStack* create_stack() {
   for (int pass = 0; pass < 2; ++pass) {
@@ -175,9 +186,8 @@ ShadowStack* create_stack() {
 // chain (its frame was hooked again: another ops, a tail call), that of the
 // oldest entry of the same slot, still below it.
 uint64_t caller_of(const ShadowStack* s, const ShadowEntry& e) {
-  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   uint64_t ret = e.ret;
-  for (uint32_t d = s->depth; d != 0 && ret == tramp; --d) {
+  for (uint32_t d = s->depth; d != 0 && is_landing(ret); --d) {
     if (s->e[d - 1].slot == e.slot) ret = s->e[d - 1].ret;
   }
   return ret;
@@ -351,6 +361,7 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     // the clock may be calibrated after this.
     req.block_tls_offset = inline_block_tls_offset();
     req.clock_mult = reinterpret_cast<uint64_t>(cycle_ns_mult());
+    if (!kTsanShim) req.latency_landing_offset = kLatencyLandingOffset;
     uint64_t place = reinterpret_cast<uint64_t>(m);
     auto code = process_backend().emit_exit_trampoline(req, place);
     if (!code || code->size() > page) {
@@ -369,6 +380,10 @@ Status prepare_exit_trampoline(int64_t counts_tls_offset) {
     }
     arch::flush_icache(place, code->size());
     g_call_and_land.store(place, std::memory_order_release);
+    g_exit_page_end.store(place + page, std::memory_order_release);
+    g_latency_landing.store(code->size() > kLatencyLandingOffset ? place + kLatencyLandingOffset
+                                                                 : place + kLandingOffset,
+                            std::memory_order_release);
     g_exit_trampoline.store(place + kLandingOffset, std::memory_order_release);
   });
   if (!g_prepare_status) return make_error(g_prepare_status.error().code,
@@ -383,13 +398,13 @@ const char* exit_hooks_unavailable_reason() {
 
 uint64_t exit_trampoline_address() { return g_exit_trampoline.load(std::memory_order_acquire); }
 uint64_t exit_call_and_land_address() { return g_call_and_land.load(std::memory_order_acquire); }
+uint64_t exit_latency_landing_address() { return g_latency_landing.load(std::memory_order_acquire); }
 
 namespace {
 
 inline void shadow_prune(const uint64_t* slot) {
   ShadowStack* s = t_stack;
   if (s == nullptr) return;
-  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   const uint64_t at = reinterpret_cast<uint64_t>(slot);
   // Entries at or below this frame's slot belong to frames that are gone
   // (longjmp'd over, or unwound by an exception), with two exceptions:
@@ -406,9 +421,9 @@ inline void shadow_prune(const uint64_t* slot) {
   // alive (it is pruned once a frame of its own stack is entered).
   pop_unwound(s, true, [&](const ShadowEntry& top) {
     if (top.slot > at) return false;
-    if (top.slot == at) return read_slot(at) != tramp;
+    if (top.slot == at) return !is_landing(read_slot(at));
     if (!on_different_stacks(top.slot, at)) return true;
-    return !kLinkRegister && read_slot(top.slot) != tramp;
+    return !kLinkRegister && !is_landing(read_slot(top.slot));
   });
 }
 
@@ -561,7 +576,7 @@ void shadow_unhook_all() {
   for (uint32_t i = s->depth; i-- > 0;) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) != 0) continue;
-    if (read_slot(e.slot) != tramp) continue;  // stale: its frame is gone already
+    if (!is_landing(read_slot(e.slot))) continue;  // stale: its frame is gone already
     write_slot(e.slot, e.ret);
     e.rec |= kUnhooked;
   }
@@ -596,7 +611,10 @@ void shadow_rehook_after_catch(uint64_t cfa) {
     const uint64_t home = home_of(s, i);
     // Not ours any more (or never found): leave it to pruning.
     if (home == 0 || read_slot(home) != e.ret) continue;
-    write_slot(home, tramp);
+    // Where it was hooked to: inline latency's entries to their landing.
+    write_slot(home, e.record()->kind == layout::kKindInlineLatency
+                         ? g_latency_landing.load(std::memory_order_relaxed)
+                         : tramp);
     e.rec &= ~kUnhooked;
   }
   if (run) guard_leave();
@@ -607,7 +625,6 @@ namespace {
 // With every other thread parked outside our code: every stack, newest
 // entry first (in a chain the oldest holds the real address, written last).
 void put_back_parked() {
-  const uint64_t tramp = g_exit_trampoline.load(std::memory_order_relaxed);
   for (StackSlot& slot : g_stacks) {
     if (slot.state.load(std::memory_order_acquire) != kInUse) continue;
     ShadowStack* s = slot.stack.load(std::memory_order_acquire);
@@ -616,7 +633,7 @@ void put_back_parked() {
       const ShadowEntry& e = s->e[i];
       // A slot that no longer holds the trampoline belongs to a frame gone
       // already (or was put back for an exception): not ours to write.
-      if ((e.rec & kUnhooked) == 0 && read_slot(e.slot) == tramp) write_slot(e.slot, e.ret);
+      if ((e.rec & kUnhooked) == 0 && is_landing(read_slot(e.slot))) write_slot(e.slot, e.ret);
       s->unwound.bump();
     }
     s->depth = 0;
@@ -716,6 +733,7 @@ Status shadow_put_back_all(int timeout_ms) {
   const uint64_t tramp = g_exit_trampoline.load(std::memory_order_acquire);
   if (tramp == 0) return {};
   const uint64_t call_and_land = g_call_and_land.load(std::memory_order_acquire);
+  const uint64_t page_end = g_exit_page_end.load(std::memory_order_acquire);
   if constexpr (kLinkRegister) {
     // This thread's frames first (a library user may detach from inside
     // hooked frames), then every parked thread's, each by itself.
@@ -726,7 +744,7 @@ Status shadow_put_back_all(int timeout_ms) {
       uint32_t failures = 0;
       auto ran = stop_the_world_if(
           [&](const ThreadSnapshot& t) {
-            return t.entries == t.exits && (t.pc < call_and_land || t.pc > tramp);
+            return t.entries == t.exits && (t.pc < call_and_land || t.pc >= page_end);
           },
           [] {}, put_back_parked_self, &failures);
       if (!ran) return ran.take_error();
@@ -749,13 +767,14 @@ Status shadow_put_back_all(int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     // A thread that just returned into the trampoline (its slot consumed,
-    // its entry not popped yet), or is inside it or any other trampoline
-    // or callback, must finish first: its entry is still needed. So must
-    // one about to call a hooked body from call-and-land (its entry pushed,
-    // the return address about to be replaced by the call).
+    // its entry not popped yet), or is inside it (inline latency's landing
+    // counts no entry) or any other trampoline or callback, must finish
+    // first: its entry is still needed. So must one about to call a hooked
+    // body from call-and-land (its entry pushed, the return address about
+    // to be replaced by the call).
     auto ran = stop_the_world_if(
         [&](const ThreadSnapshot& t) {
-          return t.entries == t.exits && (t.pc < call_and_land || t.pc > tramp);
+          return t.entries == t.exits && (t.pc < call_and_land || t.pc >= page_end);
         },
         put_back_parked);
     if (!ran) return ran.take_error();

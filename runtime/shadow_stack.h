@@ -64,6 +64,10 @@ uint64_t exit_trampoline_address();
 // ISA whose exit-hook model is not written yet): attach's refusal.
 const char* exit_hooks_unavailable_reason();
 uint64_t exit_call_and_land_address();
+// Where inline latency trampolines hook returns to: the exit trampoline's
+// own landing for them where the ISA's emitter has one (x86-64), else the
+// landing.
+uint64_t exit_latency_landing_address();
 
 // The entry of an ops that hooks returns, inside the reentrancy guard:
 // reports the hooked frames that a function entered with its return

@@ -162,6 +162,9 @@ constexpr int32_t kExitGprs = 16 + 16 * 16;
 constexpr int32_t kExitRealReturn = kExitGprs + 6 * 8;
 constexpr int32_t kExitFrame = kExitRealReturn + 8;
 constexpr int32_t kSlotBytes = 8;    // the replaced return address, below the exit's arrival
+// `call [rsp-16]` (ff 54 24 f0): call-and-land's, and inline latency's
+// before its landing; (j) jumps to the one before where it hooks returns.
+constexpr uint64_t kCallBodyBytes = 4;
 
 class X86_64Emitter final : public TrampolineEmitter {
  public:
@@ -537,13 +540,16 @@ void emit_pop_and_call(asmjit::x86::Assembler& a, const ExitTrampolineRequest& r
   a.jmp(done);
 }
 
-// (g') The landing's first work: the newest entry an inline latency
-//      trampoline's ((j): its record's kind says so, its kIp word holds
-//      the counter read at the entry), this frame's, not put back for an
-//      exception. Then no callback runs, so no guard and no frame: five
+// (g') Inline latency's own landing, at latency_landing_offset: (j) hooks
+//      returns with it, so that the other exits pay nothing for it. The
+//      newest entry is an inline latency trampoline's (its record's kind
+//      says so, its kIp word holds the counter read at the entry), this
+//      frame's, not put back for an exception: else on to (g), as if the
+//      frame had returned there. Then no callback runs, so no guard and no frame: seven
 //      registers kept in the red zone below the slot (which a signal frame
-//      skips), the entry read into registers before the depth lets it go
-//      (a signal handler's traced calls push above it until then):
+//      skips; four for the checks, which every other exit pays too), the
+//      entry read into registers before the depth lets it go (a signal
+//      handler's traced calls push above it until then):
 //
 //         s = fs:[shadow] ; d = s->depth ; e = &s->e[d-1]
 //         e->slot != slot or rec = e->rec unhooked or not kInlineLatency
@@ -563,17 +569,16 @@ void emit_pop_and_call(asmjit::x86::Assembler& a, const ExitTrampolineRequest& r
 //      Each histogram update is one instruction (a signal handler on this
 //      thread cannot split it); the max is a compare and a store, which a
 //      handler between the two can only leave below its own call's.
-void emit_latency_landing(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
+void emit_latency_landing(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
+                          asmjit::Label landing) {
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
-  static const Gp kUsed[7] = {rax, rcx, rdx, rsi, rdi, r8, r9};
+  // The first four are all the checks use (what every other exit pays).
+  static const Gp kUsed[7] = {rcx, rsi, rdi, r9, rax, rdx, r8};
   auto at = [](int i) { return qword_ptr(rsp, -kSlotBytes - 8 * (i + 1)); };
   asmjit::Label generic = a.newLabel(), done = a.newLabel(), wide = a.newLabel(),
                 have_ns = a.newLabel(), zero = a.newLabel();
-  for (int i = 0; i < 7; ++i) a.mov(at(i), kUsed[i]);
-  // The end first (edx:eax): the counter's read is long, the checks go on
-  // beside it.
-  a.rdtsc();
+  for (int i = 0; i < 4; ++i) a.mov(at(i), kUsed[i]);
   a.mov(rsi, tls_word(req.shadow_tls_offset));
   a.test(rsi, rsi);
   a.jz(generic);
@@ -591,6 +596,8 @@ void emit_latency_landing(asmjit::x86::Assembler& a, const ExitTrampolineRequest
   a.jnz(generic);
   a.cmp(byte_ptr(rdi, layout::kKind), layout::kKindInlineLatency);
   a.jne(generic);
+  for (int i = 4; i < 7; ++i) a.mov(at(i), kUsed[i]);
+  a.rdtsc();                                // edx:eax, the end
   a.mov(r8, qword_ptr(r9, layout::kRet));
   a.mov(qword_ptr(rsp, -kSlotBytes), r8);   // what we return through
   a.mov(r8d, dword_ptr(r9, layout::kIp + 4));  // the start, in the two
@@ -645,7 +652,8 @@ void emit_latency_landing(asmjit::x86::Assembler& a, const ExitTrampolineRequest
   a.lea(rsp, qword_ptr(rsp, -kSlotBytes));
   a.ret();
   a.bind(generic);
-  for (int i = 0; i < 7; ++i) a.mov(kUsed[i], at(i));
+  for (int i = 0; i < 4; ++i) a.mov(kUsed[i], at(i));
+  a.jmp(landing);
 }
 
 // (g) The landing's own pop, before anything calls into the runtime
@@ -694,9 +702,12 @@ void emit_own_pop(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req,
 
 // (f)'s first entry: counts the exit of the trampoline that jumped here and
 // calls the body at [rsp-16], returning to the landing.
-void emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
+// Returns the call's size.
+size_t emit_call_and_land(asmjit::x86::Assembler& a, const ExitTrampolineRequest& req) {
   a.inc(tls_word(req.counts_tls_offset + 8));
+  const size_t at = a.offset();
   a.call(asmjit::x86::qword_ptr(asmjit::x86::rsp, -16));  // entry+5
+  return a.offset() - at;
 }
 
 Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
@@ -722,7 +733,9 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   Mem entries = tls_word(req.counts_tls_offset);
   Mem exits = tls_word(req.counts_tls_offset + 8);
   for (size_t i = prefix; i < req.landing_offset; ++i) a.nop();
-  emit_call_and_land(a, req);
+  if (emit_call_and_land(a, req) != kCallBodyBytes) {
+    return make_error(FTJIT_E_INTERNAL, "exit trampoline: call-and-land's call is not the size (j) expects");
+  }
 
   // Every register a caller may expect to survive: GCC's -fipa-ra lets a
   // caller keep values in call-clobbered registers across a call to a
@@ -730,9 +743,6 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
   static const Gp kKept[6] = {rcx, rsi, rdi, r8, r9, r10};
   Label landing = a.newLabel(), again = a.newLabel();
   a.bind(landing);
-  if (req.shadow_tls_offset != 0 && req.block_tls_offset != 0 && req.clock_mult != 0) {
-    emit_latency_landing(a, req);
-  }
   a.inc(entries);
   a.mov(qword_ptr(rsp, -kSlotBytes - 8), r11);
   emit_frame_enter(a, kExitFrame, kSlotBytes + 8);
@@ -797,6 +807,20 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
       a.ret();
     }
   }
+  if (req.latency_landing_offset != 0 && req.shadow_tls_offset != 0 && req.block_tls_offset != 0 &&
+      req.clock_mult != 0) {
+    if (a.offset() > req.latency_landing_offset) {
+      return make_error(FTJIT_E_INTERNAL, "exit trampoline: latency landing offset too small");
+    }
+    // Its own call of the body ((j) jumps there), ending exactly at it.
+    while (a.offset() < req.latency_landing_offset - kCallBodyBytes) a.int3();
+    const size_t call_at = a.offset();
+    a.call(qword_ptr(rsp, -16));           // entry+5
+    if (a.offset() - call_at != kCallBodyBytes) {
+      return make_error(FTJIT_E_INTERNAL, "exit trampoline: the body's call is not the size (j) expects");
+    }
+    emit_latency_landing(a, req, landing);
+  }
   return finish(code, place);
 }
 
@@ -804,10 +828,11 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
 //     hooks returns, so its site jumps to the site's stub ((e)): [rsp] =
 //     entry+5 (the stub's push), [rsp+8] = the return address, the slot.
 //     It counts itself an entry and passes the guard as (c) does, pushes
-//     the shadow entry as (h) does, and leaves through call-and-land
-//     ((f), which counts the exit), so that the body returns to the
-//     landing ((g')) with the return-stack predictor still matched. It
-//     uses rax rcx rdx rsi, given back, and the flags:
+//     the shadow entry as (h) does, counts its exit, and leaves through
+//     the `call [rsp-16]` that ends where it hooked the return (inline
+//     latency's own landing (g'), or the landing: call-and-land's), so
+//     that the body returns there with the return-stack predictor still
+//     matched. It uses rax rcx rdx rsi, given back, and the flags:
 //
 //     start-16  the site's ExitRecord     (runtime's words)
 //     start-8   fallback trampoline
@@ -820,16 +845,15 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
 //               e->slot = slot ; e->ret = [slot] ; e->rec = [start-16]
 //               e->ip = rdtsc
 //               [slot] = landing ; s->depth = d+1 ; s->hooks += 1
-//               pop rsi, rdx, rcx, rax
-//               add rsp, 16 ; jmp [call_and_land]      ; calls entry+5
+//               pop rsi, rdx, rcx, rax ; exits++
+//               add rsp, 16 ; jmp [landing - 4]        ; call [rsp-16]: entry+5
 //     back:     pop rsi, rdx, rcx, rax ; entries--
 //               jmp [start-8]                          ; as the stub entered us
 Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   using namespace asmjit;
   using namespace asmjit::x86;
   namespace layout = shadow_layout;
-  if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.call_and_land == 0 ||
-      req.counts_tls_offset == 0) {
+  if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.counts_tls_offset == 0) {
     return make_error(FTJIT_E_INTERNAL, "inline latency request without its shadow stack, counts or landing");
   }
   CodeHolder code;
@@ -879,6 +903,7 @@ Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   a.pop(rdx);
   a.pop(rcx);
   a.pop(rax);
+  a.inc(tls_word(req.counts_tls_offset + 8));  // exits
   a.add(rsp, 16);
   a.jmp(qword_ptr(land_word));
   a.bind(back);
@@ -890,7 +915,7 @@ Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   a.jmp(qword_ptr(start, kInlineFallbackWord));
   a.align(AlignMode::kData, 8);
   a.bind(land_word);
-  a.embedUInt64(req.call_and_land);
+  a.embedUInt64(req.exit_trampoline - kCallBodyBytes);
   return finish(code, 0x100000);
 }
 

@@ -244,6 +244,7 @@ std::string encode(const Generate& m) {
   w.put(m.exit.shadow_tls_offset);
   w.put(m.exit.block_tls_offset);
   w.put(m.exit.clock_mult);
+  w.put(m.exit.latency_landing_offset);
   w.put(m.place);
   w.put(m.entry);
   w.put(static_cast<uint8_t>(m.inline_request.action));
@@ -251,7 +252,6 @@ std::string encode(const Generate& m) {
   w.put(m.inline_request.shadow_tls_offset);
   w.put(m.inline_request.exit_trampoline);
   w.put(m.inline_request.counts_tls_offset);
-  w.put(m.inline_request.call_and_land);
   w.put<uint8_t>(t.saves_all);
   return w.take();
 }
@@ -286,6 +286,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.exit.shadow_tls_offset = r.get<int64_t>();
   m.exit.block_tls_offset = r.get<int64_t>();
   m.exit.clock_mult = r.get<uint64_t>();
+  m.exit.latency_landing_offset = r.get<uint32_t>();
   m.place = r.get<uint64_t>();
   m.entry = r.get<uint64_t>();
   const uint8_t action = r.get<uint8_t>();
@@ -298,7 +299,6 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.inline_request.shadow_tls_offset = r.get<int64_t>();
   m.inline_request.exit_trampoline = r.get<uint64_t>();
   m.inline_request.counts_tls_offset = r.get<int64_t>();
-  m.inline_request.call_and_land = r.get<uint64_t>();
   t.saves_all = r.flag() != 0;
   return r.finish("generate", std::move(m));
 }
