@@ -472,6 +472,15 @@ Result<std::string> site_code_source(uint64_t entry, uint64_t stub) {
 //
 //     Assembled with its two words in front (zero), for the pc-relative
 //     loads to resolve without a linker; they are cut off after.
+// reg = the inline trampoline's word at `offset` from .Lwords (the words
+// assembled in front of it, cut off after), read pc-relative.
+void load_word(Source& s, const std::string& reg, int offset) {
+  const std::string at = s.new_label();
+  s.label(at);
+  s.line("auipc " + reg + ", %pcrel_hi(.Lwords+" + std::to_string(offset) + ")");
+  s.line("ld " + reg + ", %pcrel_lo(" + at + ")(" + reg + ")");
+}
+
 // (j) An inline latency trampoline (backends/backend.h, kLatency), entered
 //     as (i) is. It counts itself an entry and passes the guard as (c)
 //     does (inside a callback it goes on to the fallback, which drops the
@@ -502,12 +511,6 @@ Result<std::string> latency_template_source(const InlineRequest& req, bool compr
     return make_error(FTJIT_E_INTERNAL, "inline latency request without its shadow stack, counts or landing");
   }
   Source s(compressed);
-  auto load_word = [&](const std::string& reg, int offset) {
-    const std::string at = s.new_label();
-    s.label(at);
-    s.line("auipc " + reg + ", %pcrel_hi(.Lwords+" + std::to_string(offset) + ")");
-    s.line("ld " + reg + ", %pcrel_lo(" + at + ")(" + reg + ")");
-  };
   auto n = [](int64_t v) { return std::to_string(v); };
   constexpr int kSaved = 32;
   s.label(".Lwords");
@@ -547,7 +550,7 @@ Result<std::string> latency_template_source(const InlineRequest& req, bool compr
   s.line("addi t3, t3, " + n(layout::kEntries));
   s.line("sd t6, " + n(layout::kSlot) + "(t3)");
   s.line("sd ra, " + n(layout::kRet) + "(t3)");
-  load_word("t6", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
+  load_word(s, "t6", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
   s.line("sd t6, " + n(layout::kRecord) + "(t3)");
   s.line("rdtime t6");
   s.line("sd t6, " + n(layout::kIp) + "(t3)");
@@ -566,7 +569,7 @@ Result<std::string> latency_template_source(const InlineRequest& req, bool compr
   emit_atomic_add(s, "t4", -1);                  // entries: t4 still points there
   for (int i = 0; i < 4; ++i) s.line("ld t" + n(3 + i) + ", " + n(8 * i) + "(sp)");
   s.line("addi sp, sp, " + n(kSaved));
-  load_word("t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
+  load_word(s, "t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
   s.line("jr t1");
   return s.finish();
 }
@@ -575,12 +578,6 @@ Result<std::string> inline_template_source(const InlineRequest& req, bool compre
   FTJIT_TRY(inline_action_compiled(req, {InlineAction::kCount, InlineAction::kLatency}, "riscv64"));
   if (req.action == InlineAction::kLatency) return latency_template_source(req, compressed);
   Source s(compressed);
-  auto load_word = [&](const std::string& reg, int offset) {
-    const std::string at = s.new_label();
-    s.label(at);
-    s.line("auipc " + reg + ", %pcrel_hi(.Lwords+" + std::to_string(offset) + ")");
-    s.line("ld " + reg + ", %pcrel_lo(" + at + ")(" + reg + ")");
-  };
   s.label(".Lwords");
   s.line(".quad 0");
   s.line(".quad 0");
@@ -589,7 +586,7 @@ Result<std::string> inline_template_source(const InlineRequest& req, bool compre
   emit_tls_address(s, "t1", req.block_tls_offset);
   s.line("ld t1, 0(t1)");
   s.line("beqz t1, .Lfirst");
-  load_word("t3", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
+  load_word(s, "t3", static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord);
   s.line("add t1, t1, t3");
   emit_atomic_add(s, "t1", 1);
   s.line("ld t3, 0(sp)");
@@ -598,7 +595,7 @@ Result<std::string> inline_template_source(const InlineRequest& req, bool compre
   s.label(".Lfirst");
   s.line("ld t3, 0(sp)");
   s.line("addi sp, sp, 16");
-  load_word("t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
+  load_word(s, "t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
   s.line("jr t1");
   return s.finish();
 }
