@@ -54,7 +54,55 @@ inline bool parse_finite_number(const std::string& text, double* out) {
   return true;
 }
 
+// The whole of `text` as a byte count: digits, then an optional binary
+// unit K, M or G (KiB, MiB, GiB; either case; "B" alone or after the unit
+// is allowed). False for anything else, or a count that overflows.
+inline bool parse_byte_size(const std::string& text, unsigned long long* out) {
+  size_t i = 0;
+  unsigned long long v = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    const unsigned digit = static_cast<unsigned>(text[i] - '0');
+    if (v > (~0ull - digit) / 10) return false;
+    v = v * 10 + digit;
+    ++i;
+  }
+  if (i == 0) return false;
+  std::string unit;
+  for (; i < text.size(); ++i) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+  unsigned shift = 0;
+  if (unit == "" || unit == "B") {
+    shift = 0;
+  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
+    shift = 10;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    shift = 20;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    shift = 30;
+  } else {
+    return false;
+  }
+  if (shift != 0 && v > (~0ull >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
 }  // namespace detail
+
+// `opt` accepts a byte count (detail::parse_byte_size) from `min` to `max`.
+inline CLI::Option* accept_byte_size(CLI::Option* opt, unsigned long long min,
+                                     unsigned long long max, const std::string& allowed) {
+  const std::string name = opt->get_name();
+  opt->check(CLI::Validator(
+      [name, min, max, allowed](std::string& text) -> std::string {
+        unsigned long long v = 0;
+        if (!detail::parse_byte_size(text, &v) || v < min || v > max) {
+          return name + " " + detail::shown_value(text) + ": must be " + allowed;
+        }
+        return {};
+      },
+      "", ""));
+  return opt;
+}
 
 // `opt` accepts a whole number from `min` to `max`; a refusal reads
 // "NAME VALUE: must be ALLOWED". The name is the option's long one.
@@ -79,17 +127,18 @@ inline CLI::Option* accept_process_id(CLI::Option* opt, const std::string& what 
                              what + ", a whole number from 1 to " + std::to_string(kMaxProcessId));
 }
 
-// A number of seconds > 0 (fractions allowed) and at most
-// kMaxDurationSeconds.
-inline CLI::Option* accept_positive_seconds(CLI::Option* opt) {
+// A number of seconds > 0 (fractions allowed) and at most `max`
+// (kMaxDurationSeconds: "a year"), said as `max_said`.
+inline CLI::Option* accept_positive_seconds(CLI::Option* opt, double max = kMaxDurationSeconds,
+                                            const std::string& max_said = "a year") {
   const std::string name = opt->get_name();
   opt->check(CLI::Validator(
-      [name](std::string& text) -> std::string {
+      [name, max, max_said](std::string& text) -> std::string {
         double v = 0;
-        if (!detail::parse_finite_number(text, &v) || !(v > 0) || v > kMaxDurationSeconds) {
+        if (!detail::parse_finite_number(text, &v) || !(v > 0) || v > max) {
           return name + " " + detail::shown_value(text) +
                  ": must be a number of seconds > 0 (at most " +
-                 std::to_string(static_cast<long long>(kMaxDurationSeconds)) + ", a year)";
+                 std::to_string(static_cast<long long>(max)) + ", " + max_said + ")";
         }
         return {};
       },

@@ -25,8 +25,10 @@ namespace ftjit::cli {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_flush_signals{0};
 
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+void on_flush_signal(int) { g_flush_signals.fetch_add(1); }
 
 int fail(const DriveTarget& t, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", t.command, message.c_str());
@@ -43,13 +45,27 @@ void print_report(const control::Reply& r, const TraceOptions& o) {
 }
 
 void print_summary(const DriveTarget& t, const control::Reply& r, const TraceOptions& o) {
+  using ull = unsigned long long;
   if (r.recursion_drops != 0 || r.events_dropped != 0) {
     std::fprintf(stderr, "%s: dropped %llu nested calls (traced code called from a tracer), "
-                         "%llu events (full buffers)\n",
-                 t.command, static_cast<unsigned long long>(r.recursion_drops),
-                 static_cast<unsigned long long>(r.events_dropped));
+                         "%llu events (full buffers%s)\n",
+                 t.command, static_cast<ull>(r.recursion_drops), static_cast<ull>(r.events_dropped),
+                 r.buffer_timeouts != 0 ? "; the writer freed no room for --buffer-wait" : "");
   }
-  if (o.verbose) std::fprintf(stderr, "%s: %s\n", t.command, r.message.c_str());
+  if (r.events_overwritten != 0) {
+    std::fprintf(stderr, "%s: %llu older events overwritten (the flight recorder keeps the last "
+                         "--buffer-size of each thread)\n",
+                 t.command, static_cast<ull>(r.events_overwritten));
+  }
+  if (o.verbose) {
+    if (!r.writer.empty()) {
+      std::fprintf(stderr, "%s: writer: %s; threads waited for room %llu times, %.1f ms in all; "
+                           "gave up %llu times\n",
+                   t.command, r.writer.c_str(), static_cast<ull>(r.buffer_waits),
+                   static_cast<double>(r.buffer_wait_ns) / 1e6, static_cast<ull>(r.buffer_timeouts));
+    }
+    std::fprintf(stderr, "%s: %s\n", t.command, r.message.c_str());
+  }
 }
 
 // What the child's wait status means as our exit status.
@@ -67,6 +83,8 @@ void install_stop_signals() {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  sa.sa_handler = on_flush_signal;
+  sigaction(SIGUSR1, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -166,9 +184,33 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   // (the agent sends the final report as it exits).
   auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 std::chrono::duration<double>(o.duration));
+  // The process exited, and `final_report` is what its agent sent then.
+  auto finish_exited = [&](const control::Reply& final_report) {
+    print_report(final_report, o);
+    print_summary(t, final_report, o);
+    if (o.verbose) std::fprintf(stderr, "%s: process %d exited\n", t.command, t.pid);
+    if (t.is_child) {
+      reap(0);
+      return child_exit_code(child_status);
+    }
+    return final_report.code == 0 ? 0 : fail(t, final_report.message);
+  };
+  int flushes_done = 0;
   for (;;) {
     if (stop_requested()) break;
     if (o.duration > 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if (const int asked = g_flush_signals.load(); asked != flushes_done) {
+      // SIGUSR1: the buffers (a flight recorder's, say) are written now.
+      flushes_done = asked;
+      auto r = (*conn)->request(control::MsgType::kFlush, std::string(), -1, -1, &exited);
+      if (r && exited) return finish_exited(*r);  // it exited meanwhile: that is its report
+      if (!r || r->code != 0) {
+        std::fprintf(stderr, "%s: flush failed: %s\n", t.command,
+                     !r ? r.error().message.c_str() : r->message.c_str());
+      } else if (o.verbose) {
+        std::fprintf(stderr, "%s: %s\n", t.command, r->message.c_str());
+      }
+    }
     // Wake for the deadline itself, not the next 100 ms tick after it.
     int wait_ms = 100;
     if (o.duration > 0) {
@@ -182,14 +224,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
       if (frame && frame->type == control::MsgType::kExited) {
         auto final_report = control::decode_reply(frame->payload);
         if (!final_report) return fail(t, final_report.error().message);
-        print_report(*final_report, o);
-        print_summary(t, *final_report, o);
-        if (o.verbose) std::fprintf(stderr, "%s: process %d exited\n", t.command, t.pid);
-        if (t.is_child) {
-          reap(0);
-          return child_exit_code(child_status);
-        }
-        return final_report->code == 0 ? 0 : fail(t, final_report->message);
+        return finish_exited(*final_report);
       }
       // The connection closed without a report: the process was killed.
       if (t.is_child) {

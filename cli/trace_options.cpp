@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "cli/option_values.h"
@@ -45,6 +46,24 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   cmd->add_option("-o,--output", o->output, "Write the report to FILE instead of stdout")
       ->type_name("FILE");
   accept_positive_seconds(cmd->add_option("--duration", o->duration, "Detach after SECONDS"))
+      ->type_name("SECONDS");
+  cmd->add_option("--buffer-policy", o->buffer_policy,
+                  "When a thread's event buffer is full: 'drop' the new event, 'overwrite' the "
+                  "oldest (a flight recorder: the last --buffer-size of each thread, written at "
+                  "detach or on SIGUSR1), 'block' until the writer has room (at most "
+                  "--buffer-wait, then drop). Default: block with -o FILE, else drop")
+      ->check(CLI::IsMember({"drop", "overwrite", "block"}))
+      ->type_name("POLICY");
+  accept_byte_size(cmd->add_option("--buffer-size", o->buffer_size,
+                                   "Event buffer per thread and plugin, in bytes (K, M, G: "
+                                   "binary units). Default: the plugin's (trace: 2M)"),
+                   1, plugins::kMaxBufferBytes, "a size from 1 byte to 1G (e.g. 512K, 64M)")
+      ->type_name("SIZE");
+  accept_positive_seconds(cmd->add_option("--buffer-wait", o->buffer_wait,
+                                          "With --buffer-policy block: how long a thread waits "
+                                          "for a writer that frees nothing, then drops (and "
+                                          "counts) its event. Default: 1"),
+                          plugins::kMaxBufferWaitMs / 1000.0, "an hour")
       ->type_name("SECONDS");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
 }
@@ -125,6 +144,21 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
   a.main_thread = o.main_thread;
   a.owner_pid = ::getpid();
   a.saves = o.saves == "abi" ? FTJIT_SAVES_ABI : o.saves == "all" ? FTJIT_SAVES_ALL : FTJIT_SAVES_AUTO;
+  // A file is meant to hold every event. A report for stdout comes back
+  // through the agent's memory at the end, where dropping keeps it bounded.
+  auto policy = plugins::parse_buffer_policy(
+      !o.buffer_policy.empty() ? o.buffer_policy : !o.output.empty() ? "block" : "drop");
+  if (!policy) return policy.take_error();
+  a.buffer_policy = static_cast<uint8_t>(policy.value());
+  if (!o.buffer_size.empty()) {
+    unsigned long long bytes = 0;
+    if (!detail::parse_byte_size(o.buffer_size, &bytes) || bytes == 0 || bytes > plugins::kMaxBufferBytes) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, "--buffer-size " + o.buffer_size +
+                                                      ": must be a size from 1 byte to 1G");
+    }
+    a.buffer_bytes = bytes;
+  }
+  a.buffer_wait_ms = static_cast<uint32_t>(std::ceil(o.buffer_wait * 1000.0));
   return a;
 }
 

@@ -27,6 +27,12 @@ struct TraceOptions {
   std::string output;   // -o FILE; empty: stdout
   double duration = 0;  // seconds; 0: until Ctrl-C (attach) or exit (run)
   bool verbose = false;
+  // The plugins' event buffers: "" (block with -o FILE, else drop), drop,
+  // overwrite or block; bytes per thread ("" the plugin's default: the
+  // text as given, parsed by option_values.h); block's bound in seconds.
+  std::string buffer_policy;
+  std::string buffer_size;
+  double buffer_wait = 1.0;
   // Where built-in plugins are looked for first, and only: set for a
   // program of another ISA (`ftjit run` under qemu-user), whose agent
   // loads plugins built for its ISA, not this machine's.

@@ -182,6 +182,10 @@ class Engine {
   Status set_filter(ftjit_ops* ops, const Filter& filter);
   // Detaches `ops` and waits for a grace period before returning.
   Status detach(ftjit_ops* ops);
+  // A grace period with nothing retired: returns once every thread that was
+  // inside a callback at the call has left it; threads entering one later
+  // see what the caller wrote before. Not from a callback.
+  Status wait_for_callbacks();
   // Re-reads loaded modules; returns the number of new sites. Modules
   // unloaded since are forgotten; the sites of new ones are given to every
   // attached ops whose filter selects them (runtime/dlopen_watch.cpp).

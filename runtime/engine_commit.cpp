@@ -585,6 +585,11 @@ Status Engine::release_if_much_retired() {
   return release_after_grace();
 }
 
+Status Engine::wait_for_callbacks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wait_for_grace_period([this](uint64_t pc) { return in_trampoline_memory(pc); });
+}
+
 Status Engine::release_after_grace() {
   if (retired_.empty()) return {};
   if (code_publication_failed()) {

@@ -163,6 +163,9 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   config.tids = request.tids;
   config.thread_glob = request.thread_glob;
   config.main_thread = request.main_thread != 0;
+  config.buffer_policy = static_cast<plugins::BufferPolicy>(request.buffer_policy);
+  config.buffer_bytes = request.buffer_bytes;
+  config.buffer_wait_ms = request.buffer_wait_ms;
 
   // The report goes to the CLI's file, or to memory and back over the
   // socket: never to the process's own stdout.
@@ -196,6 +199,31 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   return r;
 }
 
+namespace {
+
+void put_totals(const plugins::TraceSession& session, control::Reply* r) {
+  const auto totals = session.totals();
+  r->recursion_drops = totals.recursion_drops;
+  r->events_dropped = totals.events_dropped;
+  r->events_overwritten = totals.events_overwritten;
+  r->buffer_waits = totals.buffer_waits;
+  r->buffer_wait_ns = totals.buffer_wait_ns;
+  r->buffer_timeouts = totals.buffer_timeouts;
+  r->writer = session.writer_mode();
+}
+
+}  // namespace
+
+control::Reply AgentSession::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (session_ == nullptr) return error_reply(FTJIT_E_NOT_ATTACHED, "not attached");
+  if (auto st = session_->flush(); !st) return error_reply(st.error());
+  control::Reply r;
+  put_totals(*session_, &r);
+  r.message = "buffers written";
+  return r;
+}
+
 control::Reply AgentSession::stop_locked(bool report) {
   if (session_ == nullptr) return error_reply(FTJIT_E_NOT_ATTACHED, "not attached");
   control::Reply r;
@@ -206,9 +234,7 @@ control::Reply AgentSession::stop_locked(bool report) {
       r.message = st.error().message;
     }
   }
-  auto totals = session_->totals();
-  r.recursion_drops = totals.recursion_drops;
-  r.events_dropped = totals.events_dropped;
+  put_totals(*session_, &r);
   session_.reset();
   // Nothing is attached now: frames still hooked (a thread blocked inside a
   // traced function, say) get their real return addresses back, so the
@@ -295,11 +321,7 @@ control::Reply AgentSession::status(const control::StatusQuery& request) {
     t += "  module " + module + ": " + std::to_string(counts.first) + " sites, " +
          std::to_string(counts.second) + " enabled\n";
   }
-  if (session_) {
-    auto totals = session_->totals();
-    r.recursion_drops = totals.recursion_drops;
-    r.events_dropped = totals.events_dropped;
-  }
+  if (session_) put_totals(*session_, &r);
   t += "hooked frames: " + std::to_string(shadow_hooked_frames()) + "\n";
   t += "drops: recursion " + std::to_string(st.recursion_drops) + ", exit hooks " +
        std::to_string(st.exit_hook_drops) + ", events " + std::to_string(r.events_dropped) + "\n";

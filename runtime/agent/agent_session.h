@@ -34,6 +34,9 @@ class AgentSession {
   control::Reply attach(const control::Attach& request, int output_fd);
   control::Reply detach(const control::Detach& request);
   control::Reply status(const control::StatusQuery& request);
+  // Has the plugins write what their buffers hold now (a flight recorder's
+  // contents, say), tracing going on.
+  control::Reply flush();
 
   // The process is exiting: detach, and the report for the CLI that
   // attached (nullopt-like: code FTJIT_E_NOT_ATTACHED when no session).

@@ -244,6 +244,8 @@ bool ControlServer::handle_frame(int fd) {
       }
       return reply_with(r);
     }
+    case control::MsgType::kFlush:
+      return reply_with(session_.flush());
     case control::MsgType::kStatus: {
       auto req = control::decode_status(frame->payload);
       if (!req) return refuse(req.error());

@@ -148,6 +148,9 @@ std::string encode(const Attach& m) {
   w.put(m.output_fd);
   w.put(m.owner_pid);
   w.put(m.saves);
+  w.put(m.buffer_policy);
+  w.put(m.buffer_bytes);
+  w.put(m.buffer_wait_ms);
   return w.take();
 }
 
@@ -180,6 +183,10 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.output_fd = r.flag();
   m.owner_pid = r.get<int32_t>();
   m.saves = r.get<int32_t>();
+  m.buffer_policy = r.get<uint8_t>();
+  m.buffer_bytes = r.get<uint64_t>();
+  m.buffer_wait_ms = r.get<uint32_t>();
+  if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");
   if (r.ok() && (m.strategy < FTJIT_STRATEGY_AUTO || m.strategy > FTJIT_STRATEGY_GENERATED)) {
@@ -356,6 +363,11 @@ std::string encode(const Reply& m) {
   w.put(m.sites);
   w.put(m.recursion_drops);
   w.put(m.events_dropped);
+  w.put(m.events_overwritten);
+  w.put(m.buffer_waits);
+  w.put(m.buffer_wait_ns);
+  w.put(m.buffer_timeouts);
+  w.str(m.writer);
   w.put<uint32_t>(static_cast<uint32_t>(m.phases.size()));
   for (const auto& [name, micros] : m.phases) {
     w.str(name);
@@ -374,6 +386,11 @@ Result<Reply> decode_reply(std::string_view payload) {
   m.sites = r.get<uint64_t>();
   m.recursion_drops = r.get<uint64_t>();
   m.events_dropped = r.get<uint64_t>();
+  m.events_overwritten = r.get<uint64_t>();
+  m.buffer_waits = r.get<uint64_t>();
+  m.buffer_wait_ns = r.get<uint64_t>();
+  m.buffer_timeouts = r.get<uint64_t>();
+  m.writer = r.str();
   const uint32_t phases = r.count();
   for (uint32_t i = 0; i < phases && r.ok(); ++i) {
     std::string name = r.str();

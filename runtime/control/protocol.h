@@ -38,8 +38,8 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 6;  // 3: Reply::phases; 4: site code; 5: inline;
-                                                // 6: inline latency
+inline constexpr uint32_t kProtocolVersion = 7;  // 3: Reply::phases; 4: site code; 5: inline;
+                                                // 6: inline latency; 7: buffer policies, flush
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -55,6 +55,7 @@ enum class MsgType : uint16_t {
   kStatus = 7,
   kReply = 8,
   kExited = 9,
+  kFlush = 10,  // write what the plugins' buffers hold now (no payload)
 };
 
 struct Frame {
@@ -89,6 +90,12 @@ struct Attach {
   uint8_t output_fd = 0;  // an fd for the report came with this message
   int32_t owner_pid = 0;  // the CLI process (shown by status)
   int32_t saves = 0;      // ftjit_saves
+  // The plugins' event buffers (plugins::SessionConfig): policy (drop,
+  // overwrite, block), bytes per thread (0: the plugin's default), and
+  // block's bound on a wait without progress.
+  uint8_t buffer_policy = 0;
+  uint64_t buffer_bytes = 0;
+  uint32_t buffer_wait_ms = 1000;
 };
 
 struct Detach {
@@ -134,6 +141,12 @@ struct Reply {
   uint64_t sites = 0;
   uint64_t recursion_drops = 0;
   uint64_t events_dropped = 0;
+  // The buffers' other figures (plugins::TraceSession::Totals).
+  uint64_t events_overwritten = 0;
+  uint64_t buffer_waits = 0;
+  uint64_t buffer_wait_ns = 0;
+  uint64_t buffer_timeouts = 0;
+  std::string writer;  // how the writer worked: "stream", "spool", "recorder"
   // Where an attach's time went inside the agent, in order: ("module
   // scan", microseconds)... `ftjit attach -v` prints them.
   std::vector<std::pair<std::string, uint64_t>> phases;

@@ -10,12 +10,14 @@
 // vector registers, and everything it calls here must leave them alone
 // (which is also why nothing here calls libc's string functions).
 #include <pthread.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <climits>
 #include <mutex>
 #include <new>
 
@@ -41,8 +43,16 @@ struct SlotEntry {
 // a dlopen'd library: hence kMaxInstances.)
 thread_local SlotEntry t_slots[kMaxInstances] __attribute__((tls_model("initial-exec")));
 thread_local int32_t t_tid __attribute__((tls_model("initial-exec")));
+// The writer's own events (a consume() that calls traced code) never wait
+// for the writer.
+thread_local bool t_is_writer __attribute__((tls_model("initial-exec")));
+// A forked child has no writer thread: its threads never wait for one.
+std::atomic<bool> g_no_writer_here{false};
 
-void forget_tid_in_child() { t_tid = 0; }
+void forget_parent_in_child() {
+  t_tid = 0;
+  g_no_writer_here.store(true, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -52,8 +62,8 @@ void forget_tid_in_child() { t_tid = 0; }
 // handler takes glibc's atfork lock.
 void register_event_fork_handlers() {
   static std::once_flag once;
-  // A forked child's thread inherits the parent's cached id.
-  std::call_once(once, [] { register_fork_handlers(nullptr, nullptr, forget_tid_in_child); });
+  // A forked child's thread inherits the parent's cached id, and no writer.
+  std::call_once(once, [] { register_fork_handlers(nullptr, nullptr, forget_parent_in_child); });
 }
 
 namespace {
@@ -69,6 +79,62 @@ int32_t current_tid() {
 
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// Only this thread writes its block's producer counters: no atomic
+// read-modify-write on the event path.
+inline void bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+void wake_writer(Instance* inst) {
+  inst->writer_wake->fetch_add(1, std::memory_order_release);
+  futex_wake_all(inst->writer_wake);
+}
+
+// kBlock, the ring full at head `h`: sleeps until the writer frees a slot.
+// Gives up (false: the caller drops) when the writer frees nothing for
+// inst->wait_ns, and without waiting when no writer can come: the writer
+// itself, a forked child, or a thread that gave up and whose ring the
+// writer has not emptied since.
+__attribute__((noinline, cold)) bool wait_for_room(ThreadBlock* b, Instance* inst, uint64_t h) {
+  if (inst->policy != BufferPolicy::kBlock || inst->writer_wake == nullptr || t_is_writer ||
+      g_no_writer_here.load(std::memory_order_relaxed) ||
+      b->gave_up.load(std::memory_order_relaxed) != 0) {
+    return false;
+  }
+  constexpr uint64_t kNap = 1'000'000;  // ns: a lost wake costs at most this
+  const uint64_t start = monotonic_ns();
+  uint64_t progress_at = start;
+  uint64_t seen = b->tail.load(std::memory_order_acquire);
+  bump(b->waits);
+  bool room = false;
+  for (;;) {
+    // Dekker with the writer's tail store and its read of `sleeping`: one
+    // of the two sees the other, so a wake is never lost for long.
+    b->sleeping.store(1, std::memory_order_seq_cst);
+    wake_writer(inst);
+    const uint64_t t = b->tail.load(std::memory_order_seq_cst);
+    if (h - t <= b->mask) {
+      room = true;
+      break;
+    }
+    const uint64_t now = monotonic_ns();
+    if (t != seen) {
+      seen = t;
+      progress_at = now;
+    }
+    if (now - progress_at >= inst->wait_ns) {
+      b->gave_up.store(1, std::memory_order_relaxed);
+      bump(b->timeouts);
+      break;
+    }
+    const uint64_t left = inst->wait_ns - (now - progress_at);
+    futex_wait_for(tail_word(b), static_cast<uint32_t>(t), left < kNap ? left : kNap);
+  }
+  b->sleeping.store(0, std::memory_order_relaxed);
+  bump(b->wait_ns, monotonic_ns() - start);
+  return room;
+}
 
 // A thread's first event of an instance makes the thread's block, out of
 // line: see with_block.
@@ -97,12 +163,23 @@ inline void* reserve_in(ThreadBlock* b, ftjit_plugin_ctx* ctx) {
     }
     return nullptr;
   }
+  Instance* inst = ctx->instance;
   const uint64_t h = b->head.load(std::memory_order_relaxed);
-  if (h - b->tail.load(std::memory_order_acquire) > b->mask) {
-    b->reserved = false;
-    // Only this thread writes drops; the writer and report only read it.
-    b->drops.store(b->drops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return nullptr;
+  const uint64_t used = h - b->tail.load(std::memory_order_acquire);
+  if (used > b->mask) [[unlikely]] {
+    // Full. A flight recorder writes over its oldest event, unless the
+    // writer is copying the ring out; kBlock waits; kDrop drops.
+    const bool overwrite = inst->policy == BufferPolicy::kOverwrite &&
+                           inst->dumping.load(std::memory_order_acquire) == 0;
+    if (!overwrite && !wait_for_room(b, inst, h)) {
+      b->reserved = false;
+      // Only this thread writes drops; the writer and report only read it.
+      bump(b->drops);
+      return nullptr;
+    }
+  } else if (used == (b->mask >> 1) && inst->writer_wake != nullptr) [[unlikely]] {
+    // Half full: the writer comes now rather than at its next period.
+    wake_writer(inst);
   }
   b->reserved = true;
   b->reserved_at = h;
@@ -110,6 +187,18 @@ inline void* reserve_in(ThreadBlock* b, ftjit_plugin_ctx* ctx) {
 }
 
 }  // namespace
+
+void futex_wake_all(const void* word) {
+  ::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+void futex_wait_for(const void* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+              static_cast<long>(timeout_ns % 1'000'000'000)};
+  ::syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+}
+
+void mark_writer_thread() { t_is_writer = true; }
 
 void* svc_thread_storage(ftjit_plugin_ctx* ctx) { return with_block<storage_of>(ctx); }
 
@@ -158,6 +247,7 @@ ThreadBlock* Instance::create_block() {
   b->storage = storage_size != 0 ? static_cast<uint8_t*>(mem) + header : nullptr;
   b->events = event_size != 0 ? static_cast<uint8_t*>(mem) + header + storage : nullptr;
   b->event_size = event_size;
+  b->id = blocks_made.fetch_add(1, std::memory_order_relaxed);
   b->mask = event_size != 0 ? ring_capacity - 1 : 0;
   char name[17] = {};
   if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) b->set_name(name);

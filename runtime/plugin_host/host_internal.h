@@ -125,14 +125,28 @@ struct ThreadBlock {
   uint32_t event_size = 0;
   uint64_t mask = 0;  // ring capacity - 1; capacity is a power of two
 
+  uint32_t id = 0;  // the instance's count of blocks before this one
+
   // Producer side (the traced thread, and the handlers it runs).
   alignas(64) std::atomic<uint64_t> head{0};
   uint64_t reserved_at = 0;
   bool reserved = false;
   std::atomic<uint64_t> drops{0};
+  // kBlock: how often and how long the thread waited for room, and how
+  // often it gave up. After giving up it drops without waiting until the
+  // writer has emptied its ring (a writer that is stuck costs each thread
+  // one wait, not one per event).
+  std::atomic<uint64_t> waits{0};
+  std::atomic<uint64_t> wait_ns{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint32_t> gave_up{0};
+  // Nonzero while the thread sleeps on the low word of `tail` (a futex):
+  // the writer wakes it when it frees room.
+  std::atomic<uint32_t> sleeping{0};
 
   // Consumer side (the writer thread).
   alignas(64) std::atomic<uint64_t> tail{0};
+  std::atomic<uint64_t> overwritten{0};  // kOverwrite: events lost to newer
 
   void set_name(const char* name);   // up to 15 characters
   void copy_name(char out[16]) const;
@@ -229,6 +243,15 @@ class Instance {
   uint32_t storage_size = 0;
   uint32_t event_size = 0;
   uint32_t ring_capacity = 0;
+  BufferPolicy policy = BufferPolicy::kDrop;
+  uint64_t wait_ns = 0;  // kBlock: the bound on a wait without progress
+  // kOverwrite: set while the writer copies the rings out (flush): threads
+  // drop instead of overwriting what it reads.
+  std::atomic<uint32_t> dumping{0};
+  // The writer's futex word: a thread bumps it and wakes the writer when
+  // its ring is half full, or full under kBlock. Null: no writer.
+  std::atomic<uint32_t>* writer_wake = nullptr;
+  std::atomic<uint32_t> blocks_made{0};
 
   const char* name() const { return plugin.desc->name; }
   const OptionValue* option(const char* name) const;
@@ -240,6 +263,8 @@ class Instance {
   // mapping failed.
   ThreadBlock* thread_block();
   uint64_t events_dropped() const;
+  // Sums a counter of every thread block.
+  uint64_t sum(std::atomic<uint64_t> ThreadBlock::*counter) const;
   // Committed by the threads, not yet consumed by the writer.
   uint64_t events_pending() const;
 
@@ -249,6 +274,20 @@ class Instance {
   std::mutex error_mu_;
   std::string error_;
 };
+
+// futex(2) on a 32-bit word, for the event path and the writer (no libc
+// lock, async-signal-safe). wait returns on a wake, a changed word, a
+// signal or the timeout.
+void futex_wake_all(const void* word);
+void futex_wait_for(const void* word, uint32_t expected, uint64_t timeout_ns);
+
+// The low 32 bits of a ring's tail, as a futex word: every ISA ftjit
+// serves is little-endian.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+inline const void* tail_word(const ThreadBlock* b) { return &b->tail; }
+
+// Marks the calling thread as the writer: its own events never wait.
+void mark_writer_thread();
 
 // Registers what the event services need at fork (a child's threads
 // forget the parent's cached thread ids). Once per process, from the host's

@@ -288,6 +288,14 @@ uint64_t Instance::events_dropped() const {
   return n;
 }
 
+uint64_t Instance::sum(std::atomic<uint64_t> ThreadBlock::*counter) const {
+  uint64_t n = 0;
+  for (ThreadBlock* b = threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
+    n += (b->*counter).load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
 uint64_t Instance::events_pending() const {
   uint64_t n = 0;
   for (ThreadBlock* b = threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {

@@ -49,6 +49,25 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
+const char* buffer_policy_name(BufferPolicy policy) {
+  switch (policy) {
+    case BufferPolicy::kDrop: return "drop";
+    case BufferPolicy::kOverwrite: return "overwrite";
+    case BufferPolicy::kBlock: return "block";
+  }
+  return "?";
+}
+
+Result<BufferPolicy> parse_buffer_policy(std::string_view name) {
+  for (BufferPolicy p : {BufferPolicy::kDrop, BufferPolicy::kOverwrite, BufferPolicy::kBlock}) {
+    if (name == buffer_policy_name(p)) return p;
+  }
+  return make_error(FTJIT_E_INVALID_ARGUMENT,
+                    "unknown buffer policy '" + std::string(name) +
+                        "': use drop (a full buffer drops new events), overwrite (keeps the "
+                        "last events of each thread) or block (threads wait for the writer)");
+}
+
 bool PluginSpec::is_path() const {
   return name.find('/') != std::string::npos || ends_with(name, ".so");
 }

@@ -83,6 +83,23 @@ Result<std::string> find_plugin_file(const PluginSpec& spec);
 // and the cause (see TraceSession::start for the list).
 Result<PluginInfo> describe_plugin(const PluginSpec& spec);
 
+// What a thread does when its event buffer is full (the choices ftrace
+// and LTTng give): drop the new event, overwrite the oldest (a flight
+// recorder: buffers are written at stop or at flush(), never while the
+// program runs), or wait for the writer to make room, at most
+// `buffer_wait_ms` without progress, then drop.
+enum class BufferPolicy : uint8_t { kDrop = 0, kOverwrite = 1, kBlock = 2 };
+
+// "drop", "overwrite", "block".
+const char* buffer_policy_name(BufferPolicy policy);
+// The policy of that name; fails naming the three.
+Result<BufferPolicy> parse_buffer_policy(std::string_view name);
+
+// Limits of the buffer options, per thread and plugin.
+inline constexpr uint64_t kMaxBufferBytes = 1ull << 30;
+inline constexpr uint32_t kDefaultBufferWaitMs = 1000;
+inline constexpr uint32_t kMaxBufferWaitMs = 3600u * 1000u;
+
 // Everything one tracing run needs.
 struct SessionConfig {
   std::vector<PluginSpec> plugins;
@@ -103,6 +120,16 @@ struct SessionConfig {
   // Events per thread buffer; 0 = the plugin's default (or the host's).
   // Rounded up to a power of two.
   uint32_t buffer_events = 0;
+  // Bytes per thread buffer (rounded up to a power of two of events); when
+  // set, it wins over buffer_events. At most kMaxBufferBytes.
+  uint64_t buffer_bytes = 0;
+  BufferPolicy buffer_policy = BufferPolicy::kDrop;
+  // kBlock: how long a thread waits for a writer that frees nothing.
+  uint32_t buffer_wait_ms = kDefaultBufferWaitMs;
+  // kBlock: the writer appends raw events to a spool file as they come and
+  // has them consumed at flush() and stop (it keeps up with any thread);
+  // false: it has them consumed as they come (threads wait for that).
+  bool spool = true;
 };
 
 namespace detail {
@@ -147,12 +174,27 @@ class TraceSession {
   // message) or the output that could not be written. Only once per session.
   Status report();
 
+  // Writes what the buffers hold now, while tracing goes on: under
+  // kOverwrite the flight recorder's contents (threads drop their events
+  // for the moment it takes); otherwise it waits until the writer has
+  // consumed everything committed before the call. Fails if no writer runs
+  // (no plugin buffers events) or the session stopped.
+  Status flush();
+
   struct Totals {
     uint64_t recursion_drops = 0;  // engine-wide, since start()
     uint64_t events_dropped = 0;   // all plugins' buffers, all threads
     uint64_t events_pending = 0;   // committed, not yet consumed by the writer
+    uint64_t events_overwritten = 0;  // kOverwrite: the oldest, replaced
+    uint64_t buffer_waits = 0;     // kBlock: times a thread waited for room
+    uint64_t buffer_wait_ns = 0;   // ... and how long, in all
+    uint64_t buffer_timeouts = 0;  // ... and gave up (then dropped)
   };
   Totals totals() const;
+
+  // How the writer hands events to the plugins: "stream", "spool",
+  // "recorder" (plugins/event_writer.h); "" when no plugin buffers events.
+  const char* writer_mode() const;
 
   // The plugins loaded, in the order given.
   std::vector<PluginInfo> plugins() const;

@@ -13,6 +13,7 @@
 
 #include "runtime/log.h"
 
+#include "runtime/plugin_host/event_writer.h"
 #include "runtime/plugin_host/host_internal.h"
 #include "runtime/cycle_clock.h"
 
@@ -25,11 +26,6 @@ namespace {
 
 constexpr uint32_t kDefaultBufferEvents = 4096;
 constexpr uint32_t kMaxBufferEvents = 1u << 24;
-constexpr uint64_t kMaxRingBytes = 1ull << 30;
-// Short enough that a default ring (4096 events) rarely fills between two
-// visits on a busy thread, long enough to cost nothing when idle.
-constexpr auto kWriterPeriod = std::chrono::milliseconds(2);
-constexpr auto kNameRefreshPeriod = std::chrono::seconds(1);
 
 // The entry the engine calls for a plugin that only hooks exits: the engine
 // needs an entry callback to install the return hook from.
@@ -45,90 +41,7 @@ Error session_error(const std::string& message) {
   return make_error(FTJIT_E_INVALID_ARGUMENT, message);
 }
 
-void refresh_names(Instance& inst) {
-  for (ThreadBlock* b = inst.threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
-    detail::refresh_thread_name(b);
-  }
-}
-
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// Writer thread
-// ---------------------------------------------------------------------------
-
-namespace detail {
-
-// Drains the rings of every instance that buffers events. It is the only
-// consumer of every ring, so consume() is never called concurrently and
-// sees each thread's events in order.
-class Writer {
- public:
-  explicit Writer(std::vector<Instance*> instances) : instances_(std::move(instances)) {
-    thread_ = std::thread([this] { run(); });
-  }
-  ~Writer() { stop(); }
-
-  // Returns once every event committed before the call has been consumed.
-  void stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
- private:
-  void run() {
-    // Users see it in top and /proc, and can tell its calls from the
-    // program's when a plugin's consume() calls traced code.
-    pthread_setname_np(pthread_self(), "ftjit-writer");
-    auto last_refresh = std::chrono::steady_clock::now();
-    for (;;) {
-      bool stopping;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, kWriterPeriod, [this] { return stop_; });
-        stopping = stop_;
-      }
-      // Names first, so events of a thread that renamed itself carry its
-      // new name.
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_refresh >= kNameRefreshPeriod) {
-        for (Instance* inst : instances_) refresh_names(*inst);
-        last_refresh = now;
-      }
-      drain_all();
-      if (stopping) return;
-    }
-  }
-
-  void drain_all() {
-    for (Instance* inst : instances_) {
-      const ftjit_plugin* d = inst->plugin.desc;
-      for (ThreadBlock* b = inst->threads.load(std::memory_order_acquire); b != nullptr;
-           b = b->next) {
-        if (b->head.load(std::memory_order_acquire) == b->tail.load(std::memory_order_relaxed)) {
-          continue;
-        }
-        char name[16];
-        b->copy_name(name);
-        ftjit_thread_info info{b->tid, name, b->drops.load(std::memory_order_relaxed)};
-        drain_block(b, [&](const void* event) { d->consume(&inst->ctx, &info, event); });
-      }
-    }
-  }
-
-  std::vector<Instance*> instances_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-}  // namespace detail
 
 // ---------------------------------------------------------------------------
 // Start
@@ -146,6 +59,20 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   if (config.buffer_events > kMaxBufferEvents) {
     return session_error("buffer of " + std::to_string(config.buffer_events) +
                          " events is over the limit " + std::to_string(kMaxBufferEvents));
+  }
+  if (config.buffer_bytes > kMaxBufferBytes) {
+    return session_error("a buffer of " + std::to_string(config.buffer_bytes) +
+                         " bytes per thread is over the limit of 1 GiB");
+  }
+  if (config.buffer_policy != BufferPolicy::kDrop && config.buffer_policy != BufferPolicy::kOverwrite &&
+      config.buffer_policy != BufferPolicy::kBlock) {
+    return session_error("unknown buffer policy " +
+                         std::to_string(static_cast<int>(config.buffer_policy)));
+  }
+  if (config.buffer_policy == BufferPolicy::kBlock &&
+      (config.buffer_wait_ms == 0 || config.buffer_wait_ms > kMaxBufferWaitMs)) {
+    return session_error("a buffer wait of " + std::to_string(config.buffer_wait_ms) +
+                         " ms is out of range (1 ms to 1 hour)");
   }
 
   calibrate_cycle_clock();  // before any plugin can ask for the time
@@ -203,15 +130,21 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     // The ring's slot stride: rounded up so every slot is 8-byte aligned,
     // as plugin.h promises.
     inst->event_size = (d->event_size + 7u) & ~7u;
-    uint32_t want = c.buffer_events != 0 ? c.buffer_events
+    uint64_t want = c.buffer_events != 0 ? c.buffer_events
                     : d->buffer_events != 0 ? d->buffer_events
                                             : kDefaultBufferEvents;
-    inst->ring_capacity = round_up_pow2(want);
-    if (static_cast<uint64_t>(inst->ring_capacity) * inst->event_size > kMaxRingBytes) {
+    if (c.buffer_bytes != 0 && inst->event_size != 0) {
+      want = (c.buffer_bytes + inst->event_size - 1) / inst->event_size;
+    }
+    if (want > kMaxBufferEvents) want = kMaxBufferEvents + 1;  // refused below
+    inst->ring_capacity = round_up_pow2(static_cast<uint32_t>(want));
+    if (static_cast<uint64_t>(inst->ring_capacity) * inst->event_size > kMaxBufferBytes) {
       return session_error(label + ": a buffer of " + std::to_string(inst->ring_capacity) +
                            " events of " + std::to_string(inst->event_size) +
                            " bytes is over the 1 GiB limit");
     }
+    inst->policy = c.buffer_policy;
+    inst->wait_ns = static_cast<uint64_t>(c.buffer_wait_ms) * 1'000'000;
 
     auto slot = detail::acquire_slot();
     if (!slot) return session_error(label + ": " + slot.error().message);
@@ -278,7 +211,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   for (auto& inst : s->instances_) {
     if (inst->event_size != 0) buffered.push_back(inst.get());
   }
-  if (!buffered.empty()) s->writer_ = std::make_unique<detail::Writer>(std::move(buffered));
+  if (!buffered.empty()) {
+    s->writer_ = std::make_unique<detail::Writer>(buffered, c.buffer_policy, c.spool, engine);
+    for (Instance* inst : buffered) inst->writer_wake = s->writer_->wake_word();
+  }
 
   // 5. Attach.
   ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
@@ -318,9 +254,19 @@ Status TraceSession::stop() {
   // Detach waited until no thread is in a callback, so nothing is committed
   // after this and the writer's last pass empties every ring.
   if (writer_) writer_->stop();
-  for (auto& inst : instances_) refresh_names(*inst);
+  for (auto& inst : instances_) {
+    for (ThreadBlock* b = inst->threads.load(std::memory_order_acquire); b != nullptr; b = b->next) {
+      detail::refresh_thread_name(b);
+    }
+  }
   stopped_ = true;
   return {};
+}
+
+Status TraceSession::flush() {
+  if (stopped_) return session_error("the session has stopped");
+  if (!writer_) return session_error("no plugin of this session buffers events");
+  return writer_->flush();
 }
 
 Status TraceSession::report() {
@@ -356,7 +302,8 @@ Status TraceSession::report() {
   Totals t = totals();
   if (t.events_dropped != 0) {
     ftjit::log().warn("ftjit: {} events dropped because a plugin's buffer was full "
-                 "(a larger buffer may help)", t.events_dropped);
+                      "(the block policy keeps every event; a larger buffer may help)",
+                      t.events_dropped);
   }
   if (t.recursion_drops != 0) {
     ftjit::log().info("ftjit: {} traced calls made from inside callbacks ran untraced",
@@ -374,9 +321,15 @@ TraceSession::Totals TraceSession::totals() const {
   for (const auto& inst : instances_) {
     t.events_dropped += inst->events_dropped();
     t.events_pending += inst->events_pending();
+    t.events_overwritten += inst->sum(&ThreadBlock::overwritten);
+    t.buffer_waits += inst->sum(&ThreadBlock::waits);
+    t.buffer_wait_ns += inst->sum(&ThreadBlock::wait_ns);
+    t.buffer_timeouts += inst->sum(&ThreadBlock::timeouts);
   }
   return t;
 }
+
+const char* TraceSession::writer_mode() const { return writer_ ? writer_->mode_name() : ""; }
 
 std::vector<PluginInfo> TraceSession::plugins() const {
   std::vector<PluginInfo> out;

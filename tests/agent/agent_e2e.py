@@ -1059,6 +1059,81 @@ def run_formats():
           "run text: no fn_alpha in %r" % r.out[len(want):])
 
 
+def trace_entries(path):
+    """Entries per function in a text trace ("f() {" and leaf "f();" lines)."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            m = re.fullmatch(r"(\S+)\(\)(?: \{|;)", line.rsplit("|", 1)[-1].strip())
+            if m:
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
+
+def run_trace_complete():
+    """ftjit run --plugin trace -o FILE on a multi-threaded program: with
+    the default policy for a file (block), every call of every thread is in
+    the trace, through buffers far too small to hold them (the same run with
+    --buffer-policy drop loses events: the buffers did fill)."""
+    seconds = "0.003"  # 4 threads x 45 batches: about 350k calls
+    r = ftjit("run", "--plugin", "count", "--format", "tsv", "--", args.demo, seconds)
+    expect_ok(r, "run count")
+    want = parse_tsv("".join(l + "\n" for l in r.out.splitlines() if "\t" in l), "run count")
+    check(sum(want.values()) > 100000, "demo made few calls: %r" % want)
+    trace = os.path.join(tmpdir, "trace.txt")
+    r = ftjit("run", "--plugin", "trace", "--buffer-size", "16K", "-o", trace, "-v", "--",
+              args.demo, seconds)
+    expect_ok(r, "run trace (block)")
+    check("dropped" not in r.err, "block policy dropped events: %r" % r.err)
+    check("writer: spool" in r.err, "block: the writer did not spool: %r" % r.err)
+    got = trace_entries(trace)
+    check(got == want, "trace entries %r, want the counts %r" % (got, want))
+    check("# 0 events dropped" in read_file(trace)[-200:], "trace's last line: %r" % read_file(trace)[-200:])
+    r = ftjit("run", "--plugin", "trace", "--buffer-size", "16K", "--buffer-policy", "drop",
+              "-o", trace, "--", args.demo, seconds)
+    expect_ok(r, "run trace (drop)")
+    check(re.search(r"dropped 0 nested calls .*, [1-9][0-9]* events \(full buffers\)", r.err),
+          "drop policy with 16K buffers dropped nothing: %r" % r.err)
+
+
+def attach_flight_recorder():
+    """--buffer-policy overwrite: nothing is written while the program runs,
+    SIGUSR1 to ftjit writes each thread's last events now, detach writes
+    them again; the overwritten ones are counted."""
+    t = Target(args.target, spinners=2)
+    try:
+        t.command("call 10", "called 10 ")
+        before = t.code()
+        trace = os.path.join(tmpdir, "recorder.txt")
+        p = start_ftjit("attach", "-p", str(t.pid), "--plugin", "trace", "--buffer-policy",
+                        "overwrite", "--buffer-size", "4K", "-o", trace, "-v")
+        wait_attached(t.pid)
+        time.sleep(0.3)
+        size_running = os.path.getsize(trace) if os.path.exists(trace) else 0
+        os.kill(p.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.getsize(trace) <= size_running:
+            time.sleep(0.05)
+        flushed = read_file(trace)
+        check(flushed.count("spin_step") > 0, "SIGUSR1 wrote no spin_step event: %r" % flushed[-500:])
+        # 4K of 32-byte events: at most 128 per thread each time.
+        check(flushed.count("spin_step") <= 3 * 128, "SIGUSR1 wrote more than the buffers hold")
+        time.sleep(0.2)
+        os.kill(p.pid, signal.SIGINT)
+        r = finish_ftjit(p)
+        expect_ok(r, "attach --buffer-policy overwrite")
+        check("older events overwritten" in r.err, "no overwritten count: %r" % r.err)
+        check("writer: recorder" in r.err, "writer not a recorder: %r" % r.err)
+        final = read_file(trace)
+        check(final.count("spin_step") > flushed.count("spin_step"),
+              "detach wrote nothing more: %r" % final[-500:])
+        t.check_code(before, "after the flight recorder")
+        t.check_running("after the flight recorder")
+        t.finish("flight recorder")
+    finally:
+        t.kill()
+
+
 def executable_mappings(pid):
     """What is mapped executable in process pid: file paths, and one
     "[anonymous] SIZE" per anonymous executable range (the vdso and
@@ -1241,6 +1316,8 @@ SCENARIOS = {
     "run.sigint": run_sigint,
     "run.sigint_ignored": run_sigint_ignored,
     "run.saves": run_saves,
+    "run.trace_complete": run_trace_complete,
+    "attach.flight_recorder": attach_flight_recorder,
     "attach.duration": lambda: attach_duration(args.target, "auto"),
     "attach.duration_generated_slot": lambda: attach_duration(args.target_slot, "generated"),
     "attach.duration_call_ops_slot": lambda: attach_duration(args.target_slot, "call-ops"),
@@ -1275,6 +1352,7 @@ def main():
     ap.add_argument("--target-slot", required=True)
     ap.add_argument("--dlib", required=True)
     ap.add_argument("--other-isa", default="")
+    ap.add_argument("--demo", default="")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("scenario", nargs="?")
     args = ap.parse_args()

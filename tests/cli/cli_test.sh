@@ -100,8 +100,23 @@ for cmd in attach run; do
   refused "$@" --tid 12x -- "ftjit $cmd: --tid 12x: $tid"
   refused "$@" --tid 5 --tid -7 -- "ftjit $cmd: --tid -7: $tid"
 done
+# The event buffers' options: a size, a policy, a wait.
+size='must be a size from 1 byte to 1G (e.g. 512K, 64M)'
+wait='must be a number of seconds > 0 (at most 3600, an hour)'
+for cmd in attach run; do
+  if [ "$cmd" = attach ]; then set -- attach -p 1; else set -- run; fi
+  for v in 0 0K -1 abc nan 1.5M 2G 1073741825 99999999999999999999999 12Q; do
+    refused "$@" --buffer-size "$v" -- "ftjit $cmd: --buffer-size $v: $size"
+  done
+  for v in 0 -1 nan inf abc 3601; do
+    refused "$@" --buffer-wait "$v" -- "ftjit $cmd: --buffer-wait $v: $wait"
+  done
+  refused "$@" --buffer-policy ring -- "ftjit $cmd: --buffer-policy: ring not in {drop,overwrite,block}"
+done
 # What is accepted gets past the options (to "no process" here).
 expect 1 '' '^ftjit attach: no process 4194304$' -- attach -p 4194304 --duration 0.5 --tid 1
+expect 1 '' '^ftjit attach: no process 4194304$' -- attach -p 4194304 --buffer-size 1G \
+  --buffer-policy overwrite --buffer-wait 0.001
 for cmd in attach detach status list; do
   for v in 0 -3 x 4194305 99999999999999999999 1.5; do
     refused "$cmd" -p "$v" -- "ftjit $cmd: --pid $v: $pid"

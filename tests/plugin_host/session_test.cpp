@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,8 @@
 
 namespace {
 
+using ftjit::plugins::buffer_policy_name;
+using ftjit::plugins::BufferPolicy;
 using ftjit::plugins::PluginSpec;
 using ftjit::plugins::SessionConfig;
 using ftjit::plugins::TraceSession;
@@ -54,6 +58,8 @@ struct Report {
   std::map<std::string, uint64_t> fn;
   std::map<int32_t, uint64_t> consumed;
   std::map<int32_t, uint64_t> mismatched;
+  std::map<int32_t, uint64_t> disordered;          // consumed out of commit order
+  std::map<int32_t, std::pair<uint64_t, uint64_t>> seqs;  // first, last consumed
   std::map<int32_t, ThreadLine> threads;
   uint64_t recursion_drops = 0, events_dropped = 0;
   std::string options, wrongtype;
@@ -78,10 +84,12 @@ std::vector<Report> parse_reports(const std::string& text) {
       r.fn[name] = n;
     } else if (kind == "consumed") {
       int32_t tid;
-      uint64_t n, bad;
-      f >> tid >> n >> bad;
+      uint64_t n, bad, disordered, first, last;
+      f >> tid >> n >> bad >> disordered >> first >> last;
       r.consumed[tid] = n;
       r.mismatched[tid] = bad;
+      r.disordered[tid] = disordered;
+      r.seqs[tid] = {first, last};
     } else if (kind == "thread") {
       int32_t tid;
       ThreadLine t;
@@ -288,6 +296,238 @@ TEST_F(SessionTest, PendingEventsDrainToZero) {
   auto reports = finish(*s);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].consumed[gettid_now()], uint64_t{kN});
+}
+
+// ---------------------------------------------------------------------------
+// Buffer policies
+// ---------------------------------------------------------------------------
+
+// Calls host_traced_a `n` times on each of `threads` threads (this one
+// included); returns their tids.
+std::vector<int32_t> call_on_threads(int threads, int n) {
+  std::vector<int32_t> tids(threads);
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) {
+    workers.emplace_back([&, i] {
+      tids[i] = gettid_now();
+      call_many(host_traced_a, n);
+    });
+  }
+  tids[0] = gettid_now();
+  call_many(host_traced_a, n);
+  for (auto& w : workers) w.join();
+  return tids;
+}
+
+TEST_F(SessionTest, BlockPolicyLosesNothingThroughTinyBuffers) {
+  constexpr int kThreads = 4, kN = 50000;
+  SessionConfig c = config();
+  c.buffer_events = 16;  // full all the time: the threads wait for the writer
+  c.buffer_policy = BufferPolicy::kBlock;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(s->writer_mode(), "spool");
+  auto tids = call_on_threads(kThreads, kN);
+  const auto totals = s->totals();
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  for (int32_t tid : tids) {
+    EXPECT_EQ(r.consumed[tid], uint64_t{kN}) << tid;
+    EXPECT_EQ(r.disordered[tid], 0u) << tid;
+    EXPECT_EQ(r.mismatched[tid], 0u) << tid;
+    EXPECT_EQ(r.threads[tid].dropped, 0u) << tid;
+  }
+  EXPECT_EQ(r.fn["host_traced_a"], uint64_t{kThreads} * kN);
+  EXPECT_EQ(r.events_dropped, 0u);
+  EXPECT_EQ(totals.buffer_timeouts, 0u);
+  EXPECT_GT(totals.buffer_waits, 0u) << "16-event buffers never filled: the test proves nothing";
+}
+
+TEST_F(SessionTest, BlockPolicyWithoutSpoolWaitsForTheFormattingWriter) {
+  constexpr int kN = 3000;
+  SessionConfig c = config({kGood + ":consume_us=20"});
+  c.buffer_events = 16;
+  c.buffer_policy = BufferPolicy::kBlock;
+  c.spool = false;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(s->writer_mode(), "stream");
+  auto tids = call_on_threads(2, kN);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  for (int32_t tid : tids) {
+    EXPECT_EQ(reports[0].consumed[tid], uint64_t{kN}) << tid;
+    EXPECT_EQ(reports[0].disordered[tid], 0u) << tid;
+  }
+  EXPECT_EQ(reports[0].events_dropped, 0u);
+}
+
+TEST_F(SessionTest, BlockPolicyGivesUpOnAStuckWriterAndCounts) {
+  constexpr int kN = 2000;
+  SessionConfig c = config({kGood + ":stall_ms=1500"});
+  c.buffer_events = 16;
+  c.buffer_policy = BufferPolicy::kBlock;
+  c.buffer_wait_ms = 50;
+  c.spool = false;  // the writer formats as it goes, and its first consume() sleeps
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  const auto started = std::chrono::steady_clock::now();
+  call_many(host_traced_a, kN);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // One bounded wait, then drops without waiting until the writer is back:
+  // far less than a wait per event (2000 x 50 ms).
+  EXPECT_LT(took, 1.0);
+  const auto totals = s->totals();
+  EXPECT_GE(totals.buffer_timeouts, 1u);
+  EXPECT_GT(totals.events_dropped, 0u);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  const int32_t me = gettid_now();
+  // Nothing lost uncounted.
+  EXPECT_EQ(r.consumed[me] + r.threads[me].dropped, uint64_t{kN});
+  EXPECT_EQ(r.disordered[me], 0u);
+}
+
+TEST_F(SessionTest, BlockPolicyInAForkedChildNeverWaits) {
+  SessionConfig c = config();
+  c.buffer_events = 16;
+  c.buffer_policy = BufferPolicy::kBlock;
+  c.buffer_wait_ms = 10000;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, 10);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // No writer here: a wait would be 10 s per full buffer.
+    const auto started = std::chrono::steady_clock::now();
+    call_many(host_traced_a, 5000);
+    _exit(std::chrono::steady_clock::now() - started < std::chrono::seconds(3) ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].consumed[gettid_now()], 10u);
+}
+
+TEST_F(SessionTest, OverwritePolicyKeepsTheLastEventsOfEachThread) {
+  constexpr int kN = 1000, kKept = 64;
+  SessionConfig c = config();
+  c.buffer_events = kKept;
+  c.buffer_policy = BufferPolicy::kOverwrite;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(s->writer_mode(), "recorder");
+  auto tids = call_on_threads(2, kN);
+  // Nothing is written while the program runs.
+  EXPECT_EQ(s->totals().events_pending, 2u * kN);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  for (int32_t tid : tids) {
+    EXPECT_EQ(r.consumed[tid], uint64_t{kKept}) << tid;
+    EXPECT_EQ(r.seqs[tid], std::make_pair(uint64_t{kN - kKept}, uint64_t{kN - 1})) << tid;
+    EXPECT_EQ(r.disordered[tid], 0u) << tid;
+    EXPECT_EQ(r.threads[tid].dropped, 0u) << tid;
+  }
+  EXPECT_EQ(s->totals().events_overwritten, 2u * (kN - kKept));
+}
+
+TEST_F(SessionTest, OverwritePolicyFlushWritesNowAndRecordingGoesOn) {
+  constexpr int kKept = 64;
+  SessionConfig c = config();
+  c.buffer_events = kKept;
+  c.buffer_policy = BufferPolicy::kOverwrite;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  // A thread keeps calling while the flush reads the rings: it drops (and
+  // counts) what would overwrite them, never tears them.
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> worker_calls{0};
+  int32_t worker_tid = 0;
+  std::thread worker([&] {
+    worker_tid = gettid_now();
+    while (!stop.load()) {
+      call_many(host_traced_a, 1);
+      worker_calls.fetch_add(1);
+    }
+  });
+  call_many(host_traced_a, 100);
+  ASSERT_TRUE(s->flush());
+  call_many(host_traced_a, 100);
+  stop = true;
+  worker.join();
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  Report& r = reports[0];
+  const int32_t me = gettid_now();
+  // Twice the last 64 of this thread: at the flush, then at the stop.
+  EXPECT_EQ(r.consumed[me], 2u * kKept);
+  EXPECT_EQ(r.seqs[me], std::make_pair(uint64_t{100 - kKept}, uint64_t{199}));
+  EXPECT_EQ(r.disordered[me], 0u);
+  EXPECT_EQ(r.disordered[worker_tid], 0u);
+  // Every worker call was kept, overwritten or dropped: counted once.
+  const auto totals = s->totals();
+  EXPECT_EQ(r.consumed[worker_tid] + r.threads[worker_tid].dropped, r.threads[worker_tid].entries -
+                (totals.events_overwritten - 2u * (100 - kKept)));
+}
+
+TEST_F(SessionTest, FlushDrainsEveryPolicyWhileTracingGoesOn) {
+  for (BufferPolicy policy : {BufferPolicy::kDrop, BufferPolicy::kBlock}) {
+    SessionConfig c = config();
+    c.buffer_policy = policy;
+    auto s = start(c);
+    ASSERT_TRUE(s);
+    call_many(host_traced_a, 500);
+    ASSERT_TRUE(s->flush());
+    EXPECT_EQ(s->totals().events_pending, 0u) << buffer_policy_name(policy);
+    call_many(host_traced_a, 500);
+    auto reports = finish(*s);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].consumed[gettid_now()], 1000u) << buffer_policy_name(policy);
+    EXPECT_EQ(reports[0].disordered[gettid_now()], 0u);
+  }
+}
+
+TEST_F(SessionTest, BufferOptionsOutOfRangeAreRefused) {
+  SessionConfig c = config();
+  c.buffer_bytes = (1ull << 30) + 1;
+  auto s = TraceSession::start(engine_, c);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, ::testing::HasSubstr("over the limit of 1 GiB"));
+  c = config();
+  c.buffer_policy = BufferPolicy::kBlock;
+  c.buffer_wait_ms = 0;
+  s = TraceSession::start(engine_, c);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, ::testing::HasSubstr("out of range"));
+  c = config();
+  c.buffer_policy = static_cast<BufferPolicy>(7);
+  s = TraceSession::start(engine_, c);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, ::testing::HasSubstr("unknown buffer policy"));
+  EXPECT_FALSE(ftjit::plugins::parse_buffer_policy("ring"));
+  EXPECT_THAT(ftjit::plugins::parse_buffer_policy("ring").error().message,
+              ::testing::HasSubstr("drop"));
+  expect_good_session_works();
+}
+
+TEST_F(SessionTest, BufferBytesSizeTheRing) {
+  constexpr int kN = 1000;
+  SessionConfig c = config();
+  c.buffer_events = 0;
+  c.buffer_bytes = 64 * 24;  // 64 events of the test plugin's 24 bytes
+  c.buffer_policy = BufferPolicy::kOverwrite;
+  auto s = start(c);
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, kN);
+  auto reports = finish(*s);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].consumed[gettid_now()], 64u);
 }
 
 TEST_F(SessionTest, TwoInstancesOfOnePluginCountIndependently) {

@@ -220,7 +220,7 @@ TEST(Describe, GoodPluginByPath) {
   EXPECT_EQ(info->name, "hostgood");
   EXPECT_EQ(info->path, kDir + "/ftjit-plugin-hostgood.so");
   EXPECT_EQ(info->description, "host test plugin: counts entries");
-  ASSERT_EQ(info->options.size(), 6u);
+  ASSERT_EQ(info->options.size(), 8u);
   EXPECT_EQ(info->options[0].name, "top");
   EXPECT_EQ(info->options[0].type, FTJIT_OPTION_INT);
   EXPECT_EQ(info->options[0].default_value, "10");

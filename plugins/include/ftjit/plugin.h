@@ -251,9 +251,16 @@ typedef struct ftjit_host {
                           void *arg);
 
   /* [event] The calling thread's buffer: reserve room for one event of
-   * event_size bytes, fill it, commit it. NULL when the buffer is full: the
-   * event is dropped and counted, the thread never waits. The host's writer
-   * thread hands committed events to consume(), in order per thread. */
+   * event_size bytes, fill it, commit it. The host's writer thread hands
+   * committed events to consume(), in order per thread. When the buffer is
+   * full, the session's buffer policy (the user's choice, not the
+   * plugin's) decides: "drop" returns NULL (the event is dropped and
+   * counted); "overwrite" reuses the oldest event's room (a flight
+   * recorder: consume() sees each thread's last events when the session
+   * stops or is flushed); "block" waits until the writer has made room,
+   * then returns it, or NULL (dropped and counted) after a bounded wait.
+   * Under "block" consume() may run only when the session stops or is
+   * flushed: events are spooled raw meanwhile. */
   void *(*event_reserve)(ftjit_plugin_ctx *ctx);
   void (*event_commit)(ftjit_plugin_ctx *ctx);
 

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftjit/plugin.h"
 
@@ -24,6 +25,7 @@ struct event {
   uint64_t ip;
   int32_t tid;
   uint32_t depth;
+  uint64_t seq; /* the thread's entries before this one: order and which */
 };
 
 struct func_count {
@@ -35,6 +37,8 @@ struct thread_count {
   int32_t tid;
   uint64_t n;
   uint64_t mismatched; /* events whose tid is not the thread's */
+  uint64_t disordered; /* events whose seq is not above the one before */
+  uint64_t first_seq, last_seq;
 };
 
 /* plugin.h gives no per-instance pointer, so instances are found by ctx. */
@@ -91,12 +95,14 @@ static void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   (void)parent_ip;
   (void)regs;
   struct per_thread *t = host->thread_storage(ctx);
-  if (t != NULL) t->entries++;
+  uint64_t seq = 0;
+  if (t != NULL) seq = t->entries++;
   struct event *e = host->event_reserve(ctx);
   if (e != NULL) {
     e->ip = ip;
     e->tid = host->thread_id();
     e->depth = host->call_depth();
+    e->seq = seq;
     host->event_commit(ctx);
   }
 }
@@ -121,6 +127,12 @@ static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
   struct instance *in = find(ctx);
   const struct event *e = event;
   if (in == NULL) return;
+  /* A writer that stalls: the first event of the session (stall_ms), or
+   * every one (consume_us). */
+  int64_t stall_ms = host->option_int(ctx, "stall_ms");
+  if (stall_ms > 0 && in->threads[0].n == 0) usleep((useconds_t)stall_ms * 1000);
+  int64_t consume_us = host->option_int(ctx, "consume_us");
+  if (consume_us > 0) usleep((useconds_t)consume_us);
   for (int i = 0; i < MAX_FUNCS; ++i) {
     if (in->funcs[i].ip == e->ip || in->funcs[i].ip == 0) {
       in->funcs[i].ip = e->ip;
@@ -130,9 +142,13 @@ static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
   }
   for (int i = 0; i < MAX_THREADS; ++i) {
     if (in->threads[i].tid == thread->tid || in->threads[i].tid == 0) {
-      in->threads[i].tid = thread->tid;
-      in->threads[i].n++;
-      if (e->tid != thread->tid) in->threads[i].mismatched++;
+      struct thread_count *tc = &in->threads[i];
+      if (tc->tid == 0) tc->first_seq = e->seq;
+      else if (e->seq <= tc->last_seq) tc->disordered++;
+      tc->tid = thread->tid;
+      tc->n++;
+      tc->last_seq = e->seq;
+      if (e->tid != thread->tid) tc->mismatched++;
       break;
     }
   }
@@ -171,9 +187,12 @@ static int on_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
             name ? name : "?", in->funcs[i].n);
   }
   for (int i = 0; i < MAX_THREADS && in->threads[i].tid != 0; ++i) {
-    fprintf(out, tsv ? "consumed\t%d\t%" PRIu64 "\t%" PRIu64 "\n"
-                     : "consumed from %d: %" PRIu64 " (%" PRIu64 " mismatched)\n",
-            in->threads[i].tid, in->threads[i].n, in->threads[i].mismatched);
+    const struct thread_count *tc = &in->threads[i];
+    fprintf(out,
+            tsv ? "consumed\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n"
+                : "consumed from %d: %" PRIu64 " (%" PRIu64 " mismatched, %" PRIu64
+                  " out of order, seq %" PRIu64 "..%" PRIu64 ")\n",
+            tc->tid, tc->n, tc->mismatched, tc->disordered, tc->first_seq, tc->last_seq);
   }
   struct visit v = {out, tsv};
   host->for_each_thread(ctx, print_thread, &v);
@@ -199,6 +218,8 @@ static const ftjit_plugin_option options[] = {
     {"label", FTJIT_OPTION_STRING, "none", "a string"},
     {"marker", FTJIT_OPTION_STRING, NULL, "file that init and shutdown append to"},
     {"fail_report", FTJIT_OPTION_BOOL, "no", "make report fail"},
+    {"stall_ms", FTJIT_OPTION_INT, "0", "consume() sleeps this long at the first event"},
+    {"consume_us", FTJIT_OPTION_INT, "0", "consume() sleeps this long at every event"},
 };
 
 static const char *const formats[] = {"text", "tsv", NULL};
