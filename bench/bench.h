@@ -16,7 +16,7 @@
 namespace ftjit_bench {
 
 struct BenchOptions {
-  std::vector<std::string> sections;    // subset of {calls, hooks, plugins, peers, attach, sizes}
+  std::vector<std::string> sections;    // subset of {calls, hooks, plugins, peers, attach, sizes, programs}
   long calls = 1'000'000;               // calls per timed repetition
   int reps = 5;                         // repetitions; rows report the median
   bool cpu_clock = true;                // calls: thread CPU time, not wall time
@@ -37,6 +37,9 @@ void run_plugins_section(const BenchOptions &opts, Report &report);
 // After plugins and hooks: the peers (LLVM XRay) on the same leaf, and
 // ftjit's matching rows of this run beside them as ratios.
 void run_peers_section(const BenchOptions &opts, Report &report);
+// Whole programs traced whole (x86-64): ftjit's trace plugin (block, drop)
+// and uftrace, beside the untraced run.
+void run_programs_section(const BenchOptions &opts, Report &report);
 
 // ---------------------------------------------------------------------------
 // Strategies

@@ -83,12 +83,17 @@ class PerfettoWriter final : public Writer {
 
   void write(FILE *out, const ftjit_thread_info &thread,
              const TraceEvent &event) override {
-    auto [seq, first] = sequences_.try_emplace(thread.tid);
-    if (first) {
-      seq->second.id = kProcessSequenceId + sequences_.size();
-      describe_thread(out, thread, seq->second.id);
+    // Events come a thread's run at a time: one lookup per run.
+    if (last_ == nullptr || last_tid_ != thread.tid) {
+      auto [seq, first] = sequences_.try_emplace(thread.tid);
+      if (first) {
+        seq->second.id = kProcessSequenceId + sequences_.size();
+        describe_thread(out, thread, seq->second.id);
+      }
+      last_ = &seq->second;  // node-stable
+      last_tid_ = thread.tid;
     }
-    Sequence &sequence = seq->second;
+    Sequence &sequence = *last_;
 
     event_.clear();
     event_.varint_field(kEventType, event.kind == EventKind::kEntry
@@ -154,7 +159,9 @@ class PerfettoWriter final : public Writer {
   void emit(FILE *out) {
     frame_.clear();
     frame_.message_field(kTracePacket, packet_);
-    std::fwrite(frame_.bytes().data(), 1, frame_.bytes().size(), out);
+    // Only the host's writer thread writes `out` while events come, and
+    // report() runs after it: the stream's lock buys nothing per event.
+    fwrite_unlocked(frame_.bytes().data(), 1, frame_.bytes().size(), out);
   }
 
   NameCache &names_;
@@ -165,6 +172,8 @@ class PerfettoWriter final : public Writer {
     std::unordered_map<uint64_t, uint64_t> iids;  // ip -> interned name id
   };
   std::unordered_map<int32_t, Sequence> sequences_;  // by tid
+  Sequence *last_ = nullptr;  // the sequence of the last event's thread
+  int32_t last_tid_ = 0;
   ProtoWriter event_, packet_, frame_;           // reused: no per-event growth
 };
 
