@@ -18,9 +18,10 @@ cd "$(dirname "$0")/.."
 # Debian 12's default clang is 14, which the x86-64 fixtures use).
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
 # with protoc, an oracle independent of our encoder.
+# uftrace: the bench's peer for whole traced programs (bench/programs.cpp).
 PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
-          protobuf-compiler
+          protobuf-compiler uftrace
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
           g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)
 # The arm64 leg (scripts/build_aarch64.sh): Debian's multiarch arm64 builds
