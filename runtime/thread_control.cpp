@@ -68,6 +68,9 @@ struct Request {
   // the failures it returns are counted here.
   std::atomic<ResumeHook> resume_hook{nullptr};
   std::atomic<uint32_t> hook_failures{0};
+  // stop_the_world's fixup, which each parked thread also applies to the
+  // pcs saved in the signal frames it was running on top of.
+  std::atomic<const std::function<uint64_t(uint64_t)>*> frame_fixup{nullptr};
   Slot slots[kMaxThreads];
 };
 
@@ -120,6 +123,12 @@ void control_handler(int, siginfo_t* si, void* ucv) {
       futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
     }
     if (s.new_pc != 0) arch::set_context_pc(uc, s.new_pc);
+    // A thread parked inside a signal handler (a profiler's, say) returns
+    // later to the pc its signal frame saved, which may lie inside code
+    // `body` rewrote just as its live pc may: it gets the same fixup.
+    if (const auto* fix = g_request.frame_fixup.load(std::memory_order_acquire); fix != nullptr) {
+      arch::fix_outer_signal_frame_pcs(uc, [fix](uint64_t pc) { return (*fix)(pc); });
+    }
     if (ResumeHook hook = g_request.resume_hook.load(std::memory_order_acquire); hook != nullptr) {
       if (!hook(uc)) g_request.hook_failures.fetch_add(1, std::memory_order_relaxed);
     }
@@ -434,7 +443,9 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
     }
   }
   body();
-  release_parked();
+  g_request.frame_fixup.store(&fixup, std::memory_order_release);
+  release_parked();  // returns once every parked thread has resumed
+  g_request.frame_fixup.store(nullptr, std::memory_order_release);
   return {};
 }
 

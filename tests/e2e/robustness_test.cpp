@@ -450,3 +450,78 @@ TEST(Robustness, ForkDuringBatchesLeavesEveryChildWhole) { fork_race(false); }
 TEST(Robustness, ForkDuringBatchesWithExitHooksLeavesEveryChildWhole) { fork_race(true); }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// A signal frame whose saved pc lies inside a sled that attach rewrites
+// ---------------------------------------------------------------------------
+
+#if defined(__x86_64__)
+namespace {
+
+// GCC's =5 sled is five one-byte NOPs; attach makes it one 5-byte NOP with
+// every thread parked, moving a parked pc that lies inside to its end. A
+// thread that was interrupted inside the sled by a signal and is still in
+// the handler when attach parks it returns, later, to the pc its signal
+// frame saved: that one must move too (the hazard cycles caught it as a
+// SIGILL at entry+6, the `call` after the sled entered at its second byte).
+std::atomic<uint64_t> g_sled_begin{0};
+std::atomic<int> g_sled_captured{0};
+std::atomic<bool> g_sled_attach_done{false};
+
+void sled_probe_handler(int, siginfo_t*, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  const uint64_t begin = g_sled_begin.load();
+  if (pc > begin && pc < begin + 5 && g_sled_captured.exchange(1) == 0) {
+    // Stay in the handler until attach rewrote the sled (it parks this
+    // thread right here to do so).
+    while (!g_sled_attach_done.load()) __builtin_ia32_pause();
+  }
+}
+
+}  // namespace
+
+TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
+  g_sled_begin = reinterpret_cast<uint64_t>(&traced_noslot_mul);
+  struct sigaction sa, old;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = sled_probe_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  std::atomic<bool> stop{false};
+  std::atomic<long> sum{0};
+  std::thread spinner([&] {
+    int (*volatile f)(int, int) = traced_noslot_mul;
+    long s = 0;
+    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) s += f(i & 1023, 3);
+    sum = s;
+  });
+  // Signals until one lands inside the sled (a few of every 20 bytes the
+  // loop runs are sled bytes).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (g_sled_captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    pthread_kill(spinner.native_handle(), SIGUSR2);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const bool captured = g_sled_captured.load() != 0;
+  g_count_calls_atomic = 0;
+  ftjit_ops ops = make_ops(count_calls_atomic);
+  ftjit_status st = FTJIT_OK;
+  if (captured) st = attach_one(e, &ops, "traced_noslot_mul");
+  g_sled_attach_done = true;
+  // The handler returns now: to the saved pc, moved past the new NOP.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (captured && st == FTJIT_OK) EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  stop = true;
+  spinner.join();
+  ftjit_engine_destroy(e);
+  sigaction(SIGUSR2, &old, nullptr);
+  ASSERT_TRUE(captured) << "no signal landed inside the sled in 20 s: the test proves nothing";
+  ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
+  EXPECT_GT(g_count_calls_atomic.load(), 0);
+  EXPECT_NE(sum.load(), 0);
+}
+#endif
