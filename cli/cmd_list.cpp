@@ -21,14 +21,19 @@
 #include "cli/mapped_file.h"
 #include "cli/option_values.h"
 #include "cli/process_modules.h"
-#include "core/register_evidence.h"
+#include "core/dwarf_producers.h"
 #include "core/elf_image.h"
 #include "core/filter.h"
+#include "core/register_evidence.h"
 #include "core/site_discovery.h"
+#include "core/sled_recovery.h"
 
 namespace ftjit::cli {
 
 namespace {
+
+// Appended to LAYOUT for a site found by its sled's bytes, without a record.
+constexpr const char* kRecoveredMark = ",recovered";
 
 struct ListOptions {
   std::string file;
@@ -54,8 +59,8 @@ int run_list_process(const ListOptions& o, const Filter& filter) {
       ++total;
       if (!filter.matches(base, s.name, s.demangled)) continue;
       const char* name = s.demangled.empty() ? "?" : s.demangled.c_str();
-      std::printf("%#" PRIx64 "\t%s\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
-                  name, base.c_str());
+      std::printf("%#" PRIx64 "\t%s%s\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
+                  s.recovered ? kRecoveredMark : "", name, base.c_str());
       ++shown;
     }
   }
@@ -71,6 +76,11 @@ int run_list_process(const ListOptions& o, const Filter& filter) {
   }
   std::fprintf(stderr, "%zu of %zu patchable functions in %zu modules of process %d\n", shown,
                total, with_sites, o.pid);
+  for (const ProcessModule& m : *modules) {
+    if (m.found.recovered_sites == 0) continue;
+    std::fprintf(stderr, "%s: %s\n", std::string(path_basename(m.path)).c_str(),
+                 m.found.recovery_why.c_str());
+  }
   return 0;
 }
 
@@ -90,6 +100,9 @@ int run_list(const ListOptions& o) {
   if (!image) return fail(o.file + ": " + image.error().message);
   auto module = discover_sites(*image, o.file, 0);
   if (!module) return fail(o.file + ": " + module.error().message);
+  auto units = compile_unit_producers(file.bytes(), *image);
+  recover_unrecorded_sites(file.bytes(), *image,
+                           units ? units.value() : std::vector<CompileUnitProducer>{}, *module);
   if (!module->has_patchable_section || module->sites.empty()) {
     return fail(o.file + " has no patchable function entries (build it with "
                          "-fpatchable-function-entry=5, or =13,8 for call-ops)");
@@ -100,7 +113,6 @@ int run_list(const ListOptions& o) {
   // built with the C extension), or whose entry is not aligned as the ISA
   // needs, is listed, but as what it is: no site.
   const Backend* backend = backend_for(module->isa);
-  const auto& records = image->patchable_records();
   size_t shown = 0, unusable = 0;
   for (const DiscoveredSite& s : module->sites) {
     if (!filter->matches(base, s.name, s.demangled)) continue;
@@ -108,11 +120,10 @@ int run_list(const ListOptions& o) {
     const char* layout = s.prefix_bytes >= 8 ? "slot" : "entry";
     if (backend != nullptr) {
       const IsaTraits& t = backend->traits();
-      const auto at = std::lower_bound(records.begin(), records.end(), s.record);
-      const uint64_t offset = s.entry - (s.record - ElfImage::kCodeBeforeRecord);
-      if (at != records.end() && *at == s.record && offset + t.site_bytes <= ElfImage::kCodeWindowBytes) {
-        const auto code = image->code_near_record(static_cast<size_t>(at - records.begin()));
-        const SledKind kind = backend->classify_entry(s.entry, code.subspan(offset, t.site_bytes)).kind;
+      // A FILE is not loaded: its sites are at link-time addresses.
+      const auto code = image->code_in_file(file.bytes(), s.entry, t.site_bytes);
+      if (code.size() == t.site_bytes) {
+        const SledKind kind = backend->classify_entry(s.entry, code).kind;
         if (kind != SledKind::kNopSled && kind != SledKind::kNop) {
           layout = "no-sled";
         } else if (s.entry % t.entry_align != 0) {
@@ -121,7 +132,7 @@ int run_list(const ListOptions& o) {
       }
     }
     unusable += layout[0] == 'n' || layout[0] == 'm';
-    std::printf("%#" PRIx64 "\t%s\t%s\n", s.entry, layout, name);
+    std::printf("%#" PRIx64 "\t%s%s\t%s\n", s.entry, layout, s.recovered ? kRecoveredMark : "", name);
     ++shown;
   }
   if (shown == 0) {
@@ -129,13 +140,14 @@ int run_list(const ListOptions& o) {
   }
   std::fprintf(stderr, "%zu of %zu patchable functions (%s, %s)\n", shown,
                module->sites.size(), base.c_str(), isa_name(module->isa));
+  if (module->recovered_sites != 0) std::fprintf(stderr, "%s\n", module->recovery_why.c_str());
   if (unusable != 0 && backend != nullptr) {
     std::fprintf(stderr, "%zu of them cannot be traced: no-sled (the bytes at the entry are no %s sled) or "
                  "misaligned; build with %s\n",
                  unusable, isa_name(module->isa), backend->traits().site_flags);
   }
   // What its trampolines keep under --saves auto, and why.
-  const SavesEvidence saves = saves_evidence(file.bytes(), *image);
+  const SavesEvidence saves = units ? saves_evidence(units.value()) : saves_evidence(file.bytes(), *image);
   std::fprintf(stderr, "saves %s: %s\n", saves.abi_is_enough ? "abi" : "all", saves.why.c_str());
   return 0;
 }
@@ -159,7 +171,9 @@ void add_list_command(CLI::App& app, std::function<int()>* run) {
   cmd->footer("LAYOUT is 'slot' for -fpatchable-function-entry=13,8 (the 8-byte ops slot "
               "call-ops needs; =4,2 on arm64, =8,4 or =4,2 on riscv64), 'entry' for =5 (=2 on "
               "arm64); for a FILE, 'no-sled' or 'misaligned' where the record's entry cannot be "
-              "traced (not the ISA's NOPs, or not aligned as the ISA needs).");
+              "traced (not the ISA's NOPs, or not aligned as the ISA needs). ',recovered' follows "
+              "the layout of a function found by its sled's bytes because the toolchain dropped "
+              "its record (GCC 12 drops those of a whole C++ file with a discarded inline copy).");
   cmd->callback([run, o] { *run = [o] { return run_list(*o); }; });
 }
 

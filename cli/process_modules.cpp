@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// process_modules: another process's modules and their sites, from /proc/PID/maps and the files.
 #include "cli/process_modules.h"
 
 #include <unistd.h>
@@ -8,6 +9,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include "core/dwarf_producers.h"
+#include "core/filter.h"
+#include "core/sled_recovery.h"
 
 namespace ftjit::cli {
 
@@ -92,11 +97,27 @@ Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
     m.load_bias = mapped.base - first_vaddr;
     auto found = discover_sites(*image, path, m.load_bias);
     if (!found) continue;
+    if (found->has_patchable_section) {
+      auto units = compile_unit_producers(file->bytes(), *image);
+      recover_unrecorded_sites(file->bytes(), *image,
+                               units ? units.value() : std::vector<CompileUnitProducer>{}, *found);
+    }
     m.found = std::move(found.value());
     m.file = std::move(file);
     out.push_back(std::move(m));
   }
   return out;
+}
+
+std::vector<std::string> recovered_site_notes(pid_t pid) {
+  std::vector<std::string> notes;
+  auto modules = process_modules(pid);
+  if (!modules) return notes;
+  for (const ProcessModule& m : *modules) {
+    if (m.found.recovered_sites == 0) continue;
+    notes.push_back(std::string(path_basename(m.path)) + ": " + m.found.recovery_why);
+  }
+  return notes;
 }
 
 }  // namespace ftjit::cli

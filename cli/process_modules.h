@@ -24,10 +24,17 @@ struct ProcessModule {
   DiscoveredModule found;  // sites at run-time addresses
 };
 
-// Every ELF module of `pid` with an executable mapping. Modules whose file
-// cannot be read or parsed are skipped; fails only if /proc/PID/maps
-// cannot be read.
+// Every ELF module of `pid` with an executable mapping, with the sites the
+// agent would find in it: those of its records and those recovered
+// without one (core/sled_recovery.h). Modules whose file cannot be read or
+// parsed are skipped; fails only if /proc/PID/maps cannot be read.
 Result<std::vector<ProcessModule>> process_modules(pid_t pid);
+
+// One line per module of `pid` with sites recovered without a record:
+// "MODULE: N sites recovered without a record: ...", what -v of run and
+// attach prints, as `ftjit list -p` does (core/sled_recovery.h). Empty
+// when there are none or /proc/PID/maps cannot be read.
+std::vector<std::string> recovered_site_notes(pid_t pid);
 
 // Whether any module of `pid` has a patchable entry: what `ftjit attach`
 // checks before injecting. Reads each file's headers and stops at the

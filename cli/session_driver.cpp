@@ -20,6 +20,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
+#include "cli/process_modules.h"
 
 namespace ftjit::cli {
 namespace {
@@ -129,6 +130,11 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   auto generator = GeneratorService::start(t.pid);
   if (!generator) return fail_run(generator.error().message);
   phases.end("register as code generator");
+  // Functions whose records the toolchain dropped, found by their sleds
+  // (core/sled_recovery.h), as the agent finds them: read before the
+  // attach, after which a short program may be gone.
+  const std::vector<std::string> recovery_notes =
+      o.verbose ? recovered_site_notes(t.pid) : std::vector<std::string>{};
 
   int out_fd = -1;
   if (!o.output.empty()) {
@@ -178,6 +184,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     std::fprintf(stderr, "%s: %s in %.1f ms (%llu trampolines generated here)\n", t.command,
                  reply->message.c_str(), attach_ms,
                  static_cast<unsigned long long>((*generator)->served()));
+    for (const std::string& note : recovery_notes) std::fprintf(stderr, "%s: %s\n", t.command, note.c_str());
   }
 
   // Wait for the end: the duration, a stop signal, or the process's exit

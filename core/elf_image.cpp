@@ -595,7 +595,11 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
                        "-byte file");
     }
     keys.push_back({sym.st_value, binding_rank(sym.st_info), static_cast<uint32_t>(symbols.size())});
-    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, std::string(name.value())});
+    const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
+                         sections[sym.st_shndx].sh_type != SHT_NULL &&
+                         (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
+    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, std::string(name.value()),
+                                type == STT_GNU_IFUNC, in_code});
   }
   std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
     if (a.value != b.value) return a.value < b.value;
@@ -632,6 +636,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
 
   ElfImage img;
   img.isa_ = isa_from_machine(ehdr->e_machine);
+  img.flags_ = ehdr->e_flags;
   img.dynamic_ = ehdr->e_type == ET_DYN;
   img.segments_ = std::move(segments.value());
   for (uint64_t i = 1; i < sections->count(); ++i) {
@@ -656,6 +661,21 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   FTJIT_TRY(functions);
   img.functions_ = std::move(functions.value());
   return img;
+}
+
+std::span<const uint8_t> ElfImage::code_in_file(std::span<const uint8_t> file, uint64_t vaddr,
+                                                uint64_t length) const {
+  for (const Segment& seg : segments_) {
+    if ((seg.flags & PF_X) == 0 || vaddr < seg.vaddr || vaddr - seg.vaddr >= seg.filesz) continue;
+    const uint64_t at = vaddr - seg.vaddr;
+    length = std::min(length, seg.filesz - at);
+    // The segment was checked against the file it was parsed from; the
+    // caller's bytes are checked again, in case they are not those.
+    const uint64_t offset = seg.offset + at;
+    if (offset > file.size()) return {};
+    return file.subspan(offset, std::min(length, file.size() - offset));
+  }
+  return {};
 }
 
 const ElfSymbol* ElfImage::function_at(uint64_t vaddr) const {

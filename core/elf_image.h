@@ -17,6 +17,11 @@ struct ElfSymbol {
   uint64_t value = 0;  // link-time virtual address
   uint64_t size = 0;
   std::string name;    // as in the string table (mangled for C++)
+  bool ifunc = false;  // STT_GNU_IFUNC: value is the resolver, not the function
+  // Defined in a section with SHF_EXECINSTR (false for SHN_ABS and the
+  // like): only such a symbol may be a function whose sled lost its
+  // record (core/sled_recovery.h).
+  bool in_code_section = false;
 };
 
 // What discovery reads from one linked ELF64 little-endian file
@@ -97,6 +102,18 @@ class ElfImage {
   // Every PT_LOAD segment, in program header order.
   const std::vector<Segment>& load_segments() const { return segments_; }
 
+  // The bytes of `file` (the bytes this image was parsed from) that hold
+  // the code at link-time vaddr: `length` bytes, fewer where the
+  // file-backed part of its executable PT_LOAD segment ends, none when
+  // vaddr lies in no such part. Unlike code_near_record, reads the file,
+  // not a copy: for code that has no record.
+  std::span<const uint8_t> code_in_file(std::span<const uint8_t> file, uint64_t vaddr,
+                                        uint64_t length) const;
+
+  // e_flags: what the file's code may use (riscv64: EF_RISCV_RVC, the C
+  // extension, whose NOP is the 2-byte c.nop).
+  uint32_t flags() const { return flags_; }
+
   // The file's DWARF sections (named .debug_*), where they are in the file
   // (inside it: checked) and whether they are SHF_COMPRESSED. Only their
   // places are kept: core/dwarf_producers.h reads them from the same bytes.
@@ -112,6 +129,7 @@ class ElfImage {
   static Result<ElfImage> build(std::span<const uint8_t> file, bool only_if_patchable);
 
   Isa isa_ = Isa::kUnknown;
+  uint32_t flags_ = 0;
   bool dynamic_ = false;
   bool has_patchable_section_ = false;
   std::vector<uint64_t> records_;

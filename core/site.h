@@ -2,6 +2,7 @@
 // What discovery knows about a patchable function entry and its module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct DiscoveredSite {
   OpsSlot slot_state = OpsSlot::kNone;
   std::string name;           // symbol as in the symbol table (mangled)
   std::string demangled;      // demangled C++ name, == name for C symbols
+  // Found by its sled's bytes, not by a record: the toolchain dropped the
+  // record (core/sled_recovery.h). record is then where the record would
+  // point; everything else reads as for a recorded site.
+  bool recovered = false;
 };
 
 // One loaded ELF object (executable or shared library) and its sites.
@@ -72,6 +77,10 @@ struct DiscoveredModule {
   // not), one line.
   bool saves_abi_is_enough = false;
   std::string saves_why;
+  // How many sites were recovered without a record, and why they were
+  // taken (one line, for `ftjit list` and -v); empty when none were.
+  size_t recovered_sites = 0;
+  std::string recovery_why;
 };
 
 }  // namespace ftjit

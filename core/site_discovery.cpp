@@ -87,6 +87,27 @@ Owner owner_at_or_after(const ElfImage& img, const RecordView& rec, uint64_t nex
 
 }  // namespace
 
+DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t pad,
+                          uint64_t load_bias) {
+  DiscoveredSite site;
+  // Unsigned wrap-around is the intended arithmetic for every address.
+  const uint64_t symbol = function.value;
+  const uint64_t start = symbol + pad;
+  site.record = record + load_bias;
+  site.entry = start + load_bias;
+  site.symbol = symbol + load_bias;
+  site.prefix_bytes = static_cast<uint32_t>(start - record);
+  site.pad_bytes = static_cast<uint8_t>(pad);
+  if (symbol - record >= kSlotBytes && symbol >= record) {
+    site.slot = symbol - kSlotBytes + load_bias;
+    site.slot_state = (symbol - kSlotBytes) % kSlotBytes == 0 ? OpsSlot::kAligned
+                                                              : OpsSlot::kMisaligned;
+  }
+  site.name = function.name;
+  site.demangled = demangle(function.name);
+  return site;
+}
+
 Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
                                         uint64_t load_bias) {
   DiscoveredModule module;
@@ -105,27 +126,14 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
       owner = owner_at_or_after(img, rec, has_next ? records[i + 1] : 0, has_next);
     }
 
-    DiscoveredSite site;
-    // Unsigned wrap-around is the intended arithmetic for every address.
-    site.record = rec.record() + load_bias;
     if (owner.symbol == nullptr) {
+      DiscoveredSite site;
+      site.record = rec.record() + load_bias;  // wraps as every address may
       site.entry = site.record;  // no name: nothing tells where the symbol is
       module.sites.push_back(std::move(site));
       continue;
     }
-    const uint64_t symbol = owner.symbol->value;
-    site.entry = owner.start + load_bias;
-    site.symbol = symbol + load_bias;
-    site.prefix_bytes = static_cast<uint32_t>(owner.start - rec.record());
-    site.pad_bytes = static_cast<uint8_t>(owner.pad);
-    if (symbol - rec.record() >= kSlotBytes && symbol >= rec.record()) {
-      site.slot = symbol - kSlotBytes + load_bias;
-      site.slot_state = (symbol - kSlotBytes) % kSlotBytes == 0 ? OpsSlot::kAligned
-                                                                : OpsSlot::kMisaligned;
-    }
-    site.name = owner.symbol->name;
-    site.demangled = demangle(owner.symbol->name);
-    module.sites.push_back(std::move(site));
+    module.sites.push_back(named_site(rec.record(), *owner.symbol, owner.pad, load_bias));
   }
   // Records are sorted and each entry lies in [record, next record), so
   // this only matters if a load bias wraps addresses around.

@@ -37,4 +37,13 @@ inline bool is_landing_pad(uint32_t word) {
 // -fcf-protection, is not one: the x86-64 backend refuses such entries.)
 uint32_t landing_pad_bytes(Isa isa, std::span<const uint8_t> at_symbol);
 
+// The length of the NOP instruction that `code` starts with, 0 when it
+// starts with anything else (or is too short to tell). What counts is every
+// encoding compilers and assemblers pad or sled with, not only the sled's:
+// x86-64 0x90, `66 90`, `0f 1f /0` with any addressing form and 0x66/0x2e
+// prefixes (GCC's and GAS's multi-byte NOPs, clang's `0f 1f 44 00 08`);
+// arm64 `nop`; riscv64 `nop` and `c.nop`. Sled recovery reads sleds through
+// it, and refuses a function whose sled is followed by one more NOP.
+uint32_t nop_length(Isa isa, std::span<const uint8_t> code);
+
 }  // namespace ftjit

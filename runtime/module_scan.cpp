@@ -21,6 +21,8 @@
 #include "core/elf_image.h"
 #include "core/register_evidence.h"
 #include "core/site_discovery.h"
+#include "core/sled_recovery.h"
+#include "runtime/log.h"
 
 namespace ftjit {
 namespace {
@@ -103,8 +105,16 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
     return e;
   }
   auto module = discover_sites(img.value(), report_path, load_bias);
-  if (module && !module->sites.empty()) {
-    const SavesEvidence evidence = saves_evidence(file->bytes(), img.value());
+  if (!module || !module->has_patchable_section) return module;
+  // One read of the producers serves both: what recovery takes as
+  // evidence and what the trampolines must keep.
+  auto units = compile_unit_producers(file->bytes(), img.value());
+  recover_unrecorded_sites(file->bytes(), img.value(),
+                           units ? units.value() : std::vector<CompileUnitProducer>{}, *module);
+  if (module->recovered_sites != 0) log().debug("ftjit: {}: {}", report_path, module->recovery_why);
+  if (!module->sites.empty()) {
+    const SavesEvidence evidence =
+        units ? saves_evidence(units.value()) : saves_evidence(file->bytes(), img.value());
     module->saves_abi_is_enough = evidence.abi_is_enough;
     module->saves_why = evidence.why;
   }

@@ -39,7 +39,7 @@ echo "building $binary with $cxx"
   -I"$root" -I"$root/include" \
   "$root/tests/fuzz/elf_fuzz.cpp" \
   "$root/core/elf_image.cpp" "$root/core/dwarf_producers.cpp" "$root/core/demangle.cpp" \
-  "$root/core/site_discovery.cpp" "$root/core/sled_layout.cpp" \
+  "$root/core/site_discovery.cpp" "$root/core/sled_layout.cpp" "$root/core/sled_recovery.cpp" \
   "$root/core/error.cpp" "$root/core/site.cpp" \
   -o "$binary"
 

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: arbitrary bytes through ElfImage::parse, discover_sites
-// and the compile units' producers (DWARF).
+// libFuzzer target: arbitrary bytes through ElfImage::parse, discover_sites,
+// the compile units' producers (DWARF) and sled recovery.
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/dwarf_producers.h"
 #include "core/elf_image.h"
 #include "core/site_discovery.h"
+#include "core/sled_recovery.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto img = ftjit::ElfImage::parse(std::span<const uint8_t>(data, size));
@@ -35,10 +37,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // A high bias makes the run-time address arithmetic wrap, which must be
   // harmless unsigned arithmetic.
+  const std::vector<ftjit::CompileUnitProducer> no_units;
   for (uint64_t bias : {uint64_t{0}, uint64_t{0xffffffffffff0000}}) {
     auto module = ftjit::discover_sites(img.value(), "fuzz", bias);
     if (!module.ok()) __builtin_trap();
     if (module->sites.size() != img->patchable_records().size()) __builtin_trap();
+    // Recovery reads the file's code at every function symbol: hostile
+    // values and sizes must stay inside the input.
+    ftjit::recover_unrecorded_sites(std::span<const uint8_t>(data, size), img.value(),
+                                    units.ok() ? units.value() : no_units, module.value());
+    if (module->sites.size() != img->patchable_records().size() + module->recovered_sites) {
+      __builtin_trap();
+    }
+    for (const auto& site : module->sites) {
+      if (site.recovered && (site.symbol == 0 && site.name.empty())) __builtin_trap();
+    }
     for (const auto& site : module->sites) {
       if (site.prefix_bytes > ftjit::kMaxSitePrefixBytes) __builtin_trap();
       if (site.entry - site.record != site.prefix_bytes) __builtin_trap();

@@ -20,6 +20,7 @@ add_executable(ftjit_elf_fuzz
   ${_fz_root}/core/demangle.cpp
   ${_fz_root}/core/site_discovery.cpp
   ${_fz_root}/core/sled_layout.cpp
+  ${_fz_root}/core/sled_recovery.cpp
   ${_fz_root}/core/error.cpp
   ${_fz_root}/core/site.cpp
 )
