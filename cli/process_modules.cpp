@@ -75,6 +75,14 @@ Result<bool> process_has_patchable_entries(pid_t pid) {
     auto image = ElfImage::parse_for_sites(file.bytes());
     if (image && !image->patchable_records().empty()) return true;
   }
+  // No record anywhere: a module may still have sites recovered without
+  // one (core/sled_recovery.h: its records zeroed, its producers naming
+  // the flag). Only then is every module discovered in full.
+  auto modules = process_modules(pid);
+  if (!modules) return modules.take_error();
+  for (const ProcessModule& m : *modules) {
+    if (!m.found.sites.empty()) return true;
+  }
   return false;
 }
 

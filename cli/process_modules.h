@@ -39,7 +39,9 @@ std::vector<std::string> recovered_site_notes(pid_t pid);
 // Whether any module of `pid` has a patchable entry: what `ftjit attach`
 // checks before injecting. Reads each file's headers and stops at the
 // first module with records; no symbol is read or demangled (the agent
-// finds the sites itself). Fails only if /proc/PID/maps cannot be read.
+// finds the sites itself). Only when no module has a record are they
+// discovered in full, for sites recovered without one. Fails only if
+// /proc/PID/maps cannot be read.
 Result<bool> process_has_patchable_entries(pid_t pid);
 
 }  // namespace ftjit::cli
