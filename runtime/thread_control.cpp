@@ -55,6 +55,9 @@ struct Slot {
   uint64_t exits = 0;
   const TrampolineCounts* counts_addr = nullptr;
   uint64_t new_pc = 0;
+  // Written by the thread before it parks: a signal frame it runs on top
+  // of saved a pc that the request's fixup would move (frame_fixup).
+  bool outer_frame_hit = false;
   bool gone = false;
   bool deferred = false;  // blocked the signal while running: not sent yet
 };
@@ -68,8 +71,8 @@ struct Request {
   // the failures it returns are counted here.
   std::atomic<ResumeHook> resume_hook{nullptr};
   std::atomic<uint32_t> hook_failures{0};
-  // stop_the_world's fixup, which each parked thread also applies to the
-  // pcs saved in the signal frames it was running on top of.
+  // stop_the_world's fixup, which each thread about to park also asks of
+  // the pcs saved in the signal frames it was running on top of.
   std::atomic<const std::function<uint64_t(uint64_t)>*> frame_fixup{nullptr};
   Slot slots[kMaxThreads];
 };
@@ -118,17 +121,21 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   s.counts_addr = &ftjit_trampoline_counts;
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
     s.new_pc = 0;
+    // A thread parked inside a signal handler (a profiler's, say) returns
+    // later to the pc its signal frame saved, which may lie inside code
+    // the request rewrites, and cannot be moved from here with certainty
+    // (a stale copy of a frame looks the same): the initiator is told, and
+    // tries again once the handler has returned.
+    s.outer_frame_hit = false;
+    if (const auto* fix = g_request.frame_fixup.load(std::memory_order_acquire); fix != nullptr) {
+      s.outer_frame_hit =
+          arch::outer_signal_frame_pc_matches(uc, [fix](uint64_t pc) { return (*fix)(pc) != 0; });
+    }
     s.state.store(tag(gen, kParked), std::memory_order_release);
     while (g_request.release.load(std::memory_order_acquire) == 0) {
       futex_wait(&g_request.release, 0, 50 * 1000 * 1000);
     }
     if (s.new_pc != 0) arch::set_context_pc(uc, s.new_pc);
-    // A thread parked inside a signal handler (a profiler's, say) returns
-    // later to the pc its signal frame saved, which may lie inside code
-    // `body` rewrote just as its live pc may: it gets the same fixup.
-    if (const auto* fix = g_request.frame_fixup.load(std::memory_order_acquire); fix != nullptr) {
-      arch::fix_outer_signal_frame_pcs(uc, [fix](uint64_t pc) { return (*fix)(pc); });
-    }
     if (ResumeHook hook = g_request.resume_hook.load(std::memory_order_acquire); hook != nullptr) {
       if (!hook(uc)) g_request.hook_failures.fetch_add(1, std::memory_order_relaxed);
     }
@@ -423,29 +430,60 @@ class RequestTimer {
 
 uint64_t thread_control_micros() { return g_control_micros.load(std::memory_order_relaxed); }
 
-Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
-                      const std::function<void()>& body) {
+namespace {
+
+// One try of stop_the_world: false (nothing run) when a parked thread's
+// signal frame saved a pc that `fixup` would move.
+Result<bool> stop_the_world_once(const std::function<uint64_t(uint64_t pc)>& fixup,
+                                 const std::function<void()>& body, bool check_frames) {
   RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  g_request.frame_fixup.store(check_frames ? &fixup : nullptr, std::memory_order_release);
   const char* why = "";
   pid_t who = 0;
-  if (!run_request(Kind::kPark, kParked, &why, &who)) {
+  const bool parked = run_request(Kind::kPark, kParked, &why, &who);
+  g_request.frame_fixup.store(nullptr, std::memory_order_release);
+  if (!parked) {
     release_parked();
     return request_failed("stop-the-world", why, who);
   }
   size_t n = g_request.n.load();
   const uint32_t gen = g_request.generation.load(std::memory_order_relaxed);
-  for (size_t j = 0; j < n; ++j) {
+  auto parked_slot = [&](size_t j) -> Slot* {
     Slot& s = g_request.slots[j];
-    if (!s.gone && s.state.load(std::memory_order_acquire) == tag(gen, kParked)) {
-      s.new_pc = fixup(s.pc);
+    return !s.gone && s.state.load(std::memory_order_acquire) == tag(gen, kParked) ? &s : nullptr;
+  };
+  for (size_t j = 0; j < n; ++j) {
+    if (Slot* s = parked_slot(j); s != nullptr && s->outer_frame_hit) {
+      release_parked();
+      return false;
     }
   }
+  for (size_t j = 0; j < n; ++j) {
+    if (Slot* s = parked_slot(j); s != nullptr) s->new_pc = fixup(s->pc);
+  }
   body();
-  g_request.frame_fixup.store(&fixup, std::memory_order_release);
-  release_parked();  // returns once every parked thread has resumed
-  g_request.frame_fixup.store(nullptr, std::memory_order_release);
+  release_parked();
+  return true;
+}
+
+}  // namespace
+
+Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
+                      const std::function<void()>& body) {
+  // A signal handler ends in microseconds; one that does not (or a stale
+  // frame that only looks like one) must not stop patching for ever: after
+  // about a second the rewrite goes ahead, as it did before this check.
+  constexpr int kTries = 500;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    auto ran = stop_the_world_once(fixup, body, true);
+    if (!ran) return ran.take_error();
+    if (ran.value()) return {};
+    sleep_us(2000);
+  }
+  auto ran = stop_the_world_once(fixup, body, false);
+  if (!ran) return ran.take_error();
   return {};
 }
 

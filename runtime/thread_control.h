@@ -87,8 +87,9 @@ struct ThreadSnapshot {
 // Parks every other thread inside the control handler, asks `fixup` for
 // each parked thread's new pc (0 = unchanged), runs `body`, then resumes
 // them (at their new pc). A thread parked while it ran a signal handler
-// also applies `fixup` to the pc its interrupted context will return to
-// (arch::fix_outer_signal_frame_pcs), on itself, before it resumes. Neither callback may allocate or take locks: a
+// whose signal frame saved a pc `fixup` would move (arch::
+// outer_signal_frame_pc_matches) makes it let everyone go and try again a
+// little later (at most about a second, then it goes ahead). Neither callback may allocate or take locks: a
 // parked thread may hold them. Fails, running nothing, if a thread does not
 // park in time. Resuming is a pass through the kernel, so parked threads
 // see every byte `body` wrote.

@@ -109,15 +109,16 @@ constexpr bool cycle_counter_is_global();
 // ---------------------------------------------------------------------------
 
 // Called by a thread on itself in a signal handler whose interrupted
-// context is `uc`: for each signal frame that context was itself running on
-// top of (a handler interrupted, then this signal), replaces the pc saved
-// there by `fix(pc)` when that is not 0. The fixed parts of x86-64 sites
-// change instruction boundaries (five 1-byte NOPs become one 5-byte NOP):
-// a pc saved inside them must move to their end, like a live one. On arm64
-// and riscv64 init and de-init keep every instruction boundary: nothing to
-// do there.
-template <typename Fix>
-inline void fix_outer_signal_frame_pcs(ucontext_t* uc, Fix&& fix);
+// context is `uc`: whether a signal frame that context may be running on
+// top of (a handler interrupted, then this signal) saved a pc for which
+// `pred` holds. Read only, and may err towards true (a stale copy of a
+// frame in live stack memory). The fixed parts of x86-64 sites change
+// instruction boundaries (five 1-byte NOPs become one 5-byte NOP): a
+// handler that interrupted them must have returned before they are
+// rewritten. On arm64 and riscv64 init and de-init keep every instruction
+// boundary: always false there.
+template <typename Pred>
+inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred);
 
 // After runtime/ wrote [begin, begin+n) of code (a trampoline, a stub, a
 // site), through whichever alias: makes this thread's instruction fetch see

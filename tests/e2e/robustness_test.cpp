@@ -462,20 +462,33 @@ namespace {
 // every thread parked, moving a parked pc that lies inside to its end. A
 // thread that was interrupted inside the sled by a signal and is still in
 // the handler when attach parks it returns, later, to the pc its signal
-// frame saved: that one must move too (the hazard cycles caught it as a
-// SIGILL at entry+6, the `call` after the sled entered at its second byte).
+// frame saved: the rewrite must wait until it has (the hazard cycles
+// caught it as a SIGILL at entry+6, the `call` after the sled entered at
+// its second byte).
 std::atomic<uint64_t> g_sled_begin{0};
 std::atomic<int> g_sled_captured{0};
+std::atomic<bool> g_sled_attach_started{false};
 std::atomic<bool> g_sled_attach_done{false};
+std::atomic<bool> g_sled_done_in_handler{false};
 
 void sled_probe_handler(int, siginfo_t*, void* ucv) {
   auto* uc = static_cast<ucontext_t*>(ucv);
   const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
   const uint64_t begin = g_sled_begin.load();
   if (pc > begin && pc < begin + 5 && g_sled_captured.exchange(1) == 0) {
-    // Stay in the handler until attach rewrote the sled (it parks this
-    // thread right here to do so).
-    while (!g_sled_attach_done.load()) __builtin_ia32_pause();
+    // Stay in the handler while attach tries (it parks this thread right
+    // here to do so), 200 ms: a rewrite now would be returned into.
+    while (!g_sled_attach_started.load()) __builtin_ia32_pause();
+    timespec until{};
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 200'000'000;
+    if (until.tv_nsec >= 1'000'000'000) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1'000'000'000;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+    }
+    g_sled_done_in_handler = g_sled_attach_done.load();
   }
 }
 
@@ -510,9 +523,9 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
   g_count_calls_atomic = 0;
   ftjit_ops ops = make_ops(count_calls_atomic);
   ftjit_status st = FTJIT_OK;
+  g_sled_attach_started = true;
   if (captured) st = attach_one(e, &ops, "traced_noslot_mul");
   g_sled_attach_done = true;
-  // The handler returns now: to the saved pc, moved past the new NOP.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (captured && st == FTJIT_OK) EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
   stop = true;
@@ -523,5 +536,7 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
   ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_GT(g_count_calls_atomic.load(), 0);
   EXPECT_NE(sum.load(), 0);
+  // Attach waited for the handler to return before it rewrote the sled.
+  EXPECT_FALSE(g_sled_done_in_handler.load());
 }
 #endif

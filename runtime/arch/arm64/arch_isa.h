@@ -7,9 +7,11 @@
 namespace ftjit::arch {
 
 // Init and de-init keep every instruction boundary here (arch.h): a pc
-// saved in a signal frame needs no fixup.
-template <typename Fix>
-inline void fix_outer_signal_frame_pcs(ucontext_t*, Fix&&) {}
+// saved in a signal frame is never in the way.
+template <typename Pred>
+inline bool outer_signal_frame_pc_matches(const ucontext_t*, Pred&&) {
+  return false;
+}
 
 inline uint64_t context_pc(const ucontext_t* uc) { return uc->uc_mcontext.pc; }
 inline void set_context_pc(ucontext_t* uc, uint64_t pc) { uc->uc_mcontext.pc = pc; }

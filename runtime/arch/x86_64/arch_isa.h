@@ -26,36 +26,34 @@ inline void set_context_sp(ucontext_t* uc, uint64_t sp) {
 // The kernel's x86-64 signal frame is {pretcode, ucontext, siginfo}, the
 // handler's third argument pointing at its ucontext, so the word before
 // our own ucontext is the restorer glibc's sigaction gives every handler.
-// Outer frames are found by that word on the interrupted stack (the first
-// 64 KiB above its sp), read with process_vm_readv so that the end of a
-// stack never faults; a word that merely equals the restorer would also
-// need a pc inside rewritten code where its ucontext's rip lies to be
-// changed.
-template <typename Fix>
-inline void fix_outer_signal_frame_pcs(ucontext_t* uc, Fix&& fix) {
+// Outer frames are looked for by that word on the interrupted stack (the
+// first 64 KiB above its sp), read with process_vm_readv so that the end
+// of a stack never faults.
+template <typename Pred>
+inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred) {
   auto read_self = [](uint64_t addr, void* out, size_t n) {
     iovec local{out, n};
     iovec remote{reinterpret_cast<void*>(addr), n};
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
   };
   uint64_t restorer = 0;
-  if (read_self(reinterpret_cast<uint64_t>(uc) - 8, &restorer, 8) != 8 || restorer == 0) return;
+  if (read_self(reinterpret_cast<uint64_t>(uc) - 8, &restorer, 8) != 8 || restorer == 0) return false;
   const uint64_t base = context_sp(uc) & ~uint64_t{7};
   constexpr size_t kScanBytes = 64 * 1024;
   uint64_t words[256];
   for (size_t done = 0; done < kScanBytes; done += sizeof words) {
     const ssize_t got = read_self(base + done, words, sizeof words);
-    if (got <= 0) return;
+    if (got <= 0) return false;
     for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i) {
       if (words[i] != restorer) continue;
       const uint64_t frame_uc = base + done + i * 8 + 8;
       const uint64_t rip_at = frame_uc + offsetof(ucontext_t, uc_mcontext.gregs) + REG_RIP * sizeof(greg_t);
       uint64_t rip = 0;
-      if (read_self(rip_at, &rip, 8) != 8) continue;
-      if (const uint64_t to = fix(rip); to != 0) *reinterpret_cast<uint64_t*>(rip_at) = to;
+      if (read_self(rip_at, &rip, 8) == 8 && pred(rip)) return true;
     }
-    if (static_cast<size_t>(got) < sizeof words) return;
+    if (static_cast<size_t>(got) < sizeof words) return false;
   }
+  return false;
 }
 
 // The TCB's first word is its own address (the TLS ABI's tcbhead_t.tcb):
