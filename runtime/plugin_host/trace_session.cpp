@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A trace session: the plugins of one run, from load to report, and the
-// writer thread that hands their buffered events to consume().
-#include <pthread.h>
-
+// A trace session: the plugins of one run, from load to report; its
+// writer thread is runtime/plugin_host/event_writer.h.
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
