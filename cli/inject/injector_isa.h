@@ -2,9 +2,10 @@
 // The ptrace injector's seam to the ISA of the processes it serves: the
 // few facts that differ per ISA, declared here and defined in
 // cli/inject/<isa>/injector_isa.cpp (CMake picks the folder: FTJIT_ARCH).
-// The thread hijack itself, ThreadCall (thread_call.h), is per ISA too:
-// cli/inject/<isa>/thread_call.cpp. An injector for another ISA is that
-// folder's two files; the rest of cli/inject/ stays as it is.
+// The thread hijack, ThreadCall (thread_call.h), has its per-ISA half
+// beside it: thread_state.h, cli/inject/<isa>/thread_state.cpp (registers,
+// the signal frame, how a call is entered). An injector for another ISA is
+// that folder's two files; the rest of cli/inject/ stays as it is.
 #pragma once
 
 #include <sys/types.h>
@@ -32,6 +33,10 @@ struct InjectorIsa {
   const char* name = "";         // "x86-64": "ftjit attach serves x86-64 processes"
   const char* loader = "";       // the dynamic loader's basename
   SignalTrampoline restore_rt_in = SignalTrampoline::kLibc;
+  // Bytes below the stack pointer a function may use without moving it
+  // (System V x86-64: 128; AAPCS64: none): a hijacked call's frame goes
+  // below them.
+  uint16_t red_zone = 0;
 };
 const InjectorIsa& injector_isa();
 

@@ -4,9 +4,9 @@
 //
 // The thread's state (every register, the FP/vector state, its signal
 // mask, a system call it was blocked in) is written onto its own stack as
-// a signal frame, below the red zone; the function is entered with
-// glibc's __restore_rt as its return address, so that its `ret` runs
-// rt_sigreturn on that frame. Nothing of ftjit is needed for the way back:
+// a signal frame, below the red zone; the function is entered with the
+// signal return trampoline (glibc's __restore_rt, arm64's vDSO one) as its
+// return address, so that its `ret` runs rt_sigreturn on that frame. Nothing of ftjit is needed for the way back:
 // if the injector is killed at any instant, the kernel detaches the thread,
 // the call finishes and the thread resumes where it was stopped. While the
 // injector lives it follows the call (syscall stops) to notice its end, a

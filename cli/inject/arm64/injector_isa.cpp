@@ -22,7 +22,7 @@ const InjectorIsa& injector_isa() {
   // glibc has no __restore_rt on arm64 (it never sets SA_RESTORER): the
   // kernel returns every signal handler through the vDSO's trampoline.
   static const InjectorIsa kArm64{Isa::kArm64, EM_AARCH64, "arm64", "ld-linux-aarch64.so.1",
-                                  SignalTrampoline::kVdso};
+                                  SignalTrampoline::kVdso, /*red_zone=*/0};
   return kArm64;
 }
 

@@ -18,7 +18,7 @@ namespace ftjit::inject::detail {
 
 const InjectorIsa& injector_isa() {
   static const InjectorIsa kX86_64{Isa::kX86_64, EM_X86_64, "x86-64", "ld-linux-x86-64.so.2",
-                                   SignalTrampoline::kLibc};
+                                   SignalTrampoline::kLibc, /*red_zone=*/128};
   return kX86_64;
 }
 

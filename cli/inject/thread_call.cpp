@@ -1,38 +1,33 @@
 // SPDX-License-Identifier: MIT
-// ThreadCall for x86-64 processes: see thread_call.h for the contract.
+// ThreadCall: see thread_call.h for the contract. This is the part every
+// ISA shares: choosing and stopping the thread, following the call with
+// syscall stops, the timeout, errno put back, the way out. What differs
+// per ISA (the registers, the signal frame's layout and where it lies, how
+// the call is entered so that it returns into rt_sigreturn) is
+// detail::ThreadState, thread_state.h, defined in cli/inject/<isa>/.
 //
 //   the chosen thread's stack during a call
 //
-//   original rsp ->  +----------------------------------+
-//                    | red zone (128 B), untouched      |
+//   original sp  ->  +----------------------------------+
+//                    | red zone (InjectorIsa::red_zone) |
 //                    | 512 B margin                     |
 //   scratch_top  ->  +----------------------------------+
 //                    | push_string() data, growing down |
 //                    +----------------------------------+
-//                    | FP/vector state, XSAVE layout,   |  64-byte aligned; its
-//                    | then FP_XSTATE_MAGIC2            |  sw_reserved says so
-//                    +----------------------------------+
-//                    | ucontext: every register as it   |  16-byte aligned
-//                    | was (a syscall rewound to be     |
-//                    | restarted), the signal mask      |
-//   call rsp     ->  | return address: __restore_rt     |  rsp % 16 == 8 at entry
-//                    +----------------------------------+
+//                    | the signal frame: every register |  (per ISA: the top of
+//                    | as it was, the signal mask       |  <isa>/thread_state.cpp)
+//   call sp      ->  +----------------------------------+
 //                    | the function's own frames        |
 //
-// The function returns into __restore_rt (`mov $15,%rax; syscall`), whose
-// rt_sigreturn finds the frame exactly where a signal handler's return
-// would: rsp - 8 is the frame, rsp the ucontext. The kernel then loads
-// every register, the FP state and the signal mask from it.
+// The function returns into the signal return trampoline (injector_isa.h,
+// restore_rt_code), whose rt_sigreturn finds the frame exactly where a
+// signal handler's return would, and loads the thread's state from it.
 #include "cli/inject/thread_call.h"
 
 #include <dirent.h>
-#include <elf.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/ucontext.h>
-#include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,12 +35,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
-#include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/inject/inject_internal.h"
+#include "cli/inject/injector_isa.h"
+#include "cli/inject/thread_state.h"
 
 namespace ftjit::inject {
 
@@ -54,60 +52,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr uint64_t kRedZone = 128;
 constexpr uint64_t kStackMargin = 512;
 constexpr uint64_t kScratchLimit = 16 * 1024;
-constexpr size_t kXstateBufferSize = 64 * 1024;  // > any XSAVE area (AMX: ~11 KiB)
 constexpr size_t kMaxFrames = 4096;
-constexpr unsigned long long kEflagsTrap = 0x100;       // TF
-constexpr unsigned long long kEflagsDirection = 0x400;  // DF: the ABI wants it clear
-constexpr int kSyscallStop = SIGTRAP | 0x80;            // PTRACE_O_TRACESYSGOOD
-
-// The kernel's restart codes (include/linux/errno.h, not exported).
-constexpr long kERestartSys = 512;
-constexpr long kERestartNoIntr = 513;
-constexpr long kERestartNoHand = 514;
-constexpr long kERestartRestartBlock = 516;
-
-// arch/x86/include/uapi/asm/ucontext.h and sigcontext.h.
-constexpr unsigned long kUcFpXstate = 0x1;
-constexpr unsigned long kUcSigcontextSs = 0x2;
-constexpr unsigned long kUcStrictRestoreSs = 0x4;
-constexpr uint32_t kFpXstateMagic1 = 0x46505853;
-constexpr uint32_t kFpXstateMagic2 = 0x46505845;
-constexpr size_t kFxsaveSize = 512;
-constexpr size_t kSwReservedOffset = 464;  // struct _fpx_sw_bytes in the FXSAVE area
-// An ss_flags value do_sigaltstack() refuses (-EINVAL, which rt_sigreturn
-// ignores): the thread's alternate signal stack, which we cannot read, is
-// then left as it is.
-constexpr int kLeaveAltStackAlone = 4;
-
-// ucontext_t's first part is the kernel's struct ucontext (flags, link,
-// stack, sigcontext, then the first 8 bytes of the signal mask).
-static_assert(offsetof(ucontext_t, uc_mcontext) == 40);
-static_assert(offsetof(ucontext_t, uc_sigmask) == 296);
-
-// Syscalls a thread can be found blocked in that restart exactly as they
-// would without us, and that hold no lock of the loader or malloc: a thread
-// waiting in one is the best one to borrow.
-bool waits_for_the_outside(long nr) {
-  switch (nr) {
-    case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
-    case SYS_accept: case SYS_accept4: case SYS_epoll_wait: case SYS_epoll_pwait:
-    case SYS_wait4: case SYS_waitid: case SYS_pause: case SYS_rt_sigsuspend:
-    case SYS_rt_sigtimedwait: case SYS_select: case SYS_pselect6: case SYS_msgrcv:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Waits that may hold a restart block (a relative timeout): rt_sigreturn
-// forgets it, so the wait is restarted whole (it takes longer, it does not
-// fail).
-bool waits_with_timeout(long nr) {
-  return nr == SYS_futex || nr == SYS_poll || nr == SYS_ppoll || nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
-}
+constexpr int kSyscallStop = SIGTRAP | 0x80;  // PTRACE_O_TRACESYSGOOD
 
 // Polls without blocking, sleeping a little longer each time (10 us .. 1 ms).
 class Backoff {
@@ -150,7 +98,7 @@ std::vector<Candidate> rank_threads(pid_t pid) {
       rank = 2;
     } else if (sc) {
       long nr = std::strtol(sc->c_str(), nullptr, 10);
-      rank = waits_for_the_outside(nr) ? 0 : waits_with_timeout(nr) ? 1 : 3;
+      rank = detail::waits_for_the_outside(nr) ? 0 : detail::waits_with_timeout(nr) ? 1 : 3;
     }
     out.push_back({tid, rank});
   }
@@ -185,14 +133,11 @@ struct ThreadCall::State {
   uint64_t restore_rt = 0;
   std::optional<int64_t> errno_tpoff;
 
-  user_regs_struct saved{};
-  std::vector<uint8_t> xstate;  // NT_X86_XSTATE as read, or empty
-  user_fpregs_struct fpregs{};  // when there is no XSAVE state
-  uint64_t sigmask = 0;
+  detail::ThreadState thread;  // as it was at the stop
   std::optional<int32_t> saved_errno;
   uint64_t scratch_top = 0;
   uint64_t scratch_used = 0;
-  uint64_t frame = 0;  // address of the return address slot of the frame
+  uint64_t sigreturn_sp = 0;  // the call's frame, as its rt_sigreturn sees it
   uint64_t function_ = 0;
 
   std::string p() const { return "process " + std::to_string(pid); }
@@ -277,36 +222,26 @@ struct ThreadCall::State {
   }
 
   Status save_state() {
-    if (::ptrace(PTRACE_GETREGS, tid, nullptr, &saved) != 0)
-      return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_GETREGS of thread " + std::to_string(tid), errno));
-    xstate.assign(kXstateBufferSize, 0);
-    iovec iov{xstate.data(), xstate.size()};
-    if (::ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) == 0 && iov.iov_len >= kFxsaveSize + 64) {
-      xstate.resize(iov.iov_len);
-    } else {
-      xstate.clear();
-      if (::ptrace(PTRACE_GETFPREGS, tid, nullptr, &fpregs) != 0)
-        return make_error(FTJIT_E_SYSTEM, errno_message("cannot read the FP registers of thread " + std::to_string(tid), errno));
-    }
-    if (::ptrace(PTRACE_GETSIGMASK, tid, reinterpret_cast<void*>(sizeof sigmask), &sigmask) != 0)
-      return make_error(FTJIT_E_SYSTEM, errno_message("cannot read the signal mask of thread " + std::to_string(tid), errno));
+    FTJIT_TRY(thread.save(pid, tid));
     if (errno_tpoff) {
-      auto e = detail::read_target_memory(pid, saved.fs_base + static_cast<uint64_t>(*errno_tpoff), 4);
+      auto e = detail::read_target_memory(pid, thread.thread_pointer() + static_cast<uint64_t>(*errno_tpoff), 4);
       if (e) {
         int32_t v;
         std::memcpy(&v, e->data(), 4);
         saved_errno = v;
       }
     }
-    scratch_top = (saved.rsp - kRedZone - kStackMargin) & ~uint64_t{15};
+    scratch_top = (thread.sp() - detail::injector_isa().red_zone - kStackMargin) & ~uint64_t{15};
     return {};
   }
 
   // Why this thread must not run the loader now, or "" if it may: the
   // code it is in, or a frame of its call chain, holds a lock dlopen takes
-  // (a signal handler on top of malloc, a dl_iterate_phdr callback).
+  // (a signal handler on top of malloc, a dl_iterate_phdr callback); or
+  // a call would not give it its whole state back.
   std::string unsafe_because(const detail::TargetLibc& libc) {
-    if (const detail::AddressRange* r = libc.holder_of(saved.rip)) return "inside " + r->what;
+    if (const detail::AddressRange* r = libc.holder_of(thread.pc())) return "inside " + r->what;
+    if (!thread.state_a_frame_loses().empty()) return thread.state_a_frame_loses();
     auto chain = detail::call_chain(tid, kMaxFrames);
     if (!chain) return chain.error().message;
     for (uint64_t ip : *chain)
@@ -323,94 +258,10 @@ struct ThreadCall::State {
   // The call
   // ---------------------------------------------------------------------
 
-  // The signal frame that brings the thread back to `saved`.
-  std::vector<uint8_t> build_frame(uint64_t frame_addr, uint64_t fp_addr, uint64_t end) {
-    std::vector<uint8_t> bytes(end - frame_addr, 0);
-    std::memcpy(bytes.data(), &restore_rt, 8);  // the call's return address
-
-    ucontext_t uc;
-    std::memset(&uc, 0, sizeof uc);
-    uc.uc_flags = (xstate.empty() ? 0 : kUcFpXstate) | kUcSigcontextSs | kUcStrictRestoreSs;
-    uc.uc_stack.ss_flags = kLeaveAltStackAlone;
-    greg_t* g = uc.uc_mcontext.gregs;
-    g[REG_R8] = static_cast<greg_t>(saved.r8);
-    g[REG_R9] = static_cast<greg_t>(saved.r9);
-    g[REG_R10] = static_cast<greg_t>(saved.r10);
-    g[REG_R11] = static_cast<greg_t>(saved.r11);
-    g[REG_R12] = static_cast<greg_t>(saved.r12);
-    g[REG_R13] = static_cast<greg_t>(saved.r13);
-    g[REG_R14] = static_cast<greg_t>(saved.r14);
-    g[REG_R15] = static_cast<greg_t>(saved.r15);
-    g[REG_RDI] = static_cast<greg_t>(saved.rdi);
-    g[REG_RSI] = static_cast<greg_t>(saved.rsi);
-    g[REG_RBP] = static_cast<greg_t>(saved.rbp);
-    g[REG_RBX] = static_cast<greg_t>(saved.rbx);
-    g[REG_RDX] = static_cast<greg_t>(saved.rdx);
-    g[REG_RAX] = static_cast<greg_t>(saved.rax);
-    g[REG_RCX] = static_cast<greg_t>(saved.rcx);
-    g[REG_RSP] = static_cast<greg_t>(saved.rsp);
-    g[REG_RIP] = static_cast<greg_t>(saved.rip);
-    g[REG_EFL] = static_cast<greg_t>(saved.eflags);
-    // cs, gs, fs, ss as four 16-bit fields; 64-bit sigreturn restores cs
-    // and ss only (fs_base and gs_base are untouched).
-    g[REG_CSGSFS] = static_cast<greg_t>((saved.cs & 0xffff) | ((saved.ss & 0xffff) << 48));
-    // A thread stopped in a blocking syscall: the kernel would restart it
-    // on the way out (rip back over the 2-byte `syscall`, rax = its
-    // number); rt_sigreturn does not, so the frame does it. A restart block
-    // (a relative timeout) does not survive rt_sigreturn: that syscall is
-    // started again whole.
-    if (static_cast<long long>(saved.orig_rax) >= 0) {
-      long err = -static_cast<long>(saved.rax);
-      if (err == kERestartSys || err == kERestartNoIntr || err == kERestartNoHand || err == kERestartRestartBlock) {
-        g[REG_RAX] = static_cast<greg_t>(saved.orig_rax);
-        g[REG_RIP] = static_cast<greg_t>(saved.rip - 2);
-      }
-    }
-    uc.uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_addr);
-    std::memcpy(&uc.uc_sigmask, &sigmask, sizeof sigmask);
-    std::memcpy(bytes.data() + 8, &uc, sizeof uc);
-
-    uint8_t* fp = bytes.data() + (fp_addr - frame_addr);
-    if (xstate.empty()) {
-      std::memcpy(fp, &fpregs, kFxsaveSize);  // magic1 0: the kernel restores FXSAVE state only
-      std::memset(fp + kSwReservedOffset, 0, kFxsaveSize - kSwReservedOffset);
-    } else {
-      // ptrace's XSAVE image keeps XCR0 at the start of sw_reserved; a
-      // signal frame keeps struct _fpx_sw_bytes there.
-      std::memcpy(fp, xstate.data(), xstate.size());
-      uint64_t xcr0;
-      std::memcpy(&xcr0, xstate.data() + kSwReservedOffset, 8);
-      const uint32_t xstate_size = static_cast<uint32_t>(xstate.size());
-      const uint32_t extended_size = xstate_size + 4;
-      std::memset(fp + kSwReservedOffset, 0, kFxsaveSize - kSwReservedOffset);
-      std::memcpy(fp + kSwReservedOffset + 0, &kFpXstateMagic1, 4);
-      std::memcpy(fp + kSwReservedOffset + 4, &extended_size, 4);
-      std::memcpy(fp + kSwReservedOffset + 8, &xcr0, 8);
-      std::memcpy(fp + kSwReservedOffset + 16, &xstate_size, 4);
-      std::memcpy(fp + xstate.size(), &kFpXstateMagic2, 4);
-    }
-    return bytes;
-  }
-
-  // Puts every register, the FP state and the signal mask back as they
-  // were at the stop, for a call that crashed; the thread must be in
-  // an interrupt or signal-delivery stop, where the kernel's own syscall
-  // restart then applies.
-  void restore_in_place() {
-    ::ptrace(PTRACE_SETREGS, tid, nullptr, &saved);
-    if (!xstate.empty()) {
-      iovec iov{xstate.data(), xstate.size()};
-      ::ptrace(PTRACE_SETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov);
-    } else {
-      ::ptrace(PTRACE_SETFPREGS, tid, nullptr, &fpregs);
-    }
-    ::ptrace(PTRACE_SETSIGMASK, tid, reinterpret_cast<void*>(sizeof sigmask), &sigmask);
-  }
-
   void put_errno_back() {
     if (!errno_tpoff || !saved_errno) return;
     int32_t v = *saved_errno;
-    (void)detail::write_target_memory(pid, saved.fs_base + static_cast<uint64_t>(*errno_tpoff),
+    (void)detail::write_target_memory(pid, thread.thread_pointer() + static_cast<uint64_t>(*errno_tpoff),
                                       {reinterpret_cast<const uint8_t*>(&v), 4});
   }
 
@@ -454,27 +305,16 @@ struct ThreadCall::State {
     if (phase != Phase::kStopped) return make_error(FTJIT_E_INVALID_ARGUMENT, "one call per stop of a thread");
     if (args.size() > 6) return make_error(FTJIT_E_INVALID_ARGUMENT, "at most 6 integer arguments can be passed");
 
-    const uint64_t top = scratch_top - scratch_used;
-    const size_t fp_size = (xstate.empty() ? kFxsaveSize : xstate.size() + 4);
-    const uint64_t fp_addr = (top - fp_size) & ~uint64_t{63};
-    const uint64_t uc_addr = (fp_addr - sizeof(ucontext_t)) & ~uint64_t{15};
-    frame = uc_addr - 8;
-    std::vector<uint8_t> bytes = build_frame(frame, fp_addr, fp_addr + fp_size);
-    FTJIT_TRY(detail::write_target_memory(pid, frame, bytes));
+    const uint64_t top = scratch_top - scratch_used;  // 16-byte aligned
+    const detail::CallFrame frame = thread.frame_below(top, restore_rt);
+    FTJIT_TRY(detail::write_target_memory(pid, frame.address, frame.bytes));
+    sigreturn_sp = frame.sigreturn_sp;
 
-    user_regs_struct regs = saved;
-    regs.rsp = frame;
-    regs.rip = function;
-    regs.rax = 0;  // no vector registers for a variadic callee
-    regs.orig_rax = static_cast<unsigned long long>(-1);  // no syscall restart on the way into the call
-    unsigned long long* arg_regs[6] = {&regs.rdi, &regs.rsi, &regs.rdx, &regs.rcx, &regs.r8, &regs.r9};
-    for (size_t i = 0; i < args.size(); ++i) *arg_regs[i] = args[i];
-    regs.eflags &= ~(kEflagsTrap | kEflagsDirection);
     // Registers first, mask second: killed in between, the call runs with
     // the thread's own mask and its frame restores that same mask.
-    if (::ptrace(PTRACE_SETREGS, tid, nullptr, &regs) != 0) {
-      if (errno == ESRCH) return exited();
-      return make_error(FTJIT_E_SYSTEM, errno_message("cannot set the registers of thread " + std::to_string(tid), errno));
+    if (int err = thread.enter_call(tid, frame, function, args, restore_rt); err != 0) {
+      if (err == ESRCH) return exited();
+      return make_error(FTJIT_E_SYSTEM, errno_message("cannot set the registers of thread " + std::to_string(tid), err));
     }
     // Every signal waits until the frame's mask is back: no handler runs on
     // top of the loader (nor longjmps out of it).
@@ -485,7 +325,6 @@ struct ThreadCall::State {
     function_ = function;
     return {};
   }
-
 
   // Follows the running call until it returns (true), or until deadline
   // (false; with give_up, the call is then left to finish by itself and
@@ -510,10 +349,13 @@ struct ThreadCall::State {
           ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
           break;
         case Stop::kSyscall: {
+          // Our rt_sigreturn: entered from the trampoline (pc is past its
+          // system call instruction, its last) with sp at our frame.
           __ptrace_syscall_info info{};
           if (::ptrace(PTRACE_GET_SYSCALL_INFO, tid, reinterpret_cast<void*>(sizeof info), &info) > 0 &&
               info.op == PTRACE_SYSCALL_INFO_ENTRY && info.entry.nr == SYS_rt_sigreturn &&
-              info.instruction_pointer == restore_rt + 9 && info.stack_pointer == frame + 8) {
+              info.instruction_pointer == restore_rt + detail::restore_rt_code().size() &&
+              info.stack_pointer == sigreturn_sp) {
             phase = Phase::kReturned;
             return true;
           }
@@ -530,12 +372,11 @@ struct ThreadCall::State {
             ::ptrace(PTRACE_SYSCALL, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.sig)));
             break;
           }
-          user_regs_struct now{};
-          ::ptrace(PTRACE_GETREGS, tid, nullptr, &now);
+          auto now = detail::read_stopped_registers(tid);
           char where[64];
-          std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(now.rip));
+          std::snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(now ? now->pc : 0));
           // In the signal-delivery stop: put back, detach with no signal.
-          restore_in_place();
+          thread.restore_in_place(tid);
           put_errno_back();
           if (!adopted) ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
           phase = Phase::kReleased;
@@ -595,7 +436,7 @@ ThreadCall::~ThreadCall() {
 }
 
 pid_t ThreadCall::tid() const { return s_->tid; }
-uint64_t ThreadCall::thread_pointer() const { return s_->saved.fs_base; }
+uint64_t ThreadCall::thread_pointer() const { return s_->thread.thread_pointer(); }
 
 Result<ThreadCall> ThreadCall::seize(pid_t pid, const detail::TargetLibc& libc, pid_t tid,
                                      std::chrono::milliseconds timeout) {
@@ -663,6 +504,11 @@ Result<ThreadCall> ThreadCall::adopt(pid_t pid, const detail::TargetLibc& libc, 
     return make_error(FTJIT_E_SYSTEM, errno_message("PTRACE_SETOPTIONS of thread " + std::to_string(tid), errno));
   s->phase = State::Phase::kStopped;
   FTJIT_TRY(s->save_state());
+  // The caller has made its own safety check, but cannot know this one:
+  // the call would silently cost the thread part of its state.
+  if (!s->thread.state_a_frame_loses().empty())
+    return make_error(FTJIT_E_SYSTEM, "thread " + std::to_string(tid) + " of process " + std::to_string(pid) +
+                                          " is " + s->thread.state_a_frame_loses() + "; retry");
   return ThreadCall(std::move(s));
 }
 
