@@ -141,6 +141,14 @@ Result<std::unique_ptr<AgentConnection>> AgentConnection::connect(pid_t pid, int
       if (::kill(pid, 0) != 0 && errno == ESRCH) {
         return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
       }
+      // /proc/PID/root, the way to a socket in its mount namespace (a
+      // container's), is ptrace's to give.
+      if (err == EACCES || err == EPERM) {
+        return make_error(FTJIT_E_UNSUPPORTED,
+                          "cannot reach the agent of process " + std::to_string(pid) + " (" + *path + ": " +
+                              std::strerror(err) + "): that needs ptrace access to it (CAP_SYS_PTRACE for a "
+                              "process of another user): run ftjit as root (sudo) or as its user");
+      }
       return make_error(FTJIT_E_NOT_ATTACHED, "no ftjit agent in process " + std::to_string(pid) +
                                                   " (" + *path + ": " + std::strerror(err) + ")");
     }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "cli/inject/inject_internal.h"
@@ -33,14 +34,18 @@ constexpr std::chrono::milliseconds kLeaveAgentCodeWithin{3000};
 // unload of the hazard program take 3.5 s.)
 constexpr std::chrono::milliseconds kPreferIdleFor{100};
 
-// The agent's path as the process sees it, "" if it is not mapped.
+// The agent's path as the process sees it (as it was loaded: a copy staged
+// into a container is removed once loaded), "" if it is not mapped.
 std::string mapped_agent(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
+  constexpr std::string_view kDeleted = " (deleted)";
   while (std::getline(maps, line)) {
     size_t at = line.find('/');
     if (at != std::string::npos && line.find("libftjit-agent.so", at) != std::string::npos) {
-      return line.substr(at);
+      std::string path = line.substr(at);
+      if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+      return path;
     }
   }
   return "";
@@ -266,6 +271,13 @@ Status finish_unload(pid_t pid) {
     return make_error(FTJIT_E_UNSUPPORTED,
                       "the agent is inert but still mapped (preloaded by `ftjit run`, or held by "
                       "the loader); it does nothing");
+  }
+  // The copy `ftjit attach` staged into the process's root (a container)
+  // when it could not remove it once loaded, and the directory it staged
+  // it in, once the agent's socket has left it too.
+  if (inject::is_staged_copy(*target, path)) {
+    FTJIT_TRY(inject::remove_staged_copy(*target, path));
+    inject::remove_staging_dir_if_empty(*target);
   }
   return {};
 }

@@ -68,6 +68,13 @@ int run_attach(const AttachOptions& o) {
     }
     install_stop_signals();
     auto handle = inject::inject_library(*target, *staged, kInjectTimeout);
+    // A copy staged into the process's root (a container) goes once the
+    // agent is mapped: nothing is left in the container, even if we are
+    // killed later. Its symbols are read from the mapping at unload; where
+    // that cannot be (no CAP_SYS_ADMIN), the unload removes it.
+    if (*staged != *agent && (!handle || inject::mapping_outlives_its_file(o.pid, *staged))) {
+      if (auto st = inject::remove_staged_copy(*target, *staged); !st) return fail(st.error().message);
+    }
     if (!handle) return fail("cannot load the agent: " + handle.error().message);
     if (stop_requested()) return fail("interrupted; the agent is loaded, nothing attached");
     phases.end("inject the agent (ptrace, dlopen)");
@@ -78,6 +85,7 @@ int run_attach(const AttachOptions& o) {
   t.pid = o.pid;
   t.connect_wait_ms = 5000;
   t.unload = !o.keep_agent;
+  t.stage_plugins_into = &*target;
   return drive_session(t, o.trace);
 }
 

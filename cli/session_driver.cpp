@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
@@ -69,6 +70,39 @@ void print_summary(const DriveTarget& t, const control::Reply& r, const TraceOpt
   }
 }
 
+// The plugins' copies in a target's root (a container's /tmp), for its
+// agent to load: each goes once the agent has it, or with this object
+// (every way out of drive_session).
+class StagedPlugins {
+ public:
+  explicit StagedPlugins(const inject::TargetInfo* target) : target_(target) {}
+  ~StagedPlugins() { (void)remove(); }
+  StagedPlugins(const StagedPlugins&) = delete;
+  StagedPlugins& operator=(const StagedPlugins&) = delete;
+
+  // Where the target opens host_path: host_path itself if it can (or
+  // without a target), else a copy.
+  Result<std::string> stage(const std::string& host_path) {
+    if (target_ == nullptr) return host_path;
+    auto path = inject::stage_library(*target_, host_path);
+    if (path && *path != host_path) copies_.push_back(*path);
+    return path;
+  }
+
+  Status remove() {
+    Status result;
+    for (const std::string& path : copies_) {
+      if (auto st = inject::remove_staged_copy(*target_, path); !st && result) result = std::move(st);
+    }
+    copies_.clear();
+    return result;
+  }
+
+ private:
+  const inject::TargetInfo* target_;
+  std::vector<std::string> copies_;
+};
+
 // What the child's wait status means as our exit status.
 int child_exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -119,6 +153,12 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
 
   auto request = make_attach_request(o);
   if (!request) return fail_run(request.error().message);
+  StagedPlugins staged(t.stage_plugins_into);
+  for (control::PluginRequest& p : request->plugins) {
+    auto path = staged.stage(p.path);
+    if (!path) return fail_run(path.error().message);
+    p.path = *path;
+  }
   auto conn = AgentConnection::connect(t.pid, t.connect_wait_ms);
   if (!conn) return fail_run(conn.error().message);
   phases.end("connect to the agent");
@@ -170,6 +210,8 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   progress_cv.notify_all();
   progress.join();
   if (out_fd >= 0) ::close(out_fd);
+  // The agent has loaded them (or never will).
+  if (auto st = staged.remove(); !st) return fail_run(st.error().message);
   if (!reply) return fail_run("attach failed: " + reply.error().message);
   if (exited || reply->code != 0) {
     return fail_run(reply->message.empty() ? "attach failed (code " + std::to_string(reply->code) + (exited ? ", process exited)" : ")") : reply->message);

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include "cli/inject/ptrace_inject.h"
 #include "cli/phase_clock.h"
 #include "cli/trace_options.h"
 
@@ -19,6 +20,9 @@ struct DriveTarget {
   int connect_wait_ms = 0;   // the agent may not listen yet (run)
   bool unload = false;       // after the detach, unload the agent (attach)
   PhaseClock* phases = nullptr;  // the phases so far (attach: injection); -v prints them
+  // attach: the plugins are staged where this process can open them (its
+  // root may be a container's), and removed once its agent has them.
+  const inject::TargetInfo* stage_plugins_into = nullptr;
 };
 
 // Returns the exit status: on success 0 (attach) or the child's (run);

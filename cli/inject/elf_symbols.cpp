@@ -214,14 +214,26 @@ Result<std::vector<std::optional<SymbolRange>>> elf_symbol_ranges(const std::str
 Result<uint64_t> symbol_in_target(pid_t pid, std::string_view module_basename, std::string_view symbol) {
   auto maps = detail::read_maps(pid);
   FTJIT_TRY(maps);
+  constexpr std::string_view kDeleted = " (deleted)";
   auto mod = detail::find_module(*maps, module_basename);
+  // A file removed since it was loaded, such as the agent ftjit staged
+  // into a container and removed once loaded (stage_library).
+  if (!mod) mod = detail::find_module(*maps, std::string(module_basename) + std::string(kDeleted));
   if (!mod)
     return make_error(FTJIT_E_NO_MATCH, "process " + std::to_string(pid) + " has no module " +
                                             std::string(module_basename) + " loaded");
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (mod->path.size() > kDeleted.size() && mod->path.ends_with(kDeleted))
+  if (mod->path.size() > kDeleted.size() && mod->path.ends_with(kDeleted)) {
+    // Its mapping still reads: the file itself, whatever became of its name.
+    const detail::Mapping* m = detail::mapping_at(*maps, mod->offset0_start);
+    auto address = m ? detail::elf_symbol_address(detail::map_files_path(pid, m->start, m->end),
+                                                  mod->offset0_start, symbol)
+                     : Result<uint64_t>(make_error(FTJIT_E_SYSTEM, "no mapping"));
+    if (address || address.error().code != FTJIT_E_SYSTEM) return address;
     return make_error(FTJIT_E_ELF, mod->path + " of process " + std::to_string(pid) +
-                                       " was replaced on disk since it was loaded: restart the process");
+                                       " was removed or replaced on disk since it was loaded, and reading its "
+                                       "mapping (/proc/PID/map_files) needs CAP_SYS_ADMIN: run ftjit as root, "
+                                       "or restart the process");
+  }
   return detail::elf_symbol_address(detail::path_in_root(pid, mod->path), mod->offset0_start, symbol);
 }
 

@@ -97,4 +97,12 @@ Result<std::vector<StackFrame>> call_frames(pid_t tid, size_t max_frames);
 // file path as seen from us for a path inside the target's root.
 std::string path_in_root(pid_t pid, const std::string& target_path);
 
+// The file mapped at [start, end) in pid, readable even after it was
+// removed from its directory: /proc/PID/map_files/START-END. Opening it
+// needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE).
+std::string map_files_path(pid_t pid, uint64_t start, uint64_t end);
+
+// The mapping of maps that starts at start, or nullptr.
+const Mapping* mapping_at(const std::vector<Mapping>& maps, uint64_t start);
+
 }  // namespace ftjit::inject::detail

@@ -73,6 +73,25 @@ struct TargetInfo {
 [[nodiscard]] Result<std::string> stage_library(const TargetInfo& target,
                                                 const std::string& host_path);
 
+// Whether path_in_target is a copy stage_library made (not a file of the
+// target's own).
+bool is_staged_copy(const TargetInfo& target, const std::string& path_in_target);
+
+// Removes a copy stage_library made, once the target has mapped it (or no
+// longer will), so that nothing of ftjit stays in the target's root (a
+// container's /tmp). Nothing for a path that is not such a copy, or is
+// gone already. FTJIT_E_SYSTEM if the removal fails.
+[[nodiscard]] Status remove_staged_copy(const TargetInfo& target, const std::string& path_in_target);
+
+// Removes the target's /tmp/ftjit-<uid>/ (where copies are staged and
+// agents listen) if it is empty; a directory in use stays.
+void remove_staging_dir_if_empty(const TargetInfo& target);
+
+// Whether the target's mapping of path_in_target still reads once the file
+// is removed: through /proc/PID/map_files, which needs CAP_SYS_ADMIN. The
+// agent's own symbols are read from its file at unload (agent_unload.h).
+bool mapping_outlives_its_file(pid_t pid, const std::string& path_in_target);
+
 // A process with every thread in a ptrace stop, for a consistent look at
 // all of them; nothing is run in it and no register changed. The
 // destructor (or detach()) lets every thread go on, each restarting the

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -177,6 +178,19 @@ std::string path_in_root(pid_t pid, const std::string& target_path) {
   return "/proc/" + std::to_string(pid) + "/root" + target_path;
 }
 
+std::string map_files_path(pid_t pid, uint64_t start, uint64_t end) {
+  char range[64];
+  std::snprintf(range, sizeof range, "/%llx-%llx", static_cast<unsigned long long>(start),
+                static_cast<unsigned long long>(end));
+  return "/proc/" + std::to_string(pid) + "/map_files" + range;
+}
+
+const Mapping* mapping_at(const std::vector<Mapping>& maps, uint64_t start) {
+  for (const Mapping& m : maps)
+    if (m.start == start) return &m;
+  return nullptr;
+}
+
 }  // namespace detail
 
 using detail::errno_message;
@@ -206,6 +220,13 @@ bool parse_ids(const std::optional<std::string>& field, unsigned long ids[4]) {
   return std::sscanf(field->c_str(), "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4;
 }
 
+// The one line for a process of another user, which only CAP_SYS_PTRACE
+// lets us trace (a container's processes are root's, usually).
+std::string another_user(pid_t pid, unsigned long uid) {
+  return "process " + std::to_string(pid) + " belongs to another user (uid " + std::to_string(uid) +
+         "): tracing it needs CAP_SYS_PTRACE: run ftjit as root (sudo) or as that user";
+}
+
 // Why we may not trace a process with these ids (the kernel's rule for
 // PTRACE_MODE_REALCREDS), or an empty string.
 std::string credential_problem(pid_t pid, const unsigned long uids[4], const unsigned long gids[4]) {
@@ -213,11 +234,10 @@ std::string credential_problem(pid_t pid, const unsigned long uids[4], const uns
   const std::string p = "process " + std::to_string(pid);
   unsigned long me_u = getuid(), me_g = getgid();
   bool other_user = uids[0] != me_u;
-  if (other_user)
-    return p + " belongs to another user (uid " + std::to_string(uids[0]) +
-           "): run ftjit as that user or with CAP_SYS_PTRACE";
+  if (other_user) return another_user(pid, uids[0]);
   if (uids[1] != me_u || uids[2] != me_u || gids[0] != me_g || gids[1] != me_g || gids[2] != me_g)
-    return p + " runs with changed privileges (setuid/setgid program): run ftjit as root or with CAP_SYS_PTRACE";
+    return p + " runs with changed privileges (setuid/setgid program): tracing it needs CAP_SYS_PTRACE: "
+               "run ftjit as root (sudo)";
   return {};
 }
 
@@ -379,9 +399,7 @@ Status check_ptrace_permitted(const TargetInfo& target) {
     return make_error(FTJIT_E_UNSUPPORTED,
                       "ptrace is not permitted: /proc/sys/kernel/yama/ptrace_scope is 2 (admin-only attach); "
                       "run as root or set it to 1 (sysctl kernel.yama.ptrace_scope=1)");
-  if (!cap && (target.uid != getuid()))
-    return make_error(FTJIT_E_UNSUPPORTED, p + " belongs to another user (uid " + std::to_string(target.uid) +
-                                               "): run ftjit as that user or with CAP_SYS_PTRACE");
+  if (!cap && (target.uid != getuid())) return make_error(FTJIT_E_UNSUPPORTED, another_user(target.pid, target.uid));
   return {};
 }
 
@@ -500,6 +518,73 @@ Result<std::string> stage_library(const TargetInfo& target, const std::string& h
   ::close(src);
   FTJIT_TRY(copied);
   return "/tmp/" + dir_name + "/" + base;
+}
+
+namespace {
+
+// The target's /tmp/ftjit-<uid> as a descriptor, opened without following
+// a symlink on the way; -1 with errno if it cannot be.
+int open_staging_dir(const TargetInfo& target) {
+  int root_fd = ::open(target.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return -1;
+  int tmp_fd = ::openat(root_fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ::close(root_fd);
+  if (tmp_fd < 0) return -1;
+  const std::string dir_name = "ftjit-" + std::to_string(target.uid);
+  int dir_fd = ::openat(tmp_fd, dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  ::close(tmp_fd);
+  errno = e;
+  return dir_fd;
+}
+
+}  // namespace
+
+bool is_staged_copy(const TargetInfo& target, const std::string& path_in_target) {
+  const std::string dir = "/tmp/ftjit-" + std::to_string(target.uid) + "/";
+  return path_in_target.size() > dir.size() && path_in_target.compare(0, dir.size(), dir) == 0 &&
+         path_in_target.find('/', dir.size()) == std::string::npos;
+}
+
+Status remove_staged_copy(const TargetInfo& target, const std::string& path_in_target) {
+  if (!is_staged_copy(target, path_in_target)) return {};
+  int dir_fd = open_staging_dir(target);
+  if (dir_fd < 0) {
+    if (errno == ENOENT) return {};
+    return make_error(FTJIT_E_SYSTEM, errno_message("cannot open the directory of " + path_in_target +
+                                                        " in process " + std::to_string(target.pid), errno));
+  }
+  const std::string base = path_in_target.substr(path_in_target.rfind('/') + 1);
+  int rc = ::unlinkat(dir_fd, base.c_str(), 0);
+  int e = errno;
+  ::close(dir_fd);
+  if (rc != 0 && e != ENOENT)
+    return make_error(FTJIT_E_SYSTEM, errno_message("cannot remove " + path_in_target + " from process " +
+                                                        std::to_string(target.pid) + "'s root", e));
+  return {};
+}
+
+void remove_staging_dir_if_empty(const TargetInfo& target) {
+  int root_fd = ::open(target.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return;
+  int tmp_fd = ::openat(root_fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ::close(root_fd);
+  if (tmp_fd < 0) return;
+  (void)::unlinkat(tmp_fd, ("ftjit-" + std::to_string(target.uid)).c_str(), AT_REMOVEDIR);
+  ::close(tmp_fd);
+}
+
+bool mapping_outlives_its_file(pid_t pid, const std::string& path_in_target) {
+  auto maps = detail::read_maps(pid);
+  if (!maps) return false;
+  for (const detail::Mapping& m : *maps) {
+    if (m.offset != 0 || m.path != path_in_target) continue;
+    int fd = ::open(detail::map_files_path(pid, m.start, m.end).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace ftjit::inject

@@ -104,6 +104,20 @@ std::vector<std::pair<std::string, uint64_t>> attach_phases(const AttachClocks& 
   };
 }
 
+// Plugins `ftjit attach` copied into this process's /tmp/ftjit-UID (its
+// root is a container's, where the CLI's files are not visible): loaded or
+// refused, their copies go now, so that nothing of ftjit stays in the
+// container even if the CLI does not live to remove them. Only files of
+// that directory, which is ftjit's own, are removed.
+void remove_staged_plugins(const control::Attach& request) {
+  const std::string dir = control::socket_dir(::getuid()) + "/";
+  for (const auto& p : request.plugins) {
+    if (p.path.size() > dir.size() && p.path.compare(0, dir.size(), dir) == 0 &&
+        p.path.find('/', dir.size()) == std::string::npos)
+      ::unlink(p.path.c_str());
+  }
+}
+
 }  // namespace
 
 control::Reply AgentSession::attach(const control::Attach& request, int output_fd) {
@@ -176,6 +190,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   }
   config.output_stream = out;
   auto session = plugins::TraceSession::start(engine_, config);
+  remove_staged_plugins(request);
   if (!session) {
     std::fclose(out);
     std::free(memory_);
