@@ -535,6 +535,22 @@ TEST_F(Inject, StagesACopyIntoAnotherRoot) {
     EXPECT_EQ(st.st_mode & 0777, 0700u);
   }
   EXPECT_FALSE(stage_library(info, "/nonexistent/lib.so").ok());
+  // The copy goes, and then its directory; a file that is not a copy stays.
+  const std::string copy = dir + "/" + lib;
+  EXPECT_TRUE(is_staged_copy(info, copy));
+  EXPECT_FALSE(is_staged_copy(info, FTJIT_INJECT_TESTLIB));
+  EXPECT_FALSE(is_staged_copy(info, dir + "/sub/" + lib));
+  ASSERT_TRUE(remove_staged_copy(info, FTJIT_INJECT_TESTLIB).ok());
+  EXPECT_EQ(::access(FTJIT_INJECT_TESTLIB, R_OK), 0);
+  ASSERT_EQ(::close(::open((root + dir + "/other").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+  ASSERT_TRUE(remove_staged_copy(info, copy).ok());
+  EXPECT_NE(::access((root + copy).c_str(), F_OK), 0);
+  ASSERT_TRUE(remove_staged_copy(info, copy).ok());  // gone already: nothing to do
+  remove_staging_dir_if_empty(info);
+  EXPECT_EQ(::access((root + dir).c_str(), F_OK), 0);  // not empty: it stays
+  ASSERT_EQ(::unlink((root + dir + "/other").c_str()), 0);
+  remove_staging_dir_if_empty(info);
+  EXPECT_NE(::access((root + dir).c_str(), F_OK), 0);
   // A symlink planted where the directory goes is not followed.
   ASSERT_EQ(std::system(("rm -rf " + root + dir).c_str()), 0);
   ASSERT_EQ(::symlink("/", (root + dir).c_str()), 0);
@@ -542,6 +558,51 @@ TEST_F(Inject, StagesACopyIntoAnotherRoot) {
   ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
 }
 
+
+// CAP_SYS_ADMIN (21) or CAP_CHECKPOINT_RESTORE (40) in our effective set.
+bool may_read_map_files() {
+  std::string status = slurp("/proc/self/status");
+  size_t at = status.find("CapEff:");
+  if (at == std::string::npos) return false;
+  unsigned long long caps = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+  return ((caps >> 21) & 1) != 0 || ((caps >> 40) & 1) != 0;
+}
+
+// A library removed from its directory once loaded (the agent's copy in a
+// container, which `ftjit attach` removes then): its symbols still resolve,
+// read from the mapping itself (/proc/PID/map_files, CAP_SYS_ADMIN), and
+// without that privilege the error says so.
+TEST_F(Inject, SymbolsOfALibraryRemovedOnceLoaded) {
+  char dir_template[] = "/tmp/ftjit-inject-removed-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string lib = basename_of(FTJIT_INJECT_TESTLIB);
+  const std::string copy = std::string(dir_template) + "/" + lib;
+  ASSERT_EQ(std::system(("cp " + std::string(FTJIT_INJECT_TESTLIB) + " " + copy).c_str()), 0);
+  Target t({FTJIT_INJECT_TARGET});
+  start(t);
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto handle = inject_library(*info, copy, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  auto before = symbol_in_target(t.pid(), lib, "ftjit_inject_test_state");
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  const bool readable = mapping_outlives_its_file(t.pid(), copy);
+  ASSERT_EQ(::unlink(copy.c_str()), 0);
+  ASSERT_EQ(::rmdir(dir_template), 0);
+  auto after = symbol_in_target(t.pid(), lib, "ftjit_inject_test_state");
+  if (readable) {
+    ASSERT_TRUE(after.ok()) << after.error().message;
+    EXPECT_EQ(*after, *before);
+    EXPECT_EQ(read_long(t.pid(), *after), 0x1234);
+  } else {
+    ASSERT_FALSE(after.ok());
+    EXPECT_NE(after.error().message.find("CAP_SYS_ADMIN"), std::string::npos) << after.error().message;
+  }
+  EXPECT_EQ(readable, may_read_map_files()) << "/proc/PID/map_files opens with CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE";
+  ASSERT_TRUE(unload_library(*info, *handle, kTimeout).ok());
+  ::unlink(marker_path(t.pid()).c_str());
+  expect_clean_finish(t);
+}
 
 // A process stopped by SIGSTOP is refused with one line and left as it
 // was: stopped, untouched; continued, it runs on as if never asked.
