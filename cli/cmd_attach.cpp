@@ -71,9 +71,10 @@ int run_attach(const AttachOptions& o) {
     // A copy staged into the process's root (a container) goes once the
     // agent is mapped: nothing is left in the container, even if we are
     // killed later. Its symbols are read from the mapping at unload; where
-    // that cannot be (no CAP_SYS_ADMIN), the unload removes it.
+    // that cannot be (no CAP_SYS_ADMIN), or this removal fails, the unload
+    // removes it.
     if (*staged != *agent && (!handle || inject::mapping_outlives_its_file(o.pid, *staged))) {
-      if (auto st = inject::remove_staged_copy(*target, *staged); !st) return fail(st.error().message);
+      (void)inject::remove_staged_copy(*target, *staged);
     }
     if (!handle) return fail("cannot load the agent: " + handle.error().message);
     if (stop_requested()) return fail("interrupted; the agent is loaded, nothing attached");
