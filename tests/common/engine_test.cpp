@@ -21,9 +21,9 @@
 
 extern "C" {
 // The ISA's direct trampoline (tests/<isa>/direct_tramp_*.S): counts its
-// calls and goes on into the function.
+// calls here and goes on into the function.
 void test_direct_trampoline();
-extern uint64_t test_direct_calls;
+uint64_t test_direct_calls = 0;
 }
 
 namespace engine_test {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // arm64's part of the discovery tests (isa_discovery_test.cpp): its fixtures
 // (GCC and clang, =4,2 and =2, with and without BTI), the words its
-// compilers put at a site, and the arm64 backend's verdict on each sled.
+// compilers put at a site, the arm64 backend's verdict on each sled, and
+// one list of landing pads for discovery and backend.
 //
 // What the compilers emit (GCC 12.2, clang 16; tests/unit/aarch64_discovery.cmake):
 //
@@ -61,58 +62,32 @@ void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const Disco
   }
 }
 
+std::vector<NamedBackend> isa_backends() { return {{"backend_for", backend_for(Isa::kArm64)}}; }
+
+const uint32_t kForeignWord = 0x91000400;  // add x0, x0, #1
+
+void check_backend_at_site(const IsaFixture&, const Backend& backend, const TrustedElf& elf,
+                           const DiscoveredSite& s, const std::vector<uint8_t>&) {
+  // The backend's own reading from the symbol agrees on where the sled
+  // starts.
+  const uint32_t site_bytes = backend.traits().site_bytes;
+  const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol, s.pad_bytes + site_bytes);
+  const Arm64SledStart start = find_arm64_sled(from_symbol);
+  EXPECT_TRUE(start.found);
+  EXPECT_EQ(start.offset, s.pad_bytes);
+  EXPECT_EQ(backend.classify_entry(s.symbol, from_symbol).kind, SledKind::kNopSled);
+  // Read from the symbol as if it were the start: after a pad that is the
+  // pad and one NOP, too short; without one it is the same sled.
+  if (s.pad_bytes != 0) {
+    EXPECT_EQ(backend.classify_entry(s.symbol, code_at(elf, s.symbol, site_bytes)).kind,
+              SledKind::kUnknown);
+  }
+}
+
 }  // namespace ftjit::isa_discovery
 
 namespace ftjit {
 namespace {
-
-using isa_discovery::code_at;
-
-// What the engine asks the backend about every discovered site
-// (runtime/engine.cpp, Engine::add_modules): the compiler's sled, from the
-// site start, is a NOP sled it may initialise; anything else is not.
-TEST_P(Aarch64DiscoveryTest, BackendSeesACompilerSledAtEverySiteStart) {
-  const Backend* backend = backend_for(Isa::kArm64);
-  ASSERT_NE(backend, nullptr);
-  EXPECT_EQ(backend->traits().isa, Isa::kArm64);
-  // The engine reads site_bytes from the entry: `mov x9, x30`'s word, then
-  // the live word at live_offset.
-  const uint32_t live = backend->traits().live_offset;
-  const uint32_t site_bytes = backend->traits().site_bytes;
-  ASSERT_EQ(site_bytes, live + 4);
-  const testing::TrustedElf elf(bytes_);
-  for (const DiscoveredSite& s : module_.sites) {
-    SCOPED_TRACE(s.name.empty() ? "unnamed record" : s.name);
-    const std::vector<uint8_t> site = code_at(elf, s.entry, site_bytes);
-    ASSERT_EQ(site.size(), site_bytes);
-    // (An unnamed =4,2 record's entry is the literal's two NOPs: NOPs
-    // too, though no thread runs them.)
-    EXPECT_EQ(backend->classify_entry(s.entry, site).kind, SledKind::kNopSled);
-    if (s.name.empty()) continue;
-
-    // The backend's own reading from the symbol agrees on where the sled
-    // starts.
-    const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol, s.pad_bytes + site_bytes);
-    const Arm64SledStart start = find_arm64_sled(from_symbol);
-    EXPECT_TRUE(start.found);
-    EXPECT_EQ(start.offset, s.pad_bytes);
-    EXPECT_EQ(backend->classify_entry(s.symbol, from_symbol).kind, SledKind::kNopSled);
-
-    // Someone else's words in the sled: refused, whichever word it is.
-    for (uint32_t at : {0u, live}) {
-      std::vector<uint8_t> patched = site;
-      const uint32_t add_x0 = 0x91000400;  // add x0, x0, #1
-      std::memcpy(patched.data() + at, &add_x0, 4);
-      EXPECT_EQ(backend->classify_entry(s.entry, patched).kind, SledKind::kUnknown) << at;
-    }
-    // Read from the symbol as if it were the start: after a pad that is
-    // the pad and one NOP, too short; without one it is the same sled.
-    if (s.pad_bytes != 0) {
-      EXPECT_EQ(backend->classify_entry(s.symbol, code_at(elf, s.symbol, site_bytes)).kind,
-                SledKind::kUnknown);
-    }
-  }
-}
 
 // Every word of the a64 HINT space (nop, bti *, pac*sp, ...) and a few
 // others: discovery moves the site start past exactly the words the

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "core/elf_image.h"
 #include "core/site_discovery.h"
 #include "discovery_fixtures.h"
@@ -51,6 +52,18 @@ std::vector<IsaFixture> isa_fixtures(const std::vector<std::string>& compilers);
 // What the compiler put at a discovered site (called for every site,
 // named or not), checked in the file.
 void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const DiscoveredSite& s);
+// The backends the engine would ask, each with how it was made.
+struct NamedBackend {
+  const char* how;
+  const Backend* backend;
+};
+std::vector<NamedBackend> isa_backends();
+// An instruction word that is no NOP of the ISA's sleds.
+extern const uint32_t kForeignWord;
+// What else the backend must say about a named site's sled (`site`: the
+// traits' site_bytes from the entry, a NOP sled).
+void check_backend_at_site(const IsaFixture& f, const Backend& backend, const TrustedElf& elf,
+                           const DiscoveredSite& s, const std::vector<uint8_t>& site);
 
 // ---- Shared ---------------------------------------------------------------
 

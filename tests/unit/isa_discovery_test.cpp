@@ -154,6 +154,39 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
   }
 }
 
+// What the engine asks the backend about every discovered site
+// (runtime/engine.cpp, Engine::add_modules): the compiler's sled, from the
+// site start, is a NOP sled it may initialise; anything else is not.
+TEST_P(ISA_SUITE(DiscoveryTest), BackendSeesACompilerSledAtEverySiteStart) {
+  const TrustedElf elf(bytes_);
+  for (const auto& [how, backend] : isa_backends()) {
+    SCOPED_TRACE(how);
+    ASSERT_NE(backend, nullptr);
+    EXPECT_EQ(backend->traits().isa, kFixtureIsa);
+    // The engine reads site_bytes from the entry: the word the backend
+    // writes first, then the live word at live_offset.
+    const uint32_t live = backend->traits().live_offset;
+    const uint32_t site_bytes = backend->traits().site_bytes;
+    ASSERT_EQ(site_bytes, live + 4);
+    for (const DiscoveredSite& s : module_.sites) {
+      SCOPED_TRACE(s.name.empty() ? "unnamed record" : s.name);
+      const std::vector<uint8_t> site = code_at(elf, s.entry, site_bytes);
+      ASSERT_EQ(site.size(), site_bytes);
+      // (An unnamed record's entry with a literal is the literal's NOPs:
+      // NOPs too, though no thread runs them.)
+      EXPECT_EQ(backend->classify_entry(s.entry, site).kind, ftjit::SledKind::kNopSled);
+      if (s.name.empty()) continue;
+      // Someone else's instruction in the sled: refused, whichever word.
+      for (uint32_t at : {0u, live}) {
+        std::vector<uint8_t> patched = site;
+        std::memcpy(patched.data() + at, &kForeignWord, 4);
+        EXPECT_EQ(backend->classify_entry(s.entry, patched).kind, ftjit::SledKind::kUnknown) << at;
+      }
+      check_backend_at_site(GetParam(), *backend, elf, s, site);
+    }
+  }
+}
+
 TEST_P(ISA_SUITE(DiscoveryTest), LoadBiasShiftsEveryAddress) {
   constexpr uint64_t kBias = 0x0000003f98760000;  // a page multiple, as the loader's
   auto shifted = ftjit::discover_sites(img_, "shifted", kBias);

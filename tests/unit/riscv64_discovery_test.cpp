@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // riscv64's part of the discovery tests (isa_discovery_test.cpp): its
 // fixtures (GCC and clang, =8,4 rv64gc and =4,2 rv64g), the NOPs its
-// compilers put at a site, and the riscv64 backend's verdict on each sled.
+// compilers put at a site, the riscv64 backend's verdict on each sled, and
+// that no word is a landing pad.
 //
 // What the compilers emit (GCC 12.2, clang 16; tests/unit/riscv64_discovery.cmake):
 //
@@ -57,15 +58,12 @@ class NoEmitter final : public TrampolineEmitter {
   }
 };
 
-struct NamedBackend {
-  const char* how;
-  const Backend* backend;
-};
+}  // namespace
 
 // The agent's way (make_backend around a remote emitter: the only one in
 // the riscv64 cross build, which has no LLVM) and, with LLVM MC, the
 // in-process one the CLI and an embedder use.
-std::vector<NamedBackend> riscv64_backends() {
+std::vector<NamedBackend> isa_backends() {
   static const NoEmitter kNoEmitter;
   static const std::unique_ptr<Backend> kAgent = make_backend(Isa::kRiscv64, kNoEmitter);
   std::vector<NamedBackend> out = {{"make_backend", kAgent.get()}};
@@ -74,8 +72,6 @@ std::vector<NamedBackend> riscv64_backends() {
 #endif
   return out;
 }
-
-}  // namespace
 
 const Isa kFixtureIsa = Isa::kRiscv64;
 const uint16_t kFixtureMachine = EM_RISCV;
@@ -103,7 +99,7 @@ void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const Disco
   // The literal and the entry share their place on the 8-byte grid: an
   // entry the site's stub word cannot serve is one whose literal call-ops
   // cannot store either.
-  const uint32_t entry_align = riscv64_backends().front().backend->traits().entry_align;
+  const uint32_t entry_align = isa_backends().front().backend->traits().entry_align;
   ASSERT_EQ(entry_align, 8u);
   EXPECT_EQ(s.entry % entry_align == 0, s.slot_state == OpsSlot::kAligned) << std::hex << s.entry;
   // Even -falign-functions=2 keeps the 2-byte instruction grid.
@@ -114,81 +110,47 @@ void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const Disco
   EXPECT_EQ(code_at(elf, s.slot, 8), bytes(sled_of(f), 1)) << std::hex << s.slot;
 }
 
+const uint32_t kForeignWord = 0x00150513;  // addi a0, a0, 1
+
+void check_backend_at_site(const IsaFixture& f, const Backend& backend, const TrustedElf&,
+                           const DiscoveredSite& s, const std::vector<uint8_t>& site) {
+  // The backend reads the encodings' header; the file says the same.
+  if (f.layout == "p8_4") {
+    uint16_t half;
+    std::memcpy(&half, site.data(), sizeof half);
+    EXPECT_EQ(half, riscv64::kCNop);
+  } else {
+    uint32_t word;
+    std::memcpy(&word, site.data(), sizeof word);
+    EXPECT_EQ(word, riscv64::kNop);
+  }
+  // One 2-byte instruction among c.nops; half of each kind of NOP (what
+  // rv64gc with =4,2 leaves at the entry: two c.nop, then the body).
+  for (uint32_t at : {2u, 6u}) {
+    std::vector<uint8_t> patched = site;
+    const uint16_t c_addi = 0x0505;  // c.addi a0, 1
+    std::memcpy(patched.data() + at, &c_addi, 2);
+    EXPECT_EQ(backend.classify_entry(s.entry, patched).kind, SledKind::kUnknown) << at;
+  }
+  std::vector<uint8_t> mixed(kCNopSled.begin(), kCNopSled.begin() + 4);
+  mixed.insert(mixed.end(), kNopSled.begin(), kNopSled.begin() + 4);
+  EXPECT_EQ(backend.classify_entry(s.entry, mixed).kind, SledKind::kUnknown);
+  // An auipc t0 + jalr t0 pair found there: a call the pair's offsets
+  // place relative to the entry.
+  std::vector<uint8_t> pair(8);
+  const uint32_t auipc = 0x12345297;  // auipc t0, 0x12345
+  const uint32_t jalr = 0xff0282e7;   // jalr t0, -16(t0)
+  std::memcpy(pair.data(), &auipc, 4);
+  std::memcpy(pair.data() + 4, &jalr, 4);
+  const SledInfo call = backend.classify_entry(s.entry, pair);
+  EXPECT_EQ(call.kind, SledKind::kCall);
+  EXPECT_EQ(call.call_target, s.entry + 0x12345000 - 16);
+}
+
 }  // namespace ftjit::isa_discovery
 
 namespace ftjit {
 namespace {
-
-using isa_discovery::code_at;
-using isa_discovery::kCNopSled;
-using isa_discovery::kNopSled;
-
-// What the engine asks the backend about every discovered site
-// (runtime/engine.cpp, Engine::add_modules): the compiler's sled, from the
-// site start, is a NOP sled it may initialise; anything else is not.
-TEST_P(Riscv64DiscoveryTest, BackendSeesACompilerSledAtEverySiteStart) {
-  const testing::TrustedElf elf(bytes_);
-  // The backend reads the encodings' header; the file says the same.
-  const std::array<uint8_t, 8>& sled = isa_discovery::sled_of(GetParam());
-  if (GetParam().layout == "p8_4") {
-    uint16_t half;
-    std::memcpy(&half, sled.data(), sizeof half);
-    EXPECT_EQ(half, riscv64::kCNop);
-  } else {
-    uint32_t word;
-    std::memcpy(&word, sled.data(), sizeof word);
-    EXPECT_EQ(word, riscv64::kNop);
-  }
-  for (const auto& [how, backend] : isa_discovery::riscv64_backends()) {
-    SCOPED_TRACE(how);
-    ASSERT_NE(backend, nullptr);
-    EXPECT_EQ(backend->traits().isa, Isa::kRiscv64);
-    // The engine reads site_bytes from the entry: the auipc's place, then
-    // the live word at live_offset.
-    const uint32_t live = backend->traits().live_offset;
-    const uint32_t site_bytes = backend->traits().site_bytes;
-    ASSERT_EQ(site_bytes, live + 4);
-    for (const DiscoveredSite& s : module_.sites) {
-      SCOPED_TRACE(s.name.empty() ? "unnamed record" : s.name);
-      const std::vector<uint8_t> site = code_at(elf, s.entry, site_bytes);
-      ASSERT_EQ(site.size(), site_bytes);
-      // (An unnamed record's entry is the literal's NOPs: NOPs too,
-      // though no thread runs them.)
-      EXPECT_EQ(backend->classify_entry(s.entry, site).kind, SledKind::kNopSled);
-      if (s.name.empty()) continue;
-
-      // Someone else's instruction in the sled: refused, whichever word.
-      for (uint32_t at : {0u, live}) {
-        std::vector<uint8_t> patched = site;
-        const uint32_t addi = 0x00150513;  // addi a0, a0, 1
-        std::memcpy(patched.data() + at, &addi, 4);
-        EXPECT_EQ(backend->classify_entry(s.entry, patched).kind, SledKind::kUnknown) << at;
-      }
-      // One 2-byte instruction among c.nops; half of each kind of NOP
-      // (what rv64gc with =4,2 leaves at the entry: two c.nop, then the
-      // body).
-      for (uint32_t at : {2u, 6u}) {
-        std::vector<uint8_t> patched = site;
-        const uint16_t c_addi = 0x0505;  // c.addi a0, 1
-        std::memcpy(patched.data() + at, &c_addi, 2);
-        EXPECT_EQ(backend->classify_entry(s.entry, patched).kind, SledKind::kUnknown) << at;
-      }
-      std::vector<uint8_t> mixed(kCNopSled.begin(), kCNopSled.begin() + 4);
-      mixed.insert(mixed.end(), kNopSled.begin(), kNopSled.begin() + 4);
-      EXPECT_EQ(backend->classify_entry(s.entry, mixed).kind, SledKind::kUnknown);
-      // An auipc t0 + jalr t0 pair found there: a call the pair's offsets
-      // place relative to the entry.
-      std::vector<uint8_t> pair(8);
-      const uint32_t auipc = 0x12345297;  // auipc t0, 0x12345
-      const uint32_t jalr = 0xff0282e7;   // jalr t0, -16(t0)
-      std::memcpy(pair.data(), &auipc, 4);
-      std::memcpy(pair.data() + 4, &jalr, 4);
-      const SledInfo call = backend->classify_entry(s.entry, pair);
-      EXPECT_EQ(call.kind, SledKind::kCall);
-      EXPECT_EQ(call.call_target, s.entry + 0x12345000 - 16);
-    }
-  }
-}
 
 // Discovery's pad list is arm64's and must not reach riscv64 files: a
 // riscv64 site starts at its symbol whatever the symbol's first word is
