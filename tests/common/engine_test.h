@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the engine tests every cross leg runs (engine_test.cpp) share with
-// an ISA's own engine tests (tests/<isa>/*_engine_*_test.cpp): the traced
-// layouts as a table, a recording ops, the site's bytes, a caller of known
-// extent, and the fixture.
+// an ISA's own (tests/riscv64/riscv64_engine_test.cpp): the traced layouts
+// as a table, a recording ops, the site's bytes, a caller of known extent,
+// and the fixture.
 #pragma once
 
 #include <gtest/gtest.h>
