@@ -4,7 +4,7 @@
 // hand what the engine will do once the runtime seam serves arm64: reads a
 // site's sled, writes `mov x9, x30` and the ops literal, emits trampolines
 // with the backend into code memory within bl reach, writes the `bl`, and
-// calls the traced functions (tests/arm64/traced_a64.c, in a shared
+// calls the traced functions (tests/common/traced.c, in a shared
 // library of their own so that their page can be made writable while no
 // code on it runs). Every write flips page protection (RW, then RX, never
 // both): under qemu a write through an RW alias of code is never seen
@@ -21,7 +21,7 @@
 #include "backends/arm64/arm64_backend.h"
 #include "backends/arm64/arm64_encoding.h"
 #include "ftjit/ftjit.h"
-#include "traced_a64.h"
+#include "tests/common/traced.h"
 
 extern "C" {
 void a64_call_through();
@@ -388,7 +388,7 @@ void generated_on(Aarch64TrampolineRun* t, decltype(&a64_slot_sum8) sum8,
   for (int i = 0; i < 8; ++i) EXPECT_EQ(g_seen.fp[i], kFpArgs[i]) << "v" << i;
 
   // x8 (the indirect result's address) kept.
-  const a64_big b = call_traced(big, int64_t{9});
+  const traced_big b = call_traced(big, int64_t{9});
   for (int i = 0; i < 5; ++i) EXPECT_EQ(b.v[i], 9 * (i + 1));
   EXPECT_EQ(g_seen.calls, 3);
   t->expect_entry(g_seen, s_big);
@@ -638,7 +638,7 @@ TEST_F(Aarch64TrampolineRun, ExitHookReturnsTheRightValuesThroughTheLanding) {
   }
 
   // x0, x1 back through the landing, and seen by the exit callback.
-  const a64_pair p = call_traced(&a64_slot_pair, int64_t{7});
+  const traced_pair p = call_traced(&a64_slot_pair, int64_t{7});
   EXPECT_EQ(p.lo, 21);
   EXPECT_EQ(p.hi, 36);
   EXPECT_EQ(g_seen.calls, 1);
@@ -653,7 +653,7 @@ TEST_F(Aarch64TrampolineRun, ExitHookReturnsTheRightValuesThroughTheLanding) {
   EXPECT_GE(g_prunes, 1);
 
   // v0-v3 (a homogeneous FP aggregate) back although pop clobbered them.
-  const a64_hfa4 h = call_traced(&a64_slot_hfa4, 3.0);
+  const traced_hfa4 h = call_traced(&a64_slot_hfa4, 3.0);
   EXPECT_EQ(h.a, 3.5);
   EXPECT_EQ(h.b, 6.0);
   EXPECT_EQ(h.c, -4.25);

@@ -6,9 +6,10 @@
 //     x30 = the site's start + 8   where the function goes on
 //     x9  = the function's return address (the sled's `mov x9, x30`)
 //
-// It counts its calls (not atomically: the tests that use it call from one
-// thread) and goes on into the function with x30 given back. It touches no
-// argument register: x16/x17 (IP0/IP1) are free at any call.
+// It counts its calls in test_direct_calls (tests/common/engine_test.cpp;
+// not atomically: the tests that use it call from one thread) and goes on
+// into the function with x30 given back. It touches no argument register:
+// x16/x17 (IP0/IP1) are free at any call.
         .text
         .globl  test_direct_trampoline
         .type   test_direct_trampoline, %function
@@ -24,9 +25,4 @@ test_direct_trampoline:
         br      x16
         .size   test_direct_trampoline, .-test_direct_trampoline
 
-        .data
-        .globl  test_direct_calls
-        .p2align 3
-test_direct_calls:
-        .quad   0
         .section .note.GNU-stack,"",@progbits

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The traced functions a test shared by every ISA's leg runs: each leg
-// supplies them from its own traced sources (tests/<isa>/inline_targets.cpp).
+// supplies them from its traced sources (the cross legs from
+// traced_inline_targets.cpp, x86-64 from tests/e2e/inline_targets_x86_64.cpp).
 #pragma once
 
 #include <cstdint>
@@ -16,9 +17,8 @@ struct InlineTarget {
 
 std::vector<InlineTarget> inline_targets();
 
-// The arm64 and riscv64 legs' traced leaf, `x * 7 + 1` (tests/<isa>/
-// traced_*.c): what it returns, and a call of it through a pointer the
-// compiler cannot see through.
+// The cross legs' traced leaf, `x * 7 + 1` (traced.c): what it returns,
+// and a call of it through a pointer the compiler cannot see through.
 inline int64_t leaf_expected(int64_t x) { return x * 7 + 1; }
 template <int64_t (*Fn)(int64_t)>
 int64_t call_leaf(int64_t x) {

@@ -7,8 +7,9 @@
 //     ra = the function's return address, untouched
 //     t1 = this trampoline's address (the stub's, or seed 003's register)
 //
-// It counts its calls (not atomically: the tests that use it call from one
-// thread) and goes on into the function. It touches no argument register.
+// It counts its calls in test_direct_calls (tests/common/engine_test.cpp;
+// not atomically: the tests that use it call from one thread) and goes on
+// into the function. It touches no argument register.
         .text
         .globl  test_direct_trampoline
         .type   test_direct_trampoline, %function
@@ -21,9 +22,4 @@ test_direct_trampoline:
         jr      t0
         .size   test_direct_trampoline, .-test_direct_trampoline
 
-        .data
-        .globl  test_direct_calls
-        .p2align 3
-test_direct_calls:
-        .quad   0
         .section .note.GNU-stack,"",@progbits

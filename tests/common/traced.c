@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The patched functions; compiled once per layout with TRACED_PREFIX set
- * (tests/riscv64/CMakeLists.txt). Each result depends on every argument and
- * its position, so a register the trampoline lost or swapped shows. */
-#include "traced_rv64.h"
+/* The patched functions (traced.h); compiled once per layout with
+ * TRACED_PREFIX set (tests/common/isa_tests.cmake). */
+#include "traced.h"
 
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
@@ -18,19 +17,24 @@ double NAME(_fsum8)(double a, double b, double c, double d, double e, double f, 
   return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
 }
 
-rv_big NAME(_big)(int64_t seed) {
-  rv_big r;
+traced_big NAME(_big)(int64_t seed) {
+  traced_big r;
   for (int i = 0; i < 5; ++i) r.v[i] = seed * (i + 1);
   return r;
 }
 
-rv_pair NAME(_pair)(int64_t seed) {
-  rv_pair r = {seed * 3, seed * 5 + 1};
+traced_pair NAME(_pair)(int64_t seed) {
+  traced_pair r = {seed * 3, seed * 5 + 1};
   return r;
 }
 
-rv_fpair NAME(_fpair)(double seed) {
-  rv_fpair r = {seed + 0.5, seed * 2.0};
+traced_fpair NAME(_fpair)(double seed) {
+  traced_fpair r = {seed + 0.5, seed * 2.0};
+  return r;
+}
+
+traced_hfa4 NAME(_hfa4)(double seed) {
+  traced_hfa4 r = {seed + 0.5, seed * 2.0, seed - 7.25, seed * seed};
   return r;
 }
 

@@ -1,67 +1,34 @@
 // SPDX-License-Identifier: MIT
-// The engine on arm64, run as arm64 code (under qemu-aarch64 on an x86-64
-// host): every strategy on both layouts (=4,2 with its ops literal, =2
-// without, and =4,2 behind a `bti c`), calling back with the right ip,
+// The engine on every cross leg's ISA, run as that ISA's code (under
+// qemu-user on an x86-64 host): every strategy on every traced layout of
+// the ISA (tests/<isa>/CMakeLists.txt), calling back with the right ip,
 // parent_ip and arguments, exits with the right return registers, a direct
 // trampoline sharing a site with other ops, detach giving the compiler's
 // bytes back, written code reaching instruction fetch (qemu caches what it
 // translated), and a grace period that waits for a thread inside a callback
-// (qemu has no process_vm_readv).
-#include <gtest/gtest.h>
+// (qemu has no process_vm_readv). call-ops on a layout without a literal is
+// refused, naming the flags of one that has it.
+#include "tests/common/engine_test.h"
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
-#include <string>
+#include <cstdio>
 #include <thread>
 #include <tuple>
-#include <vector>
 
-#include "ftjit/ftjit.h"
 #include "runtime/arch/arch.h"
 #include "runtime/code_memory.h"
-#include "tests/arm64/traced_a64.h"
 
 extern "C" {
+// The ISA's direct trampoline (tests/<isa>/direct_tramp_*.S): counts its
+// calls here and goes on into the function.
 void test_direct_trampoline();
-extern uint64_t test_direct_calls;
+uint64_t test_direct_calls = 0;
 }
 
+namespace engine_test {
+
 namespace {
-
-struct Layout {
-  const char* name;    // for test names
-  const char* prefix;  // the functions' name prefix
-  int64_t (*sum8)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
-  double (*fsum8)(double, double, double, double, double, double, double, double);
-  a64_pair (*pair)(int64_t);
-  a64_hfa4 (*hfa4)(double);
-  a64_big (*big)(int64_t);
-  int64_t (*leaf)(int64_t);
-};
-
-#define A64_LAYOUT(name, P) \
-  Layout { name, #P, P##_sum8, P##_fsum8, P##_pair, P##_hfa4, P##_big, P##_leaf }
-const Layout kLayouts[] = {A64_LAYOUT("literal", a64_slot), A64_LAYOUT("noliteral", a64_noslot),
-                           A64_LAYOUT("bti", a64_bti)};
-
-struct Call {
-  uint64_t ip, parent_ip;
-  uint64_t arg[8];
-  uint64_t sp;
-};
-struct Exit {
-  uint64_t ip, parent_ip;
-  bool unwound;
-  uint64_t ret[2];
-  double fp[2];
-};
-
-struct Recorder {
-  ftjit_ops ops;
-  std::vector<Call> calls;
-  std::vector<Exit> exits;
-};
 
 void record(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs) {
   auto* r = static_cast<Recorder*>(ops->private_data);
@@ -88,38 +55,7 @@ void record_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs
   r->exits.push_back(e);
 }
 
-// The bytes of a site: the literal (8 before the entry) and the sled.
-std::vector<uint8_t> site_bytes(const void* fn) {
-  uintptr_t at = reinterpret_cast<uintptr_t>(fn);
-  asm("" : "+r"(at));
-  std::vector<uint8_t> out(16);
-  std::memcpy(out.data(), reinterpret_cast<const void*>(at - 8), out.size());
-  return out;
-}
-
-// Calls from a function of known extent, so that parent_ip can be checked.
-__attribute__((noinline)) int64_t call_sum8(const Layout& l) {
-  auto* volatile fn = l.sum8;
-  int64_t r = fn(1, 2, 3, 4, 5, 6, 7, 8);
-  asm volatile("" ::: "memory");
-  return r;
-}
-constexpr int64_t kSum8 = 1 + 4 + 9 + 16 + 25 + 36 + 49 + 64;
-
-class Aarch64Engine : public ::testing::Test {
- protected:
-  void SetUp() override {
-    engine_ = ftjit_engine_create(nullptr);
-    ASSERT_NE(engine_, nullptr) << ftjit_last_error();
-  }
-  void TearDown() override { ftjit_engine_destroy(engine_); }
-  ftjit_status attach(ftjit_ops* ops, const std::string& pattern) {
-    const char* inc[] = {pattern.c_str()};
-    ftjit_filter f{inc, 1, nullptr, 0};
-    return ftjit_attach(engine_, ops, &f);
-  }
-  ftjit_engine* engine_ = nullptr;
-};
+}  // namespace
 
 void init_recorder(Recorder* r, ftjit_strategy s, bool exits) {
   ftjit_ops_init(&r->ops);
@@ -129,8 +65,29 @@ void init_recorder(Recorder* r, ftjit_strategy s, bool exits) {
   r->ops.strategy = s;
 }
 
-class Aarch64Strategy
-    : public Aarch64Engine,
+std::vector<uint8_t> site_bytes(const void* fn) {
+  uintptr_t at = reinterpret_cast<uintptr_t>(fn);
+  asm("" : "+r"(at));
+  std::vector<uint8_t> out(16);
+  std::memcpy(out.data(), reinterpret_cast<const void*>(at - 8), out.size());
+  return out;
+}
+
+__attribute__((noinline)) int64_t call_sum8(const Layout& l) {
+  auto* volatile fn = l.sum8;
+  int64_t r = fn(1, 2, 3, 4, 5, 6, 7, 8);
+  asm volatile("" ::: "memory");
+  return r;
+}
+
+}  // namespace engine_test
+
+namespace {
+
+using namespace engine_test;
+
+class ISA_SUITE(Strategy)
+    : public ISA_SUITE(Engine),
       public ::testing::WithParamInterface<std::tuple<ftjit_strategy, int>> {
  protected:
   ftjit_strategy strategy() const { return std::get<0>(GetParam()); }
@@ -138,11 +95,11 @@ class Aarch64Strategy
   // call-ops needs the literal: on the other layouts the attach is refused
   // with the flags that make one, and nothing is patched.
   bool needs_missing_literal() const {
-    return strategy() == FTJIT_STRATEGY_CALL_OPS && std::string(layout().name) != "literal";
+    return strategy() == FTJIT_STRATEGY_CALL_OPS && !layout().literal;
   }
   void expect_refusal(ftjit_status st, const void* fn, const std::vector<uint8_t>& before) {
     EXPECT_EQ(st, FTJIT_E_UNSUPPORTED);
-    EXPECT_NE(std::string(ftjit_last_error()).find("-fpatchable-function-entry=4,2"), std::string::npos)
+    EXPECT_NE(std::string(ftjit_last_error()).find(FTJIT_TRACED_LITERAL_FLAGS), std::string::npos)
         << ftjit_last_error();
     EXPECT_EQ(site_bytes(fn), before) << "a refused attach patched the site";
   }
@@ -161,7 +118,7 @@ class Aarch64Strategy
     ASSERT_EQ(st_, FTJIT_OK) << (pattern) << ": " << ftjit_last_error();          \
   } while (0)
 
-TEST_P(Aarch64Strategy, EntrySeesIpParentArgumentsAndSp) {
+TEST_P(ISA_SUITE(Strategy), EntrySeesIpParentArgumentsAndSp) {
   const Layout& l = layout();
   const auto before = site_bytes(reinterpret_cast<const void*>(l.sum8));
   Recorder r;
@@ -172,14 +129,14 @@ TEST_P(Aarch64Strategy, EntrySeesIpParentArgumentsAndSp) {
   EXPECT_EQ(call_sum8(l), kSum8);
   ASSERT_EQ(r.calls.size(), 1u);
   const Call& c = r.calls[0];
-  // The ip is the site's start: the entry, or the entry + 4 behind a bti.
+  // The ip is the site's start: the entry, or past the landing pad.
   const auto fn = reinterpret_cast<uint64_t>(l.sum8);
-  EXPECT_TRUE(c.ip == fn || c.ip == fn + 4) << std::hex << c.ip << " vs " << fn;
+  EXPECT_EQ(c.ip, fn + l.pad) << std::hex << c.ip << " vs " << fn;
   EXPECT_EQ(std::string(ftjit_site_name(engine_, c.ip)), std::string(l.prefix) + "_sum8");
   const auto caller = reinterpret_cast<uint64_t>(&call_sum8);
   EXPECT_GT(c.parent_ip, caller);
   EXPECT_LT(c.parent_ip, caller + 256);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(c.arg[i], static_cast<uint64_t>(i + 1)) << "x" << i;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(c.arg[i], static_cast<uint64_t>(i + 1)) << "argument " << i;
   EXPECT_EQ(c.sp % 16, 0u);
 
   ASSERT_EQ(ftjit_detach(engine_, &r.ops), FTJIT_OK) << ftjit_last_error();
@@ -188,7 +145,7 @@ TEST_P(Aarch64Strategy, EntrySeesIpParentArgumentsAndSp) {
   EXPECT_EQ(site_bytes(reinterpret_cast<const void*>(l.sum8)), before);
 }
 
-TEST_P(Aarch64Strategy, CallbackMayChangeArguments) {
+TEST_P(ISA_SUITE(Strategy), CallbackMayChangeArguments) {
   const Layout& l = layout();
   ftjit_ops ops;
   ftjit_ops_init(&ops);
@@ -200,33 +157,37 @@ TEST_P(Aarch64Strategy, CallbackMayChangeArguments) {
   EXPECT_EQ(call_sum8(l), kSum8);
 }
 
-TEST_P(Aarch64Strategy, FloatingPointAndAggregatesSurviveTheTrampoline) {
+TEST_P(ISA_SUITE(Strategy), FloatingPointAndAggregatesSurviveTheTrampoline) {
   const Layout& l = layout();
   Recorder r;
   init_recorder(&r, strategy(), false);
-  for (const char* f : {"_fsum8", "_pair", "_hfa4", "_big"}) {
+  for (const char* f : {"_fsum8", "_pair", "_fpair", "_hfa4", "_big"}) {
     ATTACH_OR_RETURN(&r.ops, std::string(l.prefix) + f, l.fsum8);
     auto* volatile fsum8 = l.fsum8;
     auto* volatile pair = l.pair;
+    auto* volatile fpair = l.fpair;
     auto* volatile hfa4 = l.hfa4;
     auto* volatile big = l.big;
     EXPECT_EQ(fsum8(0.5, 1, 2, 3, 4, 5, 6, 7), 0.5 + 2 + 6 + 12 + 20 + 30 + 42 + 56) << f;
-    const a64_pair p = pair(7);
+    const traced_pair p = pair(7);
     EXPECT_EQ(p.lo, 21);
     EXPECT_EQ(p.hi, 36);
-    const a64_hfa4 h = hfa4(3.0);
+    const traced_fpair fp = fpair(3.0);
+    EXPECT_EQ(fp.a, 3.5);
+    EXPECT_EQ(fp.b, 6.0);
+    const traced_hfa4 h = hfa4(3.0);
     EXPECT_EQ(h.a, 3.5);
     EXPECT_EQ(h.b, 6.0);
     EXPECT_EQ(h.c, -4.25);
     EXPECT_EQ(h.d, 9.0);
-    const a64_big b = big(11);  // the result's address comes in x8
+    const traced_big b = big(11);  // the result's address comes in a register
     for (int i = 0; i < 5; ++i) EXPECT_EQ(b.v[i], 11 * (i + 1)) << f;
     ASSERT_EQ(ftjit_detach(engine_, &r.ops), FTJIT_OK);
   }
-  EXPECT_EQ(r.calls.size(), 4u);
+  EXPECT_EQ(r.calls.size(), 5u);
 }
 
-TEST_P(Aarch64Strategy, ExitSeesReturnRegistersAndTheSameIps) {
+TEST_P(ISA_SUITE(Strategy), ExitSeesReturnRegistersAndTheSameIps) {
   const Layout& l = layout();
   Recorder r;
   init_recorder(&r, strategy(), true);
@@ -234,18 +195,22 @@ TEST_P(Aarch64Strategy, ExitSeesReturnRegistersAndTheSameIps) {
   ftjit_get_stats(engine_, &before);
   ATTACH_OR_RETURN(&r.ops, std::string(l.prefix) + "_*", l.sum8);
   auto* volatile pair = l.pair;
+  auto* volatile fpair = l.fpair;
   auto* volatile hfa4 = l.hfa4;
   EXPECT_EQ(call_sum8(l), kSum8);
-  const a64_pair p = pair(5);
-  const a64_hfa4 h = hfa4(2.0);
+  const traced_pair p = pair(5);
+  const traced_fpair fp = fpair(2.0);
+  const traced_hfa4 h = hfa4(2.0);
   EXPECT_EQ(p.lo, 15);
   EXPECT_EQ(p.hi, 26);
+  EXPECT_EQ(fp.a, 2.5);
+  EXPECT_EQ(fp.b, 4.0);
   EXPECT_EQ(h.a, 2.5);
   EXPECT_EQ(h.d, 4.0);
   EXPECT_EQ(ftjit_shadow_depth(), 0u);
-  ASSERT_EQ(r.calls.size(), 3u);
-  ASSERT_EQ(r.exits.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(r.calls.size(), 4u);
+  ASSERT_EQ(r.exits.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(r.exits[i].ip, r.calls[i].ip) << i;
     EXPECT_EQ(r.exits[i].parent_ip, r.calls[i].parent_ip) << i;
     EXPECT_FALSE(r.exits[i].unwound);
@@ -258,7 +223,7 @@ TEST_P(Aarch64Strategy, ExitSeesReturnRegistersAndTheSameIps) {
   ASSERT_EQ(ftjit_detach(engine_, &r.ops), FTJIT_OK);
   ftjit_stats st;
   ftjit_get_stats(engine_, &st);
-  EXPECT_EQ(st.exit_hooks - before.exit_hooks, 3u);
+  EXPECT_EQ(st.exit_hooks - before.exit_hooks, 4u);
   EXPECT_EQ(st.frames_unwound - before.frames_unwound, 0u);
 }
 
@@ -271,17 +236,17 @@ std::string strategy_param_name(
   return name + "_" + kLayouts[std::get<1>(info.param)].name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllStrategies, Aarch64Strategy,
+INSTANTIATE_FOR_ISA(
+    AllStrategies, ISA_SUITE(Strategy),
     ::testing::Combine(::testing::Values(FTJIT_STRATEGY_LIST, FTJIT_STRATEGY_CALL_OPS,
                                          FTJIT_STRATEGY_GENERATED, FTJIT_STRATEGY_AUTO),
-                       ::testing::Values(0, 1, 2)),
+                       ::testing::Range(0, static_cast<int>(kLayouts.size()))),
     strategy_param_name);
 
 // A direct trampoline alone on a site, then sharing it with a list ops
 // (the site then calls the list trampoline, which goes on to the direct
 // one as the site would have).
-TEST_F(Aarch64Engine, DirectAloneAndSharingASite) {
+TEST_F(ISA_SUITE(Engine), DirectAloneAndSharingASite) {
   for (const Layout& l : kLayouts) {
     const auto before = site_bytes(reinterpret_cast<const void*>(l.sum8));
     test_direct_calls = 0;
@@ -310,15 +275,15 @@ TEST_F(Aarch64Engine, DirectAloneAndSharingASite) {
 
 // Deep recursion through hooked frames is in the exit-hook programs; here,
 // nesting: a callback that calls traced code runs it untraced (counted).
-TEST_F(Aarch64Engine, TracedCallsInsideACallbackRunUntraced) {
+TEST_F(ISA_SUITE(Engine), TracedCallsInsideACallbackRunUntraced) {
   static std::atomic<int> inner{0};
   ftjit_ops ops;
   ftjit_ops_init(&ops);
   ops.func = [](uint64_t, uint64_t, ftjit_ops*, ftjit_regs*) {
-    inner += static_cast<int>(a64_slot_leaf(1));  // traced too
+    inner += static_cast<int>(kLayouts[0].leaf(1));  // traced too
   };
-  ASSERT_EQ(attach(&ops, "a64_slot_leaf"), FTJIT_OK) << ftjit_last_error();
-  auto* volatile leaf = a64_slot_leaf;
+  ASSERT_EQ(attach(&ops, std::string(kLayouts[0].prefix) + "_leaf"), FTJIT_OK) << ftjit_last_error();
+  auto* volatile leaf = kLayouts[0].leaf;
   EXPECT_EQ(leaf(2), 15);
   EXPECT_EQ(inner.load(), 8);
   ftjit_stats st;
@@ -330,17 +295,18 @@ TEST_F(Aarch64Engine, TracedCallsInsideACallbackRunUntraced) {
 // qemu-user never sees a write through the writable alias in what it
 // translated from the executable one: code memory must be remapped after
 // each write there (runtime/code_memory.h). Whatever the model, code
-// written three times runs as written each time.
-TEST(Aarch64CodeMemory, WrittenCodeRunsAsWritten) {
+// written three times runs as written each time (1 and 2: the values every
+// ISA's write_return_constant has, the code-write probe's two functions).
+TEST(ISA_SUITE(CodeMemory), WrittenCodeRunsAsWritten) {
   const ftjit::CodeWriteModel model = ftjit::code_write_model();
   std::printf("code writes: %s\n", ftjit::code_write_model_name(model));
-  auto arena = ftjit::CodeArena::create_near(reinterpret_cast<uint64_t>(&a64_slot_leaf),
+  auto arena = ftjit::CodeArena::create_near(reinterpret_cast<uint64_t>(kLayouts[0].leaf),
                                              64ll << 20, 4096);
   ASSERT_TRUE(arena) << arena.error().message;
   const uint64_t at = (*arena)->allocate(16, 8);
   ASSERT_NE(at, 0u);
   using Fn = uint32_t (*)();
-  for (uint16_t v : {11, 22, 33}) {
+  for (uint16_t v : {1, 2, 1}) {
     ftjit::arch::write_return_constant((*arena)->rw(at), v);
     ASSERT_TRUE(ftjit::publish_code(at, 8));
     EXPECT_EQ(reinterpret_cast<Fn>(at)(), v);
@@ -350,11 +316,13 @@ TEST(Aarch64CodeMemory, WrittenCodeRunsAsWritten) {
 // A detach must not free a trampoline a thread is still inside: its grace
 // period reads other threads' counters, which under qemu cannot go through
 // process_vm_readv.
-TEST_F(Aarch64Engine, DetachWaitsForAThreadInsideACallback) {
+TEST_F(ISA_SUITE(Engine), DetachWaitsForAThreadInsideACallback) {
   static std::atomic<int> inside{0};
   static std::atomic<bool> release{false};
   inside = 0;
   release = false;
+  ASSERT_GE(kLayouts.size(), 2u);
+  const Layout& l = kLayouts[1];  // the one TracedCallsInsideACallbackRunUntraced leaves alone
   ftjit_ops ops;
   ftjit_ops_init(&ops);
   ops.strategy = FTJIT_STRATEGY_GENERATED;
@@ -362,10 +330,10 @@ TEST_F(Aarch64Engine, DetachWaitsForAThreadInsideACallback) {
     inside = 1;
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   };
-  ASSERT_EQ(attach(&ops, "a64_noslot_leaf"), FTJIT_OK) << ftjit_last_error();
+  ASSERT_EQ(attach(&ops, std::string(l.prefix) + "_leaf"), FTJIT_OK) << ftjit_last_error();
   int64_t result = 0;
   std::thread caller([&] {
-    auto* volatile leaf = a64_noslot_leaf;
+    auto* volatile leaf = l.leaf;
     result = leaf(6);
   });
   while (inside.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
