@@ -77,7 +77,8 @@ Result<std::string> find_agent_library() {
 
 Result<std::string> find_guest_agent_library(Isa isa) {
   return find_guest_file(isa, "FTJIT_AGENT", "libftjit-agent.so", R_OK, "shared object",
-                         std::string("cross-build ftjit for ") + isa_name(isa));
+                         std::string("scripts/build_cross.sh ") + isa_name(isa) +
+                             " --runtime-only builds and links it there (scripts/setup.sh runs it)");
 }
 
 Result<std::string> agent_socket_for(pid_t pid) {

@@ -114,7 +114,7 @@ void add_run_command(CLI::App& app, std::function<int()>* run) {
       "  ftjit run -- ./server --port 8080\n"
       "  ftjit run --plugin count --format tsv --filter 'parse_*' -- ./tool input\n"
       "  ftjit run --plugin trace --format perfetto -o trace.pb -- ./app\n"
-      "  ftjit run --plugin count -- ./arm64_app       (under qemu-aarch64, FTJIT_AGENT_ARM64)");
+      "  ftjit run --plugin count -- ./arm64_app       (under qemu-aarch64)");
   cmd->callback([run, o] { *run = [o] { return run_run(*o); }; });
 }
 

@@ -118,10 +118,9 @@ Result<std::string> find_guest_file(Isa isa, const std::string& env_prefix, cons
       }
     }
     if (path.empty()) {
-      return make_error(FTJIT_E_INVALID_ARGUMENT, std::string("no ") + isa_name(isa) + " " + name + ": " +
-                                                      missing_hint + " and set " + var +
-                                                      ", or install it as ../lib/ftjit/" + isa_name(isa) + "/" +
-                                                      name + " beside ftjit");
+      return make_error(FTJIT_E_INVALID_ARGUMENT, std::string("no ") + isa_name(isa) + " " + name +
+                                                      " beside ftjit (../lib/ftjit/" + isa_name(isa) +
+                                                      "/): " + missing_hint + ", or set " + var);
     }
   }
   // One of the wrong ISA would only fail inside the guest (or run natively).

@@ -40,7 +40,8 @@ Isa host_isa();
 
 // A file ftjit brings to a guest of `isa` (its agent, its bench):
 // $<env_prefix>_<ISA> (FTJIT_AGENT_ARM64), else ../lib/ftjit/<isa>/<name>
-// beside this executable (an installed prefix), checked readable with
+// beside this executable (an installed prefix, or the build tree, where
+// scripts/build_cross.sh links the cross build's), checked readable with
 // `access_mode` and to be an ELF of that ISA. The errors name the variable;
 // `missing_hint` says how to get one, `kind` what it is ("shared object").
 Result<std::string> find_guest_file(Isa isa, const std::string& env_prefix, const std::string& name,

@@ -132,6 +132,15 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   int child_status = -1;
   auto reap = [&](int options) {
     if (!t.is_child || child_status != -1) return child_status != -1;
+    // A program killed by a signal (ours after a failed attach, or its own)
+    // left its agent's socket behind: removed while the zombie still holds
+    // the pid, so no newer process of that pid can own the path yet.
+    siginfo_t info{};
+    while (::waitid(P_PID, t.pid, &info, WEXITED | WNOWAIT | (options & WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (info.si_pid == t.pid && (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)) {
+      ::unlink(control::socket_path(::getuid(), t.pid).c_str());
+    }
     int st;
     pid_t r;
     // A stop signal (Ctrl-C again, say) must not end the wait for a child

@@ -7,6 +7,9 @@
 #   lib/libftjit*.a                        the engine (static)
 #   lib/ftjit/plugins/ftjit-plugin-*.so    the built-in plugins
 #   lib/libftjit-agent.so                  what ftjit run/attach load into a process
+#   lib/ftjit/<isa>/libftjit-agent.so      the same for programs of another ISA
+#   lib/ftjit/<isa>/plugins/               (arm64, riscv64: run under qemu-user),
+#                                          when the cross builds staged them
 #   lib/cmake/ftjit/                       find_package(ftjit CONFIG):
 #                                          ftjit::ftjit, ftjit::plugin_sdk
 #   lib/pkgconfig/{ftjit,ftjit-plugin}.pc  the same for pkg-config
@@ -57,6 +60,28 @@ install(TARGETS ftjit-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The agent `ftjit run`/`ftjit attach` load into a process: found by the CLI
 # as ../LIBDIR/libftjit-agent.so beside bin/ftjit.
 install(TARGETS ftjit_agent LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The other ISAs' agents and plugins: scripts/build_cross.sh links them into
+# this build tree (lib/ftjit/<isa>/) after it was configured, so what is
+# there is looked at when installing; the files themselves are installed,
+# not the links to the cross build trees.
+install(CODE "set(_ftjit_guest_stage \"${CMAKE_BINARY_DIR}/lib/ftjit\")
+  set(_ftjit_guest_dest \"${CMAKE_INSTALL_LIBDIR}/ftjit\")")
+install(CODE [[
+  file(GLOB _ftjit_guest_agents "${_ftjit_guest_stage}/*/libftjit-agent.so")
+  foreach(_agent IN LISTS _ftjit_guest_agents)
+    get_filename_component(_stage "${_agent}" DIRECTORY)
+    get_filename_component(_isa "${_stage}" NAME)
+    file(REAL_PATH "${_agent}" _real)
+    file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/${_ftjit_guest_dest}/${_isa}"
+      TYPE SHARED_LIBRARY FILES "${_real}")
+    file(GLOB _plugins "${_stage}/plugins/ftjit-plugin-*.so")
+    foreach(_plugin IN LISTS _plugins)
+      file(REAL_PATH "${_plugin}" _real)
+      file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/${_ftjit_guest_dest}/${_isa}/plugins"
+        TYPE SHARED_LIBRARY FILES "${_real}")
+    endforeach()
+  endforeach()
+]])
 
 # Relocatable: the .pc files find the prefix from where they lie.
 file(RELATIVE_PATH FTJIT_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")

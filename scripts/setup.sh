@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # From a fresh Debian 12 machine to a running demo: installs what is missing
-# (Debian packages), builds ftjit, and runs the bundled demo (scripts/demo.sh):
-# `ftjit attach` counts the calls of a running multi-threaded program, then
-# detaches, and the program finishes normally.
+# (Debian packages), builds ftjit, cross-builds what `ftjit run` brings to
+# arm64 and riscv64 programs (their agents and plugins, linked beside
+# ftjit), and runs the bundled demo (scripts/demo.sh): `ftjit attach` counts
+# the calls of a running multi-threaded program, then detaches, and the
+# program finishes normally; then the same program built for arm64 and
+# riscv64 runs under `ftjit run` (qemu-user).
+#
+#   scripts/setup.sh [--no-demo]     BUILD=DIR for another host build dir
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # llvm-16-dev: LLVM MC, the riscv64 backend's assembler (its static MC
 # libraries; libzstd-dev for theirs). g++-riscv64-linux-gnu: the riscv64
-# leg (scripts/build_riscv64.sh), its binutils the riscv64 backend's
+# leg (scripts/build_cross.sh riscv64), its binutils the riscv64 backend's
 # differential check. Debian 12 has no riscv64 packages (TOOLCHAIN.md Q8):
 # googletest is built from libgtest-dev's sources, spdlog and fmt are used
 # header-only.
@@ -24,7 +29,7 @@ PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev 
           protobuf-compiler uftrace
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
           g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)
-# The arm64 leg (scripts/build_aarch64.sh): Debian's multiarch arm64 builds
+# The arm64 leg (scripts/build_cross.sh arm64): Debian's multiarch arm64 builds
 # of the libraries the cross-built backend and its tests link, run under
 # qemu-aarch64. binutils-aarch64-linux-gnu's objdump is the independent
 # disassembler of the host-side aarch64 encoding test. libunwind-dev:arm64:
@@ -49,6 +54,14 @@ BUILD=${BUILD:-build}
 echo "== building into $BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
+
+# Every ISA after this command: the arm64 and riscv64 agents and built-in
+# plugins, nothing else (no tests), linked into $BUILD/lib/ftjit/<isa>/
+# where its ftjit finds them. scripts/test.sh's cross legs build the rest
+# in the same trees.
+for isa in arm64 riscv64; do
+  FTJIT_HOST_CLI=$PWD/$BUILD/cli/ftjit JOBS=$(nproc) scripts/build_cross.sh "$isa" --runtime-only
+done
 
 if [ "${1:-}" != "--no-demo" ]; then
   echo "== running the demo"

@@ -329,6 +329,11 @@ class Target:
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
+            # SIGKILL gave its agent no chance to remove its socket.
+            try:
+                os.unlink("/tmp/ftjit-%d/%d.sock" % (os.getuid(), self.pid))
+            except FileNotFoundError:
+                pass
 
 
 def call_counts(n):

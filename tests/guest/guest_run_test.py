@@ -21,6 +21,7 @@
 # anything timing-dependent, so the traced run's stdout must be the
 # untraced run's, byte for byte.
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,8 +139,13 @@ with tempfile.TemporaryDirectory() as tmp:
         # A sysroot without the ISA's loader.
         r = ftjit("run", "--sysroot", tmp, "--", prog)
         one_line_error(r, "sysroot " + tmp, LOADER)
-        # No agent of the ISA.
-        r = ftjit("run", "--", prog, **{AGENT_VAR: None})
+        # No agent of the ISA: a copy of ftjit with no lib/ftjit/ beside it
+        # (the build tree's has the cross build's agent linked there).
+        lone = os.path.join(tmp, "bin", "ftjit")
+        os.makedirs(os.path.dirname(lone))
+        shutil.copy(CLI, lone)
+        r = subprocess.run([lone, "run", "--", prog], input=SCRIPT, capture_output=True, timeout=120,
+                           env=env(**{AGENT_VAR: None}))
         check(r.returncode != 0 and AGENT_VAR in r.stderr.decode(), "no agent: " + r.stderr.decode())
         # An agent of the wrong ISA.
         r = ftjit("run", "--", prog, **{AGENT_VAR: "/bin/true"})

@@ -133,7 +133,11 @@ class SessionTest : public ::testing::Test {
            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsv";
     std::remove(out_.c_str());
   }
-  void TearDown() override { ftjit_engine_destroy(engine_); }
+  void TearDown() override {
+    ftjit_engine_destroy(engine_);
+    std::remove(out_.c_str());
+    std::remove((out_ + ".marker").c_str());
+  }
 
   uint64_t sites_enabled() {
     ftjit_stats st{};

@@ -323,6 +323,7 @@ TEST(Describe, EveryDefectIsRefusedWithPathAndCause) {
     EXPECT_THAT(info.error().message, HasSubstr(r.path));
     EXPECT_THAT(info.error().message, HasSubstr(r.cause));
   }
+  std::remove((::testing::TempDir() + "ftjit-host-not-elf.so").c_str());
 }
 
 }  // namespace
