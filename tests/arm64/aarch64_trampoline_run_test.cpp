@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The arm64 backend's own harness, run as arm64 code (natively, or under
-// qemu-aarch64 from the x86-64 host: scripts/build_aarch64.sh). It does by
+// qemu-aarch64 from the x86-64 host: scripts/build_cross.sh arm64). It does by
 // hand what the engine will do once the runtime seam serves arm64: reads a
 // site's sled, writes `mov x9, x30` and the ops literal, emits trampolines
 // with the backend into code memory within bl reach, writes the `bl`, and
