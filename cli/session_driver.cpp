@@ -139,7 +139,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     while (::waitid(P_PID, t.pid, &info, WEXITED | WNOWAIT | (options & WNOHANG)) < 0 && errno == EINTR) {
     }
     if (info.si_pid == t.pid && (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)) {
-      ::unlink(control::socket_path(::getuid(), t.pid).c_str());
+      control::remove_socket(::getuid(), control::socket_path(::getuid(), t.pid));
     }
     int st;
     pid_t r;

@@ -10,11 +10,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 # What of ftjit's is in /tmp before the run: the tests must leave nothing
-# more. The directory of the agents' sockets, /tmp/ftjit-UID, shared by
-# every agent of the user (as tmux's /tmp/tmux-UID), may stay; what is in
-# it may not.
+# more, the directory of the agents' sockets (/tmp/ftjit-UID) included:
+# the last agent of a user to go removes it (control::remove_socket).
 ftjit_tmp_files() {
-  find /tmp -maxdepth 1 -name '*ftjit*' ! -regex '/tmp/ftjit-[0-9]+' -print 2>/dev/null
+  find /tmp -maxdepth 1 -name '*ftjit*' -print 2>/dev/null
   find /tmp -mindepth 2 -maxdepth 2 -path '/tmp/ftjit-*/*' -print 2>/dev/null
 }
 tmp_before=$(ftjit_tmp_files | sort)

@@ -52,9 +52,14 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& sessio
   std::memcpy(addr.sun_path, s->path_.c_str(), s->path_.size() + 1);
   s->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->listen_fd_ < 0) return sys_error("socket");
-  ::unlink(s->path_.c_str());  // a stale socket of a process that had our pid
-  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return sys_error("bind " + s->path_);
+  // The last agent of this user to go removes the directory when it is
+  // empty (control::remove_socket): one may do so between our mkdir and
+  // our bind, which then finds no directory. Made again, a few times.
+  for (int attempt = 0;; ++attempt) {
+    ::unlink(s->path_.c_str());  // a stale socket of a process that had our pid
+    if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
+    if (errno != ENOENT || attempt == 8) return sys_error("bind " + s->path_);
+    FTJIT_TRY(make_private_dir(dir));
   }
   ::chmod(s->path_.c_str(), 0600);
   if (::listen(s->listen_fd_, 8) != 0) return sys_error("listen");
@@ -87,7 +92,7 @@ ControlServer::~ControlServer() {
   for (int fd : clients_) ::close(fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (!path_.empty()) ::unlink(path_.c_str());
+  if (!path_.empty()) control::remove_socket(::getuid(), path_);
 }
 
 void ControlServer::wait_first_attach(int timeout_ms) {
@@ -100,7 +105,7 @@ void ControlServer::notify_exit(const control::Reply& final_report) {
   if (owner_fd_ >= 0) {
     (void)control::send_frame(owner_fd_, control::MsgType::kExited, control::encode(final_report));
   }
-  ::unlink(path_.c_str());
+  control::remove_socket(::getuid(), path_);
 }
 
 void ControlServer::loop() {
@@ -160,7 +165,7 @@ void ControlServer::loop() {
   session_.emitter().close_all();
   ::close(listen_fd_);
   listen_fd_ = -1;
-  ::unlink(path_.c_str());
+  control::remove_socket(::getuid(), path_);
   thread_.detach();
 }
 

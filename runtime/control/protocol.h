@@ -199,5 +199,11 @@ Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd = nullptr,
 // the target's root: /tmp/ftjit-UID/PID.sock, in a 0700 directory.
 std::string socket_dir(uid_t uid);
 std::string socket_path(uid_t uid, int32_t pid);
+// Removes a socket file of socket_dir(uid) and then the directory, if that
+// left it empty: the last agent of a user leaves nothing in /tmp. rmdir
+// takes only an empty directory, so an agent that has just bound its
+// socket keeps it; one that made the directory and has not bound yet
+// finds it gone and makes it again (ControlServer::start).
+void remove_socket(uid_t uid, const std::string& path);
 
 }  // namespace ftjit::control

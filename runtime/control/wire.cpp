@@ -186,4 +186,9 @@ std::string socket_path(uid_t uid, int32_t pid) {
   return socket_dir(uid) + "/" + std::to_string(pid) + ".sock";
 }
 
+void remove_socket(uid_t uid, const std::string& path) {
+  ::unlink(path.c_str());
+  (void)::rmdir(socket_dir(uid).c_str());  // ENOTEMPTY: another agent's socket is there
+}
+
 }  // namespace ftjit::control

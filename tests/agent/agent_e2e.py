@@ -332,7 +332,8 @@ class Target:
             # SIGKILL gave its agent no chance to remove its socket.
             try:
                 os.unlink("/tmp/ftjit-%d/%d.sock" % (os.getuid(), self.pid))
-            except FileNotFoundError:
+                os.rmdir("/tmp/ftjit-%d" % os.getuid())  # as the agent does when it is the last
+            except (FileNotFoundError, OSError):
                 pass
 
 
