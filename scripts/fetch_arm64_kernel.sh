@@ -91,5 +91,9 @@ for p in "${want[@]}"; do
 done
 rm -f "$CACHE/debs/"*.deb
 cp "$CACHE/unpacked/busybox/bin/busybox" "$CACHE/busybox"
+# Byte code compiled once here (the host's python3 is 3.11 too; byte code
+# is the same on every ISA): the VM mounts the cache read-only, and
+# compiling the standard library at every start costs seconds under TCG.
+python3 -m compileall -q -j2 "$CACHE/python/usr/lib/python3.11" >/dev/null || true
 echo "$kernel_pkg, busybox-static and python3.11" > "$CACHE/.complete"
 echo "== arm64 kernel leg: $(cat "$CACHE/.complete") in $CACHE"

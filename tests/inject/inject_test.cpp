@@ -272,7 +272,11 @@ TEST_F(Inject, LoadsAndUnloadsLibrary) {
 
   auto info = inspect_target(t.pid());
   ASSERT_TRUE(info.ok()) << info.error().message;
+#if defined(__aarch64__)
+  EXPECT_EQ(info->isa, Isa::kArm64);
+#else
   EXPECT_EQ(info->isa, Isa::kX86_64);
+#endif
   EXPECT_FALSE(info->static_linked);
   EXPECT_TRUE(info->same_mount_ns);
   EXPECT_EQ(info->uid, ::getuid());
