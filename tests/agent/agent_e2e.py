@@ -1013,9 +1013,16 @@ def attach_bti():
             plugin = ("--plugin", "count", "--format", "tsv") if i % 2 == 0 else ("--plugin", "latency")
             a = start_ftjit("attach", "-p", str(t.pid), *plugin, "--filter", "fn_*",
                             "--filter", "spin_step", "--strategy", strategy)
-            wait_attached(t.pid)
+            try:
+                wait_attached(t.pid)
+            except RuntimeError:
+                a.send_signal(signal.SIGINT)
+                finish_ftjit(a)  # logs what it said
+                raise
             t.command("call 40", "called 40 ")
-            t.command("guard", "guard bt")
+            check(t.command("guard", "guard ") == "guard bt",
+                  "%s: attached, the traced pages are no longer BTI-guarded (remapped without "
+                  "PROT_BTI): a missing landing pad would go unnoticed" % strategy)
             t.check_running("%s: attached" % strategy)
             a.send_signal(signal.SIGINT)
             r = finish_ftjit(a)
@@ -1031,8 +1038,10 @@ def attach_bti():
                     check(name in r.out, "%s: latency report lacks %s: %r" % (strategy, name, r.out))
             t.check_code(before, "after the %s detach" % strategy)
             t.check_no_ftjit("after the %s detach" % strategy)
-            t.command("guard", "guard bt")
-            t.command("probe", "probe SIGILL")
+            check(t.command("guard", "guard ") == "guard bt",
+                  "%s: after the detach, the traced pages are no longer BTI-guarded: the "
+                  "program is left less protected than it was" % strategy)
+            t.command("probe", "probe ")
         t.command("call 10", "called 10 ")
         t.finish("bti")
     finally:

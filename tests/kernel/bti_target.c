@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The kernel leg's BTI target: traced functions built with
+// The kernel leg's BTI target: traced functions (bti_traced.c) built with
 // -mbranch-protection=standard and -fpatchable-function-entry=4,2, on
 // pages of their own that it maps PROT_BTI itself (Debian 12's glibc marks
 // no ordinary program: TOOLCHAIN.md Q9), called only through function
 // pointers, so every call is an indirect branch into a guarded page: an
-// entry that does not land on a landing pad is SIGILL.
+// entry that does not land on a landing pad is SIGILL. This file is built
+// without branch protection: its frames' return addresses are not signed
+// (pac-ret), which the injector's remote unwinder cannot read past.
 // Driven on stdin like agent_target (agent_e2e.py attach.bti):
 //
 //   bti_target [SPINNERS]   SPINNERS threads call spin_step through a pointer
@@ -31,16 +33,12 @@
 #define PROT_BTI 0x10
 #endif
 
-// The traced functions' section; bti_pad.S ends it on a page boundary and
-// the first function below starts it on one, so the pages guarded hold
-// only code built with landing pads.
-#define TRACED __attribute__((noinline, noipa, section("ftjit_bti_text")))
+// The traced functions (bti_traced.c), alone on their pages.
 extern char __start_ftjit_bti_text[], __stop_ftjit_bti_text[];
-
-TRACED __attribute__((aligned(4096))) long fn_alpha(long x) { return (long)((unsigned long)x * 3 + 1); }
-TRACED long fn_beta(long x) { return (x ^ 0x5a5a) + 7; }
-TRACED long fn_gamma(long x) { return x % 1000 + 11; }
-TRACED long spin_step(long x) { return (long)((unsigned long)x * 2654435761UL + 1); }
+long fn_alpha(long x);
+long fn_beta(long x);
+long fn_gamma(long x);
+long spin_step(long x);
 
 // Volatile: the compiler must branch through them (blr), never call
 // the functions directly.

@@ -37,5 +37,7 @@ echo "KERNEL-LEG: booted $(uname -r), $(grep -c ^processor /proc/cpuinfo) cpus"
 echo 1 > /proc/sys/kernel/printk
 cd /tmp
 . "$PLAN"
+# The kernel's side of any failure (a SIGILL, a segfault) for the logs.
+dmesg > "$RESULTS/dmesg.log"
 sync
 halt "plan done"
