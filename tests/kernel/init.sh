@@ -35,6 +35,9 @@ echo "KERNEL-LEG: booted $(uname -r), $(grep -c ^processor /proc/cpuinfo) cpus"
 # Quiet: the kernel's messages (a traced program's SIGILL, a 9p warning)
 # would interleave with the markers.
 echo 1 > /proc/sys/kernel/printk
+# A program killed by a signal it did not handle: its pc and registers go
+# to dmesg ($RESULTS/dmesg.log at the end).
+echo 1 > /proc/sys/debug/exception-trace
 cd /tmp
 . "$PLAN"
 # The kernel's side of any failure (a SIGILL, a segfault) for the logs.
