@@ -50,6 +50,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
+scripts/fetch_arm64_kernel.sh  # the arm64 kernel leg's kernel, busybox and python3 (tests/kernel)
 BUILD=${BUILD:-build}
 echo "== building into $BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

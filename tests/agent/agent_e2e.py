@@ -1001,6 +1001,59 @@ def attach_cycles():
         t.kill()
 
 
+def attach_bti():
+    """arm64 BTI (tests/kernel/bti_target.c as --target): traced functions
+    on PROT_BTI pages, called only through function pointers, so every
+    call enters them by an indirect branch that must land on a landing pad.
+    Before, while and after attaches with every strategy: no SIGILL, exact
+    counts, the pages still guarded (an unguarded page would hide a missing
+    landing pad, and a detach must not leave the program less protected),
+    the code bytes restored, nothing of ftjit left."""
+    t = Target(args.target, spinners=2)
+    try:
+        # The guard is live: a branch past a landing pad is SIGILL.
+        t.command("guard", "guard bt")
+        t.command("probe", "probe SIGILL")
+        before = t.code()
+        for i, strategy in enumerate(("auto", "generated", "list", "call-ops")):
+            plugin = ("--plugin", "count", "--format", "tsv") if i % 2 == 0 else ("--plugin", "latency")
+            a = start_ftjit("attach", "-p", str(t.pid), *plugin, "--filter", "fn_*",
+                            "--filter", "spin_step", "--strategy", strategy)
+            try:
+                wait_attached(t.pid)
+            except RuntimeError:
+                a.send_signal(signal.SIGINT)
+                finish_ftjit(a)  # logs what it said
+                raise
+            t.command("call 40", "called 40 ")
+            check(t.command("guard", "guard ") == "guard bt",
+                  "%s: attached, the traced pages are no longer BTI-guarded (remapped without "
+                  "PROT_BTI): a missing landing pad would go unnoticed" % strategy)
+            t.check_running("%s: attached" % strategy)
+            a.send_signal(signal.SIGINT)
+            r = finish_ftjit(a)
+            expect_ok(r, "attach --strategy %s, SIGINT" % strategy)
+            if i % 2 == 0:
+                counts = parse_tsv(r.out, "attach report (%s)" % strategy)
+                spin = counts.pop("spin_step", 0)
+                check(counts == call_counts(40), "%s: counts %r, want %r" %
+                      (strategy, counts, call_counts(40)))
+                check(spin > 0, "%s: spin_step never counted" % strategy)
+            else:
+                for name in ("fn_alpha", "fn_beta", "fn_gamma", "spin_step"):
+                    check(name in r.out, "%s: latency report lacks %s: %r" % (strategy, name, r.out))
+            t.check_code(before, "after the %s detach" % strategy)
+            t.check_no_ftjit("after the %s detach" % strategy)
+            check(t.command("guard", "guard ") == "guard bt",
+                  "%s: after the detach, the traced pages are no longer BTI-guarded: the "
+                  "program is left less protected than it was" % strategy)
+            t.command("probe", "probe ")
+        t.command("call 10", "called 10 ")
+        t.finish("bti")
+    finally:
+        t.kill()
+
+
 def run_duration():
     """ftjit run --duration: detaches, the program goes on untraced."""
     commands = ["call 10"]
@@ -1339,6 +1392,7 @@ SCENARIOS = {
     "attach.cycles": attach_cycles,
     "attach.target_killed": attach_target_killed,
     "attach.leaves_no_mapping": attach_leaves_no_mapping,
+    "attach.bti": attach_bti,
     "errors.no_process": errors_no_process,
     "errors.not_patchable": errors_not_patchable,
     "errors.filter_nothing": errors_filter_nothing,
