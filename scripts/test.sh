@@ -78,39 +78,50 @@ run_ctest() {  # name build-dir [ctest args...]
 
 run_ctest normal build -LE hazard
 
+# A leg that mostly waits runs in the background while others compile:
+# start_background_leg NAME ctest-args... runs run_ctest in a subshell,
+# its output held back; finish_background_leg NAME prints it and counts
+# its result (a leg that left no result counts as one failure).
+declare -A bg_pid bg_out bg_state
+start_background_leg() {  # name build-dir [ctest args...]
+  local name=$1
+  bg_out[$name]=$(mktemp)
+  bg_state[$name]=$(mktemp)
+  (
+    passed=0
+    failed=0
+    failures=()
+    flaky=()
+    details=()
+    run_ctest "$@"
+    {
+      echo "b_passed=$passed b_failed=$failed"
+      declare -p failures flaky details | sed -E 's/declare -a (failures|flaky|details)/declare -a b_\1/'
+    } >"${bg_state[$name]}"
+  ) >"${bg_out[$name]}" 2>&1 &
+  bg_pid[$name]=$!
+}
+finish_background_leg() {  # name
+  local name=$1
+  wait "${bg_pid[$name]}"
+  cat "${bg_out[$name]}"
+  local b_passed=0 b_failed=1 b_failures=("$name (no result)") b_flaky=() b_details=()
+  # shellcheck disable=SC1090
+  [ -s "${bg_state[$name]}" ] && source "${bg_state[$name]}"
+  passed=$((passed + b_passed))
+  failed=$((failed + b_failed))
+  failures+=("${b_failures[@]}")
+  flaky+=("${b_flaky[@]}")
+  details+=("${b_details[@]}")
+  rm -f "${bg_out[$name]}" "${bg_state[$name]}"
+}
+
 # The attach cycles around the hazard program (tests/hazards, label
 # "hazard": 50 attach/detach/unload cycles per built-in plugin, about 4
 # minutes, mostly spent waiting on injections and unloads) run in the
-# background while the arm64 leg, the examples and the ASan build compile;
-# their result is counted before the ASan tests start.
-hazard_out=$(mktemp)
-hazard_state=$(mktemp)
-(
-  passed=0
-  failed=0
-  failures=()
-  flaky=()
-  details=()
-  run_ctest hazard build -L hazard
-  {
-    echo "h_passed=$passed h_failed=$failed"
-    declare -p failures flaky details | sed -E 's/declare -a (failures|flaky|details)/declare -a h_\1/'
-  } >"$hazard_state"
-) >"$hazard_out" 2>&1 &
-hazard_pid=$!
-finish_hazard_leg() {
-  wait "$hazard_pid"
-  cat "$hazard_out"
-  local h_passed=0 h_failed=1 h_failures=("hazard (no result)") h_flaky=() h_details=()
-  # shellcheck disable=SC1090
-  [ -s "$hazard_state" ] && source "$hazard_state"
-  passed=$((passed + h_passed))
-  failed=$((failed + h_failed))
-  failures+=("${h_failures[@]}")
-  flaky+=("${h_flaky[@]}")
-  details+=("${h_details[@]}")
-  rm -f "$hazard_out" "$hazard_state"
-}
+# background while the cross legs, the examples and the ASan build
+# compile; their result is counted before the ASan tests start.
+start_background_leg hazard build -L hazard
 
 # The cross legs, in the trees setup.sh began (their agents and plugins
 # are built already): arm64, the backend and its harness run as arm64 code
@@ -122,9 +133,11 @@ for leg in arm64:build-aarch64:aarch64 riscv64:build-riscv64:riscv64; do
   echo "== cross-building the $isa leg (scripts/build_cross.sh $isa)"
   if JOBS=$JOBS FTJIT_HOST_CLI=$PWD/build/cli/ftjit scripts/build_cross.sh "$isa" --build-only "$dir" >/dev/null; then
     run_ctest "$label-qemu" "$dir" -L "$label"
-    # What needs ptrace on arm64 (qemu-user has none): under Debian's arm64
-    # kernel in qemu-system-aarch64, booted once (tests/kernel).
-    [ "$isa" = arm64 ] && run_ctest arm64-kernel "$dir" -L kernel
+    # What needs ptrace on arm64 (qemu-user has none), under Debian's arm64
+    # kernel in qemu-system-aarch64, booted once (tests/kernel): in the
+    # background (its kill sweeps and cycles mostly wait), counted with the
+    # hazard leg's.
+    [ "$isa" = arm64 ] && start_background_leg arm64-kernel "$dir" -L kernel
   else
     failed=$((failed + 1))
     failures+=("$label build")
@@ -144,7 +157,8 @@ fi
 echo "== building with ASan+UBSan"
 cmake -S . -B build-asan -DFTJIT_SANITIZE=address,undefined -DFTJIT_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-asan -j"$JOBS" >/dev/null
-finish_hazard_leg
+finish_background_leg hazard
+[ -n "${bg_pid[arm64-kernel]:-}" ] && finish_background_leg arm64-kernel
 # The kill sweep runs whole in the normal build; checked, a sample of it.
 # The hazard cycles: once, natively, above.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
