@@ -94,6 +94,11 @@ struct StackFrame {
 };
 Result<std::vector<StackFrame>> call_frames(pid_t tid, size_t max_frames);
 
+// The bits of a code address that hold a pointer-authentication code in
+// thread tid (arm64 with PAC: a signed return address); 0 where there are
+// none. Clearing them gives the plain address. call_frames' ips are plain.
+uint64_t code_signature_mask(pid_t tid);
+
 // file path as seen from us for a path inside the target's root.
 std::string path_in_root(pid_t pid, const std::string& target_path);
 

@@ -4,33 +4,266 @@
 // the real return addresses, not every word of the stack that happens to
 // look like one (the main thread's stack keeps stale loader addresses from
 // start-up in slots no frame ever rewrites).
+//
+// arm64 frames built with -mbranch-protection (pac-ret) save a signed
+// return address, and their CFI says so with DW_CFA_AARCH64_negate_ra_state.
+// libunwind 1.6 (Debian 12) knows neither: its CFI parser rejects that
+// opcode (it shares 0x2d with SPARC's DW_CFA_GNU_window_save, and is only
+// handled for SPARC), so the frame is not unwound, and the return address
+// it would give carries a PAC in its top bits, which matches no module. So
+// the accessors handed to libunwind here read that opcode as DW_CFA_nop
+// (the rest of the frame's CFI is right as it is), and every return
+// address is stripped with the kernel's code-pointer mask before libunwind
+// looks it up or steps from it. libunwind 1.7 and later do both themselves.
+#include <elf.h>
 #include <libunwind-ptrace.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+
+#include <unordered_set>
 
 #include "cli/inject/inject_internal.h"
 
 namespace ftjit::inject::detail {
 
+uint64_t code_signature_mask(pid_t tid) {
+#if defined(__aarch64__) && defined(NT_ARM_PAC_MASK)
+  struct {
+    uint64_t data_mask;
+    uint64_t insn_mask;
+  } masks{};
+  iovec io{&masks, sizeof masks};
+  if (::ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(uintptr_t{NT_ARM_PAC_MASK}), &io) == 0)
+    return masks.insn_mask;
+#else
+  (void)tid;
+#endif
+  return 0;  // no pointer authentication: code addresses are plain
+}
+
+namespace {
+
+#if defined(__aarch64__) && UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR < 7
+constexpr bool kRewriteNegateRaState = true;
+#else
+constexpr bool kRewriteNegateRaState = false;
+#endif
+
+constexpr uint8_t kCfaNop = 0x00;
+constexpr uint8_t kCfaNegateRaState = 0x2d;
+
+struct RemoteThread {
+  void* upt = nullptr;
+  uint64_t insn_mask = 0;
+  // Target addresses of DW_CFA_AARCH64_negate_ra_state opcodes that reads
+  // present as DW_CFA_nop.
+  std::unordered_set<uint64_t> negate_ra_state_at;
+};
+
+// libunwind passes the accessors' argument on to the _UPT functions, and
+// those hand it back to the accessors (to read the target's CFI), so the
+// argument stays _UPT's own and the walk's state is found here.
+thread_local RemoteThread* walking = nullptr;
+
+// Reads a CFA program's bytes from the target, one word at a time.
+class CfiBytes {
+ public:
+  CfiBytes(unw_addr_space_t as, void* upt, uint64_t at, uint64_t end) : as_(as), upt_(upt), at_(at), end_(end) {}
+
+  uint64_t at() const { return at_; }
+  bool done() const { return at_ >= end_; }
+
+  bool byte(uint8_t& out) {
+    if (at_ >= end_) return false;
+    const uint64_t word_at = at_ & ~uint64_t{7};
+    if (word_at != cached_at_) {
+      unw_word_t w = 0;
+      if (_UPT_access_mem(as_, word_at, &w, 0, upt_) != 0) return false;
+      cached_ = w;
+      cached_at_ = word_at;
+    }
+    out = static_cast<uint8_t>(cached_ >> (8 * (at_ - word_at)));  // arm64 is little-endian
+    ++at_;
+    return true;
+  }
+  bool skip(uint64_t n) {
+    if (n > end_ - at_) return false;
+    at_ += n;
+    return true;
+  }
+  bool leb128() {
+    uint8_t b = 0x80;
+    while (b & 0x80)
+      if (!byte(b)) return false;
+    return true;
+  }
+  bool block() {
+    uint64_t len = 0;
+    uint8_t b = 0x80;
+    for (unsigned shift = 0; b & 0x80; shift += 7) {
+      if (!byte(b) || shift > 56) return false;
+      len |= uint64_t{b & 0x7fu} << shift;
+    }
+    return skip(len);
+  }
+
+ private:
+  unw_addr_space_t as_;
+  void* upt_;
+  uint64_t at_, end_;
+  uint64_t cached_at_ = ~uint64_t{0};
+  uint64_t cached_ = 0;
+};
+
+// Walks a CFA program opcode by opcode (operands are skipped, so a 0x2d
+// byte inside one is left alone) and records where negate_ra_state is. An
+// opcode it does not know ends the walk: libunwind reports that frame.
+void find_negate_ra_state(unw_addr_space_t as, RemoteThread& r, uint64_t start, uint64_t end) {
+  if (end <= start || end - start > (1u << 20)) return;
+  CfiBytes cfi(as, r.upt, start, end);
+  while (!cfi.done()) {
+    const uint64_t op_at = cfi.at();
+    uint8_t op = 0;
+    if (!cfi.byte(op)) return;
+    bool ok = true;
+    switch (op >> 6) {
+      case 1:  // advance_loc
+      case 3:  // restore
+        continue;
+      case 2:  // offset
+        ok = cfi.leb128();
+        break;
+      default:
+        switch (op) {
+          case kCfaNegateRaState:
+            r.negate_ra_state_at.insert(op_at);
+            break;
+          case 0x00: case 0x0a: case 0x0b:  // nop, remember_state, restore_state
+            break;
+          case 0x02: ok = cfi.skip(1); break;  // advance_loc1
+          case 0x03: ok = cfi.skip(2); break;  // advance_loc2
+          case 0x04: ok = cfi.skip(4); break;  // advance_loc4
+          case 0x06: case 0x07: case 0x08: case 0x0d: case 0x0e: case 0x13: case 0x2e:
+            ok = cfi.leb128();  // one (s)leb128 operand
+            break;
+          case 0x05: case 0x09: case 0x0c: case 0x11: case 0x12: case 0x14: case 0x15: case 0x2f:
+            ok = cfi.leb128() && cfi.leb128();  // two
+            break;
+          case 0x0f:  // def_cfa_expression
+            ok = cfi.block();
+            break;
+          case 0x10: case 0x16:  // expression, val_expression
+            ok = cfi.leb128() && cfi.block();
+            break;
+          default:  // set_loc (its operand's size depends on the CIE) or unknown
+            return;
+        }
+    }
+    if (!ok) return;
+  }
+}
+
+int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
+  RemoteThread& r = *walking;
+  int rc = _UPT_find_proc_info(as, ip & ~r.insn_mask, pi, need_unwind_info, arg);
+  // A DWARF FDE's unwind info starts with the target addresses of its
+  // CIE's and its own instructions (libunwind's dwarf_cie_info_t).
+  if (kRewriteNegateRaState && rc == 0 && need_unwind_info && pi->format == UNW_INFO_FORMAT_TABLE &&
+      pi->unwind_info != nullptr && pi->unwind_info_size >= static_cast<int>(4 * sizeof(unw_word_t))) {
+    const auto* instr = static_cast<const unw_word_t*>(pi->unwind_info);
+    find_negate_ra_state(as, r, instr[0], instr[1]);
+    find_negate_ra_state(as, r, instr[2], instr[3]);
+  }
+  return rc;
+}
+
+void put_unwind_info(unw_addr_space_t as, unw_proc_info_t* pi, void* arg) {
+  _UPT_put_unwind_info(as, pi, arg);
+}
+
+int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t* addr, void* arg) {
+  return _UPT_get_dyn_info_list_addr(as, addr, arg);
+}
+
+// Writes (libunwind's way of moving a cursor's pc) never reach the target:
+// the walk only reads it.
+int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t* val, int write, void* arg) {
+  const RemoteThread& r = *walking;
+  if (write) return 0;
+  int rc = _UPT_access_mem(as, addr, val, 0, arg);
+  if (rc == 0 && !r.negate_ra_state_at.empty()) {
+    for (unsigned i = 0; i < sizeof(unw_word_t); ++i)
+      if (r.negate_ra_state_at.count(addr + i)) {
+        *val &= ~(unw_word_t{0xff} << (8 * i));
+        *val |= unw_word_t{kCfaNop} << (8 * i);
+      }
+  }
+  return rc;
+}
+
+int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
+  if (write) return 0;
+  return _UPT_access_reg(as, reg, val, 0, arg);
+}
+
+int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t* val, int write, void* arg) {
+  if (write) return 0;
+  return _UPT_access_fpreg(as, reg, val, 0, arg);
+}
+
+int resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+
+int get_proc_name(unw_addr_space_t as, unw_word_t ip, char* buf, size_t len, unw_word_t* off, void* arg) {
+  return _UPT_get_proc_name(as, ip & ~walking->insn_mask, buf, len, off, arg);
+}
+
+unw_accessors_t read_only_accessors() {
+  unw_accessors_t a = _UPT_accessors;
+  a.find_proc_info = find_proc_info;
+  a.put_unwind_info = put_unwind_info;
+  a.get_dyn_info_list_addr = get_dyn_info_list_addr;
+  a.access_mem = access_mem;
+  a.access_reg = access_reg;
+  a.access_fpreg = access_fpreg;
+  a.resume = resume;
+  a.get_proc_name = get_proc_name;
+  return a;
+}
+
+}  // namespace
+
 Result<std::vector<StackFrame>> call_frames(pid_t tid, size_t max_frames) {
-  unw_addr_space_t space = unw_create_addr_space(&_UPT_accessors, 0);
+  static unw_accessors_t accessors = read_only_accessors();
+  unw_addr_space_t space = unw_create_addr_space(&accessors, 0);
   if (space == nullptr) return make_error(FTJIT_E_SYSTEM, "libunwind: no address space");
-  void* upt = _UPT_create(tid);
-  if (upt == nullptr) {
+  RemoteThread r;
+  r.upt = _UPT_create(tid);
+  if (r.upt == nullptr) {
     unw_destroy_addr_space(space);
     return make_error(FTJIT_E_SYSTEM, "libunwind: cannot follow thread " + std::to_string(tid));
   }
+  r.insn_mask = code_signature_mask(tid);
+  walking = &r;
   std::vector<StackFrame> frames;
   unw_cursor_t cursor;
-  int rc = unw_init_remote(&cursor, space, upt);
+  int rc = unw_init_remote(&cursor, space, r.upt);
   if (rc == 0) {
     do {
       unw_word_t ip = 0, sp = 0;
       if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
       if (unw_get_reg(&cursor, UNW_REG_SP, &sp) != 0) break;
+      // A signed return address: the step from this frame must start at
+      // the code it names.
+      if ((ip & r.insn_mask) != 0) {
+        ip &= ~r.insn_mask;
+        (void)unw_set_reg(&cursor, UNW_REG_IP, ip);
+      }
       frames.push_back({ip, sp});
     } while (frames.size() < max_frames && unw_step(&cursor) > 0);
   }
-  _UPT_destroy(upt);
   unw_destroy_addr_space(space);
+  _UPT_destroy(r.upt);
+  walking = nullptr;
   if (rc != 0) return make_error(FTJIT_E_SYSTEM, "libunwind cannot unwind thread " + std::to_string(tid));
   return frames;
 }

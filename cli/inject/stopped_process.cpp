@@ -328,9 +328,12 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
                                                     std::span<const detail::AddressRange> data_holders) {
   auto maps = detail::read_maps(s_->pid);
   FTJIT_TRY(maps);
+  // A return address saved by a pac-ret frame (in x30, on the stack) is
+  // signed: it names the agent's code once its PAC is cleared.
+  uint64_t signature_mask = 0;
   auto hit = [&](uint64_t v) -> const detail::AddressRange* {
     for (const detail::AddressRange& r : ranges)
-      if (r.contains(v)) return &r;
+      if (r.contains(v) || r.contains(v & ~signature_mask)) return &r;
     return nullptr;
   };
   auto hex = [](uint64_t v) {
@@ -341,6 +344,7 @@ Result<std::string> StoppedProcess::find_references(std::span<const detail::Addr
   for (State::Thread& t : s_->threads) {
     if (t.run != State::Run::kStopped) continue;
     const std::string who = "thread " + std::to_string(t.tid);
+    signature_mask = detail::code_signature_mask(t.tid);
     auto regs = detail::read_stopped_registers(t.tid);
     FTJIT_TRY(regs);
     if (const auto* r = hit(regs->pc)) return who + " is executing " + r->what + " (pc " + hex(regs->pc) + ")";
