@@ -139,6 +139,17 @@ def read_file(path):
 
 # --------------------------------------------------------------- target ----
 
+def read_ranges(pid, ranges):
+    """The bytes of each (lo, hi, name) range of process pid, read through
+    /proc/PID/mem, keyed by the range."""
+    regions = {}
+    with open("/proc/%d/mem" % pid, "rb") as mem:
+        for lo, hi, name in ranges:
+            mem.seek(lo)
+            regions[(lo, hi, name)] = mem.read(hi - lo)
+    return regions
+
+
 def untraced_stdout(target, commands, spinners=0):
     p = subprocess.run([target, str(spinners)], input="".join(c + "\n" for c in commands),
                        capture_output=True, text=True, timeout=TIMEOUT)
@@ -233,12 +244,7 @@ class Target:
         return self.read_ranges(ranges)
 
     def read_ranges(self, ranges):
-        regions = {}
-        with open("/proc/%d/mem" % self.pid, "rb") as mem:
-            for lo, hi, name in ranges:
-                mem.seek(lo)
-                regions[(lo, hi, name)] = mem.read(hi - lo)
-        return regions
+        return read_ranges(self.pid, ranges)
 
     def executable(self, lo, hi):
         """Whether [lo, hi) is mapped executable, and by what."""
