@@ -26,6 +26,9 @@
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
+#if defined(__aarch64__) && !defined(PROT_BTI)
+#define PROT_BTI 0x10
+#endif
 
 namespace ftjit {
 namespace {
@@ -105,15 +108,16 @@ CodeWriteModel probe_code_write_model() {
 struct RemapSource {
   uint64_t lo, hi;
   int fd;
+  int exec_prot;  // what the range runs with (PROT_BTI kept)
   dev_t dev;
   ino_t ino;  // the program may close our descriptor and reuse its number
 };
 std::mutex g_remap_mu;
 std::vector<RemapSource> g_remap_sources;
 
-// Keeps a duplicate of `fd` (the memfd mapped read+exec at [lo, hi) from
+// Keeps a duplicate of `fd` (the memfd mapped `exec_prot` at [lo, hi) from
 // offset 0) for publish_code. False if the duplicate cannot be made.
-bool keep_remap_source(uint64_t lo, uint64_t hi, int fd) {
+bool keep_remap_source(uint64_t lo, uint64_t hi, int fd, int exec_prot) {
   if (code_write_model() != CodeWriteModel::kRemapAfterWrite) return true;
   // Out of the way of programs that use low descriptor numbers.
   int kept = fcntl(fd, F_DUPFD_CLOEXEC, 512);
@@ -124,7 +128,7 @@ bool keep_remap_source(uint64_t lo, uint64_t hi, int fd) {
     return false;
   }
   std::lock_guard<std::mutex> lock(g_remap_mu);
-  g_remap_sources.push_back({lo, hi, kept, st.st_dev, st.st_ino});
+  g_remap_sources.push_back({lo, hi, kept, exec_prot, st.st_dev, st.st_ino});
   return true;
 }
 
@@ -176,7 +180,7 @@ Status publish_code(uint64_t addr, size_t n) {
     // The same pages of the same memfd, over themselves: the translator
     // forgets what it made of them; a thread running there meanwhile
     // finds the same bytes (the kernel swaps the mapping in one step).
-    void* p = code_mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_EXEC,
+    void* p = code_mmap(reinterpret_cast<void*>(lo), hi - lo, src.exec_prot,
                         MAP_SHARED | MAP_FIXED, src.fd, static_cast<off_t>(lo - src.lo));
     if (p == MAP_FAILED) {
       g_publication_failed.store(true, std::memory_order_release);
@@ -190,16 +194,16 @@ Status publish_code(uint64_t addr, size_t n) {
 
 namespace {
 
-// Replaces [lo, hi) by a private copy of its bytes.
-void privatize_range(uint64_t lo, uint64_t hi) {
-  // Copy into a fresh private mapping, make it read+exec, then move it over
+// Replaces [lo, hi) by a private copy of its bytes, mapped `exec_prot`.
+void privatize_range(uint64_t lo, uint64_t hi, int exec_prot) {
+  // Copy into a fresh private mapping, make it executable, then move it over
   // the shared one in one step (mremap replaces the old mapping): the bytes
   // at `lo` are never missing, and never writable and executable at once.
   const size_t size = hi - lo;
   void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy == MAP_FAILED) return;
   std::memcpy(copy, reinterpret_cast<const void*>(lo), size);
-  if (mprotect(copy, size, PROT_READ | PROT_EXEC) != 0 ||
+  if (mprotect(copy, size, exec_prot) != 0 ||
       syscall(SYS_mremap, copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
               reinterpret_cast<void*>(lo)) < 0) {
     munmap(copy, size);
@@ -215,7 +219,7 @@ uint64_t memfd_inode(int fd) {
 
 }  // namespace
 
-void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode) {
+void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode, int exec_prot) {
   // Only the parts of [lo, lo+size) that are still our memfd's executable
   // mapping: the engine's lists may name a range that is not. A library
   // that a thread dlclosed stays in the list of text aliases until the next
@@ -245,7 +249,7 @@ void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode) {
     }
     if (ino != inode || perms[2] != 'x' || perms[3] != 's') return;
     const uint64_t a = std::max(mlo, lo), b = std::min(mhi, hi);
-    if (a < b) privatize_range(a, b);
+    if (a < b) privatize_range(a, b, exec_prot);
   };
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
@@ -270,6 +274,38 @@ void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode) {
 // TextAlias
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// PROT_BTI if the mapping that starts at `lo` is BTI-guarded (smaps'
+// VmFlags lists "bt"), else 0. Not an arm64 process: 0.
+int bti_guard_of(uint64_t lo) {
+#if defined(__aarch64__)
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uint64_t a = 0, b = 0;
+    // A mapping's first line ("lo-hi perms ..."); its fields ("Name:  v").
+    if (line.find(':') > line.find(' ') && sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64, &a, &b) == 2) {
+      inside = a == lo;
+      continue;
+    }
+    if (!inside || line.compare(0, 8, "VmFlags:") != 0) continue;
+    std::istringstream flags(line.substr(8));
+    std::string flag;
+    while (flags >> flag) {
+      if (flag == "bt") return PROT_BTI;
+    }
+    return 0;
+  }
+#else
+  (void)lo;
+#endif
+  return 0;
+}
+
+}  // namespace
+
 Result<ExecMapping> find_exec_mapping(uint64_t addr) {
   std::ifstream maps("/proc/self/maps");
   std::string line;
@@ -285,14 +321,15 @@ Result<ExecMapping> find_exec_mapping(uint64_t addr) {
     if (perms[2] != 'x') {
       return make_error(FTJIT_E_INTERNAL, "address is not in an executable mapping");
     }
-    ExecMapping m{lo, hi, off, path_at > 0 ? line.substr(static_cast<size_t>(path_at)) : ""};
+    ExecMapping m{lo, hi, off, path_at > 0 ? line.substr(static_cast<size_t>(path_at)) : "",
+                  PROT_READ | PROT_EXEC | bti_guard_of(lo)};
     return m;
   }
   return make_error(FTJIT_E_INTERNAL, "address is not mapped");
 }
 
 Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, std::string path,
-                                                     uint64_t file_offset) {
+                                                     uint64_t file_offset, int exec_prot) {
   size_t size = hi - lo;
   int fd = make_exec_memfd("ftjit-text", size);
   if (fd < 0) return sys_error("memfd_create for module text");
@@ -303,15 +340,15 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   }
   std::memcpy(rw, reinterpret_cast<const void*>(lo), size);
   const uint64_t inode = memfd_inode(fd);
-  if (!keep_remap_source(lo, hi, fd)) {
+  if (!keep_remap_source(lo, hi, fd, exec_prot)) {
     close(fd);
     munmap(rw, size);
     return sys_error("keeping the text alias's memfd");
   }
   // Replacing the mapping is atomic for the other threads: a fault on the
-  // range waits for the mmap lock and then finds identical bytes.
-  void* rx = code_mmap(reinterpret_cast<void*>(lo), size, PROT_READ | PROT_EXEC,
-                       MAP_SHARED | MAP_FIXED, fd, 0);
+  // range waits for the mmap lock and then finds identical bytes, guarded
+  // as they were.
+  void* rx = code_mmap(reinterpret_cast<void*>(lo), size, exec_prot, MAP_SHARED | MAP_FIXED, fd, 0);
   int e = errno;
   close(fd);
   if (rx == MAP_FAILED) {
@@ -329,6 +366,7 @@ Result<std::unique_ptr<TextAlias>> TextAlias::create(uint64_t lo, uint64_t hi, s
   t->path_ = std::move(path);
   t->file_offset_ = file_offset;
   t->inode_ = inode;
+  t->exec_prot_ = exec_prot;
   return t;
 }
 
@@ -340,8 +378,8 @@ void TextAlias::restore_file_mapping() {
   void* file = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(file_offset_));
   if (file != MAP_FAILED) {
     if (std::memcmp(file, rw_, size) == 0) {
-      code_mmap(reinterpret_cast<void*>(lo_), size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd,
-           static_cast<off_t>(file_offset_));
+      code_mmap(reinterpret_cast<void*>(lo_), size, exec_prot_, MAP_PRIVATE | MAP_FIXED, fd,
+                static_cast<off_t>(file_offset_));
     }
     munmap(file, size);
   }
@@ -410,8 +448,11 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
       }
     }
   }
+  // Trampolines are entered by direct branches and leave by `ret` or
+  // into other trampolines: their pages need no guard (arm64).
   if (rx != MAP_FAILED && !keep_remap_source(reinterpret_cast<uint64_t>(rx),
-                                             reinterpret_cast<uint64_t>(rx) + size, fd)) {
+                                             reinterpret_cast<uint64_t>(rx) + size, fd,
+                                             PROT_READ | PROT_EXEC)) {
     const int e = errno;
     close(fd);
     code_munmap(rx, size);

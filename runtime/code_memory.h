@@ -61,8 +61,10 @@ class TextAlias {
  public:
   // Aliases the executable mapping [lo, hi) (page-aligned, as listed in
   // /proc/self/maps). `path`/`offset` name its file, to map back later.
+  // `exec_prot`: the protection the range runs with, kept in every mapping
+  // of it ftjit makes (arm64: PROT_BTI where the pages were guarded).
   static Result<std::unique_ptr<TextAlias>> create(uint64_t lo, uint64_t hi, std::string path,
-                                                   uint64_t file_offset);
+                                                   uint64_t file_offset, int exec_prot);
   ~TextAlias();
   TextAlias(const TextAlias&) = delete;
   TextAlias& operator=(const TextAlias&) = delete;
@@ -79,27 +81,37 @@ class TextAlias {
   void restore_file_mapping();
   // The memfd's inode (as /proc/self/maps shows it), 0 if unknown.
   uint64_t inode() const { return inode_; }
+  int exec_prot() const { return exec_prot_; }
 
  private:
   TextAlias() = default;
   uint64_t lo_ = 0, hi_ = 0, inode_ = 0;
+  int exec_prot_ = 0;
   uint8_t* rw_ = nullptr;
   std::string path_;
   uint64_t file_offset_ = 0;
 };
 
 // In a child after fork(): replaces the shared mapping [lo, lo+size) by a
-// private copy of its bytes (same address, read+exec), so that the parent's
+// private copy of its bytes (same address, `exec_prot`), so that the parent's
 // later patching no longer reaches the child. Only where the range is still
 // the executable mapping of the memfd `inode` (a library dlclosed since its
 // alias was made is not). Async-signal-safe; the child is single-threaded
 // when it runs.
-void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode);
+void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode, int exec_prot);
 
 // Finds the executable mapping of /proc/self/maps that contains `addr`.
+// A mapping (one VMA) is guarded as a whole: the kernel splits a range
+// whose pages differ in PROT_BTI.
+// `exec_prot` is the protection it runs with: PROT_READ|PROT_EXEC, plus
+// PROT_BTI on arm64 where its pages are guarded (smaps' "bt" flag: the
+// kernel keeps no other record of it, and a BTI-marked program's loader
+// or the program itself sets it), which every later mapping of the range
+// must keep: without it the pages silently stop checking landing pads.
 struct ExecMapping {
   uint64_t lo = 0, hi = 0, offset = 0;
   std::string path;
+  int exec_prot = 0;
 };
 Result<ExecMapping> find_exec_mapping(uint64_t addr);
 

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,9 +88,13 @@ void engine_atfork_child() {
 void Engine::on_fork_child() {
   // No lock: another parent thread may have held it at fork() and does not
   // exist here. The lists are only read.
-  for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
-  for (const auto& a : arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
-  for (const auto& a : stub_arenas_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode());
+  for (const auto& a : aliases_) privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode(), a->exec_prot());
+  for (const auto& a : arenas_) {
+    privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode(), PROT_READ | PROT_EXEC);
+  }
+  for (const auto& a : stub_arenas_) {
+    privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode(), PROT_READ | PROT_EXEC);
+  }
 }
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
@@ -212,11 +217,18 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
       s.entry = d.entry;
       o.found = &d;
       s.module = module_index;
-      s.has_slot = d.prefix_bytes >= traits.slot_bytes &&
-                   (d.entry - traits.slot_bytes) % traits.slot_align == 0;
+      // Named: discovery found the slot before the symbol (after a landing
+      // pad the entry is 4 bytes past the symbol); unnamed: the prefix.
+      const uint64_t slot_at = d.slot != 0                                ? d.slot
+                               : d.symbol == 0 && d.prefix_bytes >= traits.slot_bytes ? d.entry - traits.slot_bytes
+                                                                                     : 0;
+      s.has_slot = traits.slot_bytes != 0 && slot_at != 0 && slot_at % traits.slot_align == 0;
       const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
       std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
-      if (s.has_slot) std::memcpy(&o.original_slot, code - traits.slot_bytes, traits.slot_bytes);
+      if (s.has_slot) {
+        o.slot_at = slot_at;
+        std::memcpy(&o.original_slot, reinterpret_cast<const void*>(slot_at), traits.slot_bytes);
+      }
       s.original_kind = backend_.classify_entry(d.entry, {code, traits.site_bytes}).kind;
       s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;
       sites_.push_back(std::move(s));

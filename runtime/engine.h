@@ -85,6 +85,10 @@ static_assert(sizeof(SiteRecord) == 48);
 struct SiteOrigin {
   const DiscoveredSite* found = nullptr;  // names; owned by the module record
   uint64_t original_slot = 0;             // slot bytes as discovered
+  // Where the ops slot is (0: none): just before the symbol, which a
+  // landing pad puts 4 bytes before the entry (core/site.h), so not
+  // always entry - slot_bytes.
+  uint64_t slot_at = 0;
 };
 
 struct OpsRecord {

@@ -36,7 +36,7 @@ Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
   if (addr + n > m->hi) {
     return make_error(FTJIT_E_INTERNAL, "site " + hex_addr(addr) + " straddles two mappings");
   }
-  auto alias = TextAlias::create(m->lo, m->hi, m->path, m->offset);
+  auto alias = TextAlias::create(m->lo, m->hi, m->path, m->offset, m->exec_prot);
   if (!alias) return alias.take_error();
   aliases_.push_back(std::move(alias.value()));
   return aliases_.back()->rw(addr);

@@ -17,19 +17,40 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
                              int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::unordered_set<pid_t> done;
+  // Outer signal frames are found by their look in stack memory, so a
+  // stale copy above a thread's sp (it went deeper since) matches as well
+  // and stays: a hit is waited for this long after the first, then taken
+  // for such a copy. A live handler over a trampoline ends long before
+  // (the hazards' SIGPROF handler: well under a millisecond under TCG).
+  // Only threads that may be running a handler of the program's are asked
+  // (thread_control.cpp): the others cost no stack reading, and show no
+  // stale copies.
+  constexpr auto kOuterHitPatience = std::chrono::milliseconds(500);
+  std::chrono::steady_clock::time_point first_outer_hit{};
+  bool outer_hits_stale = false;
+  bool outer_hit_seen = false;
   struct Waiting {
     pid_t tid;
     const TrampolineCounts* counts;
     uint64_t entries;  // at the snapshot
   };
   for (;;) {
-    auto snap = snapshot_threads();
+    auto snap = snapshot_threads(outer_hits_stale ? nullptr : &in_trampoline_code);
     if (!snap) return snap.take_error();
     std::vector<Waiting> waiting;
     bool need_resnapshot = false;
     for (const ThreadSnapshot& t : *snap) {
       if (!t.responded || done.count(t.tid)) continue;
-      if (t.entries != t.exits) {
+      if (t.outer_hit) {
+        // A signal handler interrupted it inside a trampoline (before the
+        // entry count, or anywhere in an inline one, which counts none):
+        // it returns there, whatever its counts say now.
+        need_resnapshot = true;
+        outer_hit_seen = true;
+        const auto now = std::chrono::steady_clock::now();
+        if (first_outer_hit == std::chrono::steady_clock::time_point{}) first_outer_hit = now;
+        if (now - first_outer_hit > kOuterHitPatience) outer_hits_stale = true;
+      } else if (t.entries != t.exits) {
         waiting.push_back({t.tid, t.counts_addr, t.entries});
       } else if (in_trampoline_code(t.pc)) {
         need_resnapshot = true;  // one instruction from in or out: look again
@@ -70,7 +91,9 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
     if (std::chrono::steady_clock::now() > deadline) {
       return make_error(FTJIT_E_SYSTEM, "grace period timed out: a thread stays on a trampoline");
     }
-    struct timespec ts{0, 50'000};
+    // A handler returns in its own time: look again less often than for a
+    // thread one instruction from a count.
+    struct timespec ts{0, outer_hit_seen ? 1'000'000 : 50'000};
     nanosleep(&ts, nullptr);
   }
 }

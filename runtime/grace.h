@@ -7,10 +7,14 @@
 // A thread is inside while its trampoline entries exceed its exits (every
 // trampoline counts an entry first and, last, an exit or its entry taken
 // back when nested: runtime/thread_control.h), or while its pc lies in
-// trampoline memory (the one instruction before the entry count, and the
-// `ret` after the last count). The grace period interrupts every thread
-// once to read both, then waits until each busy thread's exits reach the
-// entries it had at that moment, or until it is seen with none open.
+// trampoline memory (the instructions before the entry count and after the
+// last count; all of an inline trampoline's, which counts nothing), or
+// while a signal frame it runs a handler on top of saved such a pc (the
+// handler returns there: arm64 under TCG takes signals at block starts,
+// which a trampoline's first instruction always is). The grace period
+// interrupts every thread once to read all three, then waits until each
+// busy thread's exits reach the entries it had at that moment, or until it
+// is seen with none open.
 #pragma once
 
 #include <cstdint>

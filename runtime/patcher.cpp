@@ -385,12 +385,19 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
 
 Status Patcher::write_fixed_parts(std::span<const FixedPartWrite> sites) {
   if (sites.empty()) return {};
+  const uint32_t live_offset = backend_.traits().live_offset;
   auto fixup = [&](uint64_t pc) -> uint64_t {
     auto it = std::upper_bound(sites.begin(), sites.end(), pc,
                                [](uint64_t a, const FixedPartWrite& s) { return a < s.entry; });
     if (it == sites.begin()) return 0;
     --it;
     if (pc > it->entry && pc < it->entry + it->size) return it->entry + it->size;
+    // Past the fixed part's old bytes, at a live word that follows it
+    // (arm64: past the nop that init makes `mov x9, x30`): run the new
+    // fixed part first, or a live word enabled before the thread gets
+    // there would call with x9 never set (the function then returns to
+    // whatever x9 held). Running it again is harmless in either state.
+    if (live_offset >= it->size && pc == it->entry + live_offset) return it->entry;
     return 0;
   };
   auto body = [&] {

@@ -74,6 +74,13 @@ struct Request {
   // stop_the_world's fixup, which each thread about to park also asks of
   // the pcs saved in the signal frames it was running on top of.
   std::atomic<const std::function<uint64_t(uint64_t)>*> frame_fixup{nullptr};
+  // snapshot_threads' outer_pc, asked the same way.
+  std::atomic<const std::function<bool(uint64_t)>*> snapshot_outer_pc{nullptr};
+  // The signals the program handles (bit sig-1), the control signal not
+  // among them: a thread whose interrupted mask blocks none of them runs
+  // no handler of the program's (a handler blocks its own signal), so its
+  // stack is not searched for outer signal frames (might_run_a_handler).
+  std::atomic<uint64_t> handled_signals{0};
   Slot slots[kMaxThreads];
 };
 
@@ -84,6 +91,33 @@ std::once_flag g_install_once;
 Status g_install_status;
 
 pid_t sys_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The signals with a handler installed now (bit sig-1), ours excepted.
+uint64_t signals_with_handlers() {
+  uint64_t mask = 0;
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == g_signal) continue;
+    struct sigaction sa{};
+    if (sigaction(sig, nullptr, &sa) != 0) continue;
+    const bool handler = (sa.sa_flags & SA_SIGINFO) != 0
+                             ? sa.sa_sigaction != nullptr
+                             : sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+    if (handler) mask |= uint64_t{1} << (sig - 1);
+  }
+  return mask;
+}
+
+// Whether the interrupted context may be a handler of the program's, run
+// on top of a signal frame: it blocks a signal the program handles (the
+// kernel blocks a handler's own signal while it runs, unless SA_NODEFER,
+// and its sa_mask). The outer-frame search reads up to 64 KiB of stack:
+// asked only of such threads, it costs nothing to the others, and a stale
+// copy of a frame met by chance in the live stack matters only there.
+bool might_run_a_handler(const ucontext_t* uc) {
+  uint64_t blocked = 0;
+  std::memcpy(&blocked, &uc->uc_sigmask, sizeof blocked);  // the kernel's first 64 signals
+  return (blocked & g_request.handled_signals.load(std::memory_order_acquire)) != 0;
+}
 
 void futex_wait(std::atomic<uint32_t>* addr, uint32_t expected, long timeout_ns) {
   struct timespec ts{0, timeout_ns};
@@ -119,6 +153,12 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   s.exits = ftjit_trampoline_counts.exits;
   s.entries = ftjit_trampoline_counts.entries;
   s.counts_addr = &ftjit_trampoline_counts;
+  if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kSnapshot) {
+    s.outer_frame_hit = false;
+    if (const auto* outer = g_request.snapshot_outer_pc.load(std::memory_order_acquire); outer != nullptr) {
+      s.outer_frame_hit = might_run_a_handler(uc) && arch::outer_signal_frame_pc_matches(uc, *outer);
+    }
+  }
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kPark) {
     s.new_pc = 0;
     // A thread parked inside a signal handler (a profiler's, say) returns
@@ -127,7 +167,8 @@ void control_handler(int, siginfo_t* si, void* ucv) {
     // (a stale copy of a frame looks the same): the initiator is told, and
     // tries again once the handler has returned.
     s.outer_frame_hit = false;
-    if (const auto* fix = g_request.frame_fixup.load(std::memory_order_acquire); fix != nullptr) {
+    if (const auto* fix = g_request.frame_fixup.load(std::memory_order_acquire);
+        fix != nullptr && might_run_a_handler(uc)) {
       s.outer_frame_hit =
           arch::outer_signal_frame_pc_matches(uc, [fix](uint64_t pc) { return (*fix)(pc) != 0; });
     }
@@ -439,6 +480,7 @@ Result<bool> stop_the_world_once(const std::function<uint64_t(uint64_t pc)>& fix
   RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
+  if (check_frames) g_request.handled_signals.store(signals_with_handlers(), std::memory_order_release);
   g_request.frame_fixup.store(check_frames ? &fixup : nullptr, std::memory_order_release);
   const char* why = "";
   pid_t who = 0;
@@ -526,13 +568,17 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
   return proceed;
 }
 
-Result<std::vector<ThreadSnapshot>> snapshot_threads() {
+Result<std::vector<ThreadSnapshot>> snapshot_threads(const std::function<bool(uint64_t pc)>* outer_pc) {
   RequestTimer timer;
   FTJIT_TRY(install_thread_control());
   std::lock_guard<std::mutex> lock(g_initiator_mutex);
   const char* why = "";
   pid_t who = 0;
-  if (!run_request(Kind::kSnapshot, kDone, &why, &who)) {
+  if (outer_pc != nullptr) g_request.handled_signals.store(signals_with_handlers(), std::memory_order_release);
+  g_request.snapshot_outer_pc.store(outer_pc, std::memory_order_release);
+  const bool asked = run_request(Kind::kSnapshot, kDone, &why, &who);
+  g_request.snapshot_outer_pc.store(nullptr, std::memory_order_release);
+  if (!asked) {
     g_request.generation.fetch_add(1);
     return request_failed("thread snapshot", why, who);
   }
@@ -550,6 +596,7 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads() {
       t.entries = s.entries;
       t.exits = s.exits;
       t.counts_addr = s.counts_addr;
+      t.outer_hit = outer_pc != nullptr && s.outer_frame_hit;
     }
     out.push_back(t);
   }

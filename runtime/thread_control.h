@@ -75,6 +75,9 @@ struct ThreadSnapshot {
   uint64_t exits = 0;                    // and exits
   const TrampolineCounts* counts_addr = nullptr;  // its counters, in its TLS
   bool responded = false;                // false: the thread exited first
+  // It ran a signal handler whose signal frame saved a pc for which
+  // snapshot_threads' `outer_pc` holds (only when one was given).
+  bool outer_hit = false;
 };
 
 // A thread that blocks the control signal (a sigwait() loop, a sanitizer's
@@ -111,7 +114,11 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
                                uint32_t* hook_failures = nullptr);
 
 // Takes a snapshot of every other thread (each is interrupted once).
-Result<std::vector<ThreadSnapshot>> snapshot_threads();
+// `outer_pc` (optional; no allocation, no locks): also asked, by each
+// thread, of the pcs saved in the signal frames it runs on top of
+// (arch::outer_signal_frame_pc_matches): ThreadSnapshot::outer_hit.
+Result<std::vector<ThreadSnapshot>> snapshot_threads(
+    const std::function<bool(uint64_t pc)>* outer_pc = nullptr);
 
 // Makes every other thread enter and leave the kernel once (a
 // core-serialising event on every CPU that runs one of them).

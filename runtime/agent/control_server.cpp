@@ -27,10 +27,16 @@ Error sys_error(const std::string& what) {
 
 // /tmp/ftjit-UID: ours, a directory, no access for anyone else. A directory
 // someone else made (or a symlink planted there) is refused, not used.
+// Another agent of this user that goes away removes the directory when it
+// is empty (control::remove_socket), maybe between our mkdir and lstat:
+// made again, a few times.
 Status make_private_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir " + dir);
   struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return sys_error("stat " + dir);
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir " + dir);
+    if (::lstat(dir.c_str(), &st) == 0) break;
+    if (errno != ENOENT || attempt == 8) return sys_error("stat " + dir);
+  }
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
     return make_error(FTJIT_E_SYSTEM, dir + " is not a private directory of this user: refusing it");
   }

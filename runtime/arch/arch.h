@@ -113,10 +113,12 @@ constexpr bool cycle_counter_is_global();
 // top of (a handler interrupted, then this signal) saved a pc for which
 // `pred` holds. Read only, and may err towards true (a stale copy of a
 // frame in live stack memory). The fixed parts of x86-64 sites change
-// instruction boundaries (five 1-byte NOPs become one 5-byte NOP): a
-// handler that interrupted them must have returned before they are
-// rewritten. On arm64 and riscv64 init and de-init keep every instruction
-// boundary: always false there.
+// instruction boundaries (five 1-byte NOPs become one 5-byte NOP), and an
+// arm64 thread between a site's two words has not run the `mov x9, x30`
+// that init writes: a handler that interrupted them must have returned
+// before they are rewritten. Grace periods ask it too: a handler that
+// interrupted a trampoline returns into it. riscv64: not read yet, always
+// false (its init has arm64's window).
 template <typename Pred>
 inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred);
 

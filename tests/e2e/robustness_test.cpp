@@ -12,12 +12,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ftjit/ftjit.h"
+#include "runtime/thread_control.h"
 #include "tests/e2e/traced.h"
 
 namespace {
@@ -544,5 +546,121 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
   EXPECT_NE(sum.load(), 0);
   // Attach waited for the handler to return before it rewrote the sled.
   EXPECT_FALSE(g_sled_done_in_handler.load());
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// A signal frame whose saved pc lies in a trampoline, outside its counts
+// ---------------------------------------------------------------------------
+
+#if defined(__x86_64__)
+namespace {
+
+// A trampoline counts its entry first and its exit last: a thread
+// interrupted at its first instruction (or at its final `ret`) by a signal
+// whose handler is still running shows no open entry, and its own pc is
+// in the handler. Detach frees the trampoline after a grace period: the
+// grace period must wait until the handler has returned into it (the arm64
+// kernel leg's hazard cycles caught it as SIGILL in freed trampoline
+// memory: TCG takes signals at block starts, which a trampoline's first
+// instruction always is).
+constexpr int kMaxRanges = 16;
+std::atomic<uint64_t> g_tramp_lo[kMaxRanges], g_tramp_hi[kMaxRanges];
+std::atomic<int> g_tramp_ranges{0};
+std::atomic<int> g_tramp_captured{0};
+std::atomic<bool> g_tramp_detach_started{false};
+std::atomic<bool> g_tramp_detach_done{false};
+std::atomic<bool> g_tramp_done_in_handler{false};
+
+bool in_trampoline_ranges(uint64_t pc) {
+  for (int i = 0; i < g_tramp_ranges.load(); ++i) {
+    if (pc >= g_tramp_lo[i].load() && pc < g_tramp_hi[i].load()) return true;
+  }
+  return false;
+}
+
+void tramp_probe_handler(int, siginfo_t*, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  if (!in_trampoline_ranges(pc) || ftjit::ftjit_trampoline_counts.entries != ftjit::ftjit_trampoline_counts.exits) return;
+  if (g_tramp_captured.exchange(1) != 0) return;
+  // Stay while detach runs its grace period, 200 ms.
+  while (!g_tramp_detach_started.load()) __builtin_ia32_pause();
+  timespec until{};
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_nsec += 200'000'000;
+  if (until.tv_nsec >= 1'000'000'000) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1'000'000'000;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+  }
+  g_tramp_done_in_handler = g_tramp_detach_done.load();
+}
+
+// The mappings of the trampolines' memfds, from /proc/self/maps.
+void read_trampoline_ranges() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(maps, line) && n < kMaxRanges) {
+    if (line.find("ftjit-trampolines") == std::string::npos) continue;
+    unsigned long lo = 0, hi = 0;
+    if (sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2) continue;
+    g_tramp_lo[n] = lo;
+    g_tramp_hi[n] = hi;
+    ++n;
+  }
+  g_tramp_ranges = n;
+}
+
+}  // namespace
+
+TEST(Robustness, SignalFrameInsideATrampolineKeepsItUntilTheHandlerReturns) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan defers signal handlers: none runs on top of the interrupted trampoline";
+#endif
+  struct sigaction sa, old;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = tramp_probe_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  g_count_calls_atomic = 0;
+  ftjit_ops ops = make_ops(count_calls_atomic, FTJIT_STRATEGY_GENERATED);
+  ASSERT_EQ(attach_one(e, &ops, "traced_noslot_mul"), FTJIT_OK) << ftjit_last_error();
+  read_trampoline_ranges();
+  ASSERT_GT(g_tramp_ranges.load(), 0) << "no ftjit-trampolines mapping in /proc/self/maps";
+  std::atomic<bool> stop{false};
+  std::atomic<long> sum{0};
+  std::thread spinner([&] {
+    int (*volatile f)(int, int) = traced_noslot_mul;
+    long s = 0;
+    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) s += f(i & 1023, 3);
+    sum = s;
+  });
+  // Signals until one lands on a trampoline instruction outside its counts.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (g_tramp_captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    pthread_kill(spinner.native_handle(), SIGUSR2);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const bool captured = g_tramp_captured.load() != 0;
+  g_tramp_detach_started = true;
+  const ftjit_status st = ftjit_detach(e, &ops);
+  g_tramp_detach_done = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop = true;
+  spinner.join();
+  ftjit_engine_destroy(e);
+  sigaction(SIGUSR2, &old, nullptr);
+  ASSERT_TRUE(captured) << "no signal landed on a trampoline outside its counts in 20 s: the test proves nothing";
+  ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
+  EXPECT_GT(g_count_calls_atomic.load(), 0);
+  EXPECT_NE(sum.load(), 0);
+  // Detach's grace period waited for the handler before the trampoline was freed.
+  EXPECT_FALSE(g_tramp_done_in_handler.load());
 }
 #endif

@@ -75,9 +75,11 @@ def main():
     ranges = executable_ranges(pid, args.target)
     before = code_bytes(pid, ranges)
     stayed = 0
+    ran = 0  # cycles begun: a failure stops the loop
     started = time.monotonic()
     try:
         for i in range(cycles * len(PLUGINS)):
+            ran = i + 1
             plugin = PLUGINS[i % len(PLUGINS)]
             argv = [args.ftjit, "attach", "-p", str(pid), "--plugin", plugin, "--filter",
                     "hazard_*", "--strategy", args.strategy, "--duration", "0.05", "-o", os.devnull]
@@ -99,8 +101,8 @@ def main():
             elif ftjit_mappings(pid):
                 fail("cycle %d (%s): unloaded, yet mapped: %r" % (i, plugin, ftjit_mappings(pid)))
                 break
-        print("%d cycles in %.1f s, the agent stayed loaded after %d" %
-              (cycles * len(PLUGINS), time.monotonic() - started, stayed), flush=True)
+        print("%d of %d cycles in %.1f s, the agent stayed loaded after %d" %
+              (ran, cycles * len(PLUGINS), time.monotonic() - started, stayed), flush=True)
         if not failures:
             if stayed:
                 r = subprocess.run([args.ftjit, "detach", "-p", str(pid)], capture_output=True,
