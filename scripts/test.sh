@@ -18,9 +18,17 @@ ftjit_tmp_files() {
 }
 tmp_before=$(ftjit_tmp_files | sort)
 
+# What each part took, in the log: the whole run must stay under 45
+# minutes on 2 cores (README), and this says where they go.
+took() {  # what, start (from $SECONDS)
+  echo "== $1 took $((SECONDS - $2)) s (at $((SECONDS / 60)) min)"
+}
+
 # Also the arm64 and riscv64 agents and plugins (build_cross.sh
 # --runtime-only), whose trees the cross legs below complete.
+t0=$SECONDS
 scripts/setup.sh --no-demo || exit 1
+took "setup (packages, the host build, the arm64 and riscv64 agents)" "$t0"
 
 JOBS=$(nproc)
 passed=0
@@ -33,7 +41,7 @@ flaky=()
 details=()
 
 run_ctest() {  # name build-dir [ctest args...]
-  local name=$1 dir=$2
+  local name=$1 dir=$2 t0=$SECONDS
   shift 2
   echo "== ctest ($name)"
   local log summary n_failed n_total names
@@ -74,6 +82,7 @@ run_ctest() {  # name build-dir [ctest args...]
   passed=$((passed + n_total - n_failed))
   failed=$((failed + n_failed))
   [ "$n_failed" -eq 0 ] || failures+=("$name: $names")
+  took "ctest ($name)" "$t0"
 }
 
 run_ctest normal build -LE hazard
@@ -131,7 +140,9 @@ start_background_leg hazard build -L hazard
 for leg in arm64:build-aarch64:aarch64 riscv64:build-riscv64:riscv64; do
   IFS=: read -r isa dir label <<<"$leg"
   echo "== cross-building the $isa leg (scripts/build_cross.sh $isa)"
+  t0=$SECONDS
   if JOBS=$JOBS FTJIT_HOST_CLI=$PWD/build/cli/ftjit scripts/build_cross.sh "$isa" --build-only "$dir" >/dev/null; then
+    took "the $isa build" "$t0"
     run_ctest "$label-qemu" "$dir" -L "$label"
     # What needs ptrace on arm64 (qemu-user has none), under Debian's arm64
     # kernel in qemu-system-aarch64, booted once (tests/kernel): in the
@@ -155,8 +166,10 @@ else
 fi
 
 echo "== building with ASan+UBSan"
+t0=$SECONDS
 cmake -S . -B build-asan -DFTJIT_SANITIZE=address,undefined -DFTJIT_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-asan -j"$JOBS" >/dev/null
+took "the ASan+UBSan build" "$t0"
 finish_background_leg hazard
 [ -n "${bg_pid[arm64-kernel]:-}" ] && finish_background_leg arm64-kernel
 # The kill sweep runs whole in the normal build; checked, a sample of it.
@@ -166,11 +179,13 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_ctest asan+ubsan build-asan -LE hazard
 
 echo "== building with TSan"
+t0=$SECONDS
 # Only the concurrency tests (every e2e and stress test): TSan has nothing
 # to say about the parsers.
 cmake -S . -B build-tsan -DFTJIT_SANITIZE=thread -DFTJIT_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
   cmake --build build-tsan -j"$JOBS" >/dev/null
+took "the TSan build" "$t0"
 FTJIT_STRESS_ITERATIONS=${FTJIT_TSAN_STRESS_ITERATIONS:-1000} TSAN_OPTIONS=halt_on_error=1 \
   run_ctest tsan build-tsan -L 'e2e|stress'
 
@@ -197,5 +212,5 @@ echo
 for d in "${details[@]}"; do printf 'why, %s\n' "$d"; done
 for f in "${flaky[@]}"; do echo "failed under load: $f"; done
 ((${#failures[@]})) && echo "failing parts: ${failures[*]}"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ "$failed" -eq 0 ]

@@ -98,7 +98,13 @@ def boot(args):
     os.makedirs(work, exist_ok=True)
     initrd = os.path.join(work, "initrd.gz")
     build_initramfs(args, os.path.join(work, "initramfs"), initrd)
+    # One TCG thread for both vCPUs: QEMU 7.2's multi-threaded TCG keeps
+    # running its translation of a site ftjit rewrote back to a nop (the
+    # nop reads back through the text address; a thread still enters the
+    # freed trampoline: SIGILL), which one thread never does. Two vCPUs
+    # still interleave, take IPIs and membarriers as on hardware.
     cmd = ["timeout", "-k", "5", str(args.timeout), "qemu-system-aarch64", "-M", "virt",
+           "-accel", "tcg,thread=single",
            "-cpu", "max,pauth-impdef=on", "-smp", "2", "-m", "1536", "-nographic", "-no-reboot",
            "-nic", "none", "-kernel", os.path.join(args.cache, "kernel/vmlinuz"), "-initrd", initrd,
            "-append", "console=ttyAMA0 rdinit=/init panic=-1 quiet"]
