@@ -129,6 +129,8 @@ Status unload_agent(pid_t pid, AgentConnection& conn) {
   return finish_unload(pid);
 }
 
+bool agent_mapped(pid_t pid) { return !mapped_agent(pid).empty(); }
+
 Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, bool* unloaded) {
   *unloaded = false;
   const auto deadline = std::chrono::steady_clock::now() + kLeaveAgentCodeWithin;

@@ -28,4 +28,7 @@ Status finish_unload(pid_t pid);
 // *unloaded set: the result is then connect's "no ftjit agent" error.
 Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, bool* unloaded);
 
+// Whether an ftjit agent is mapped in process pid.
+bool agent_mapped(pid_t pid);
+
 }  // namespace ftjit::cli

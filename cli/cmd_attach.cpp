@@ -44,8 +44,19 @@ int run_attach(const AttachOptions& o) {
   // An agent loaded by an earlier attach (or `ftjit run`) is reused.
   // (One a killed `ftjit` left half unloaded is unloaded first.)
   bool unloaded = false;
-  bool loaded = connect_finishing_unload(o.pid, &unloaded).ok();
+  auto earlier = connect_finishing_unload(o.pid, &unloaded);
+  const bool loaded = earlier.ok();
   phases.end("look for a loaded agent");
+  // Mapped yet unreachable: an agent whose unload a thread inside its code
+  // held up (it stays, inert, its socket closed), or one that does not
+  // answer. The loader would hand a new injection that same copy, which
+  // starts no server: say so instead.
+  if (!loaded && agent_mapped(o.pid)) {
+    return fail("the ftjit agent of an earlier attach is still loaded in process " +
+                std::to_string(o.pid) + " and cannot be reached or unloaded yet (" +
+                earlier.error().message + "); try again in a moment, or `ftjit detach -p " +
+                std::to_string(o.pid) + "`");
+  }
   if (!loaded) {
     // Only whether there is a site at all: the agent finds them itself.
     auto has_sites = process_has_patchable_entries(o.pid);

@@ -785,14 +785,18 @@ def errors_other_isa():
     """A 32-bit x86 process: refused before anything touches it, with one
     line naming its ISA; it sleeps on, untouched."""
     if not args.other_isa or not os.path.exists(args.other_isa):
+        print("skipped: no 32-bit x86 program was built (--other-isa)")
         sys.exit(77)
     try:
         p = subprocess.Popen([args.other_isa])
-    except OSError:
-        sys.exit(77)  # this kernel cannot run 32-bit x86 programs
+    except OSError as e:
+        print("skipped: this kernel cannot run 32-bit x86 programs (%s)" % e)
+        sys.exit(77)
     try:
         time.sleep(0.1)
         if p.poll() is not None:
+            print("skipped: the 32-bit x86 program ended at once (status %s): this kernel "
+                  "does not run them" % p.returncode)
             sys.exit(77)
         r = ftjit("attach", "-p", str(p.pid), "--duration", "0.1")
         expect_error(r, "attach to a 32-bit x86 process",

@@ -535,7 +535,9 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
   if (captured) st = attach_one(e, &ops, "traced_noslot_mul");
   g_sled_attach_done = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (captured && st == FTJIT_OK) EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  if (captured && st == FTJIT_OK) {
+    EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  }
   stop = true;
   spinner.join();
   ftjit_engine_destroy(e);

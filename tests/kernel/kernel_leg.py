@@ -94,17 +94,13 @@ def boot(args):
     # The verdicts of an earlier run must not pass for this one's.
     shutil.rmtree(args.results, ignore_errors=True)
     os.makedirs(args.results)
-    work = os.path.join(os.path.dirname(os.path.realpath(args.results)), "boot")
+    # Beside the results, one per boot: two boots may run at once.
+    work = os.path.realpath(args.results) + ".boot"
     os.makedirs(work, exist_ok=True)
     initrd = os.path.join(work, "initrd.gz")
     build_initramfs(args, os.path.join(work, "initramfs"), initrd)
-    # One TCG thread for both vCPUs: QEMU 7.2's multi-threaded TCG keeps
-    # running its translation of a site ftjit rewrote back to a nop (the
-    # nop reads back through the text address; a thread still enters the
-    # freed trampoline: SIGILL), which one thread never does. Two vCPUs
-    # still interleave, take IPIs and membarriers as on hardware.
     cmd = ["timeout", "-k", "5", str(args.timeout), "qemu-system-aarch64", "-M", "virt",
-           "-accel", "tcg,thread=single",
+           "-accel", args.accel,
            "-cpu", "max,pauth-impdef=on", "-smp", "2", "-m", "1536", "-nographic", "-no-reboot",
            "-nic", "none", "-kernel", os.path.join(args.cache, "kernel/vmlinuz"), "-initrd", initrd,
            "-append", "console=ttyAMA0 rdinit=/init panic=-1 quiet"]
@@ -182,6 +178,8 @@ def main():
     b.add_argument("--init", required=True)
     b.add_argument("--share", action="append", default=[])
     b.add_argument("--timeout", type=int, default=600)
+    b.add_argument("--accel", default="tcg",
+                   help="QEMU's -accel: tcg (a thread per vCPU) or tcg,thread=single")
     v = sub.add_parser("verdict")
     v.add_argument("--results", required=True)
     v.add_argument("name")
