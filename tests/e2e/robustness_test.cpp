@@ -454,140 +454,30 @@ TEST(Robustness, ForkDuringBatchesWithExitHooksLeavesEveryChildWhole) { fork_rac
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// A signal frame whose saved pc lies inside a sled that attach rewrites
+// Signal frames whose saved pc lies in code ftjit rewrites or frees
 // ---------------------------------------------------------------------------
 
 #if defined(__x86_64__)
 namespace {
 
-// GCC's =5 sled is five one-byte NOPs; attach makes it one 5-byte NOP with
-// every thread parked, moving a parked pc that lies inside to its end. A
-// thread that was interrupted inside the sled by a signal and is still in
-// the handler when attach parks it returns, later, to the pc its signal
-// frame saved: the rewrite must wait until it has (the hazard cycles
-// caught it as a SIGILL at entry+6, the `call` after the sled entered at
-// its second byte).
-std::atomic<uint64_t> g_sled_begin{0};
-std::atomic<int> g_sled_captured{0};
-std::atomic<bool> g_sled_attach_started{false};
-std::atomic<bool> g_sled_attach_done{false};
-std::atomic<bool> g_sled_done_in_handler{false};
+// A handler that caught a thread where it wants (`wanted`) stays there,
+// on top of that pc, while the test's attach or detach runs (it is told
+// `started`), 200 ms, and notes whether that was `done` meanwhile: it
+// must not have been, as the thread returns to the saved pc.
+struct HeldSignal {
+  bool (*wanted)(uint64_t pc) = nullptr;
+  std::atomic<int> captured{0};
+  std::atomic<bool> started{false};
+  std::atomic<bool> done{false};
+  std::atomic<bool> done_in_handler{false};
+};
+HeldSignal g_held;
 
-void sled_probe_handler(int, siginfo_t*, void* ucv) {
+void holding_handler(int, siginfo_t*, void* ucv) {
   auto* uc = static_cast<ucontext_t*>(ucv);
   const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  const uint64_t begin = g_sled_begin.load();
-  if (pc > begin && pc < begin + 5 && g_sled_captured.exchange(1) == 0) {
-    // Stay in the handler while attach tries (it parks this thread right
-    // here to do so), 200 ms: a rewrite now would be returned into.
-    while (!g_sled_attach_started.load()) __builtin_ia32_pause();
-    timespec until{};
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += 200'000'000;
-    if (until.tv_nsec >= 1'000'000'000) {
-      until.tv_sec += 1;
-      until.tv_nsec -= 1'000'000'000;
-    }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
-    }
-    g_sled_done_in_handler = g_sled_attach_done.load();
-  }
-}
-
-}  // namespace
-
-TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
-#if defined(__SANITIZE_THREAD__)
-  // TSan's runtime catches every signal itself and runs the program's
-  // handler later, from its own code, with a copy of the context: no
-  // handler ever runs on top of the interrupted sled here.
-  GTEST_SKIP() << "TSan defers signal handlers: none runs on top of the interrupted sled";
-#endif
-  g_sled_begin = reinterpret_cast<uint64_t>(&traced_noslot_mul);
-  struct sigaction sa, old;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = sled_probe_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
-
-  ftjit_engine* e = ftjit_engine_create(nullptr);
-  ASSERT_NE(e, nullptr) << ftjit_last_error();
-  std::atomic<bool> stop{false};
-  std::atomic<long> sum{0};
-  std::thread spinner([&] {
-    int (*volatile f)(int, int) = traced_noslot_mul;
-    long s = 0;
-    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) s += f(i & 1023, 3);
-    sum = s;
-  });
-  // Signals until one lands inside the sled (a few of every 20 bytes the
-  // loop runs are sled bytes).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (g_sled_captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
-    pthread_kill(spinner.native_handle(), SIGUSR2);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  const bool captured = g_sled_captured.load() != 0;
-  g_count_calls_atomic = 0;
-  ftjit_ops ops = make_ops(count_calls_atomic);
-  ftjit_status st = FTJIT_OK;
-  g_sled_attach_started = true;
-  if (captured) st = attach_one(e, &ops, "traced_noslot_mul");
-  g_sled_attach_done = true;
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (captured && st == FTJIT_OK) {
-    EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
-  }
-  stop = true;
-  spinner.join();
-  ftjit_engine_destroy(e);
-  sigaction(SIGUSR2, &old, nullptr);
-  ASSERT_TRUE(captured) << "no signal landed inside the sled in 20 s: the test proves nothing";
-  ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
-  EXPECT_GT(g_count_calls_atomic.load(), 0);
-  EXPECT_NE(sum.load(), 0);
-  // Attach waited for the handler to return before it rewrote the sled.
-  EXPECT_FALSE(g_sled_done_in_handler.load());
-}
-#endif
-
-// ---------------------------------------------------------------------------
-// A signal frame whose saved pc lies in a trampoline, outside its counts
-// ---------------------------------------------------------------------------
-
-#if defined(__x86_64__)
-namespace {
-
-// A trampoline counts its entry first and its exit last: a thread
-// interrupted at its first instruction (or at its final `ret`) by a signal
-// whose handler is still running shows no open entry, and its own pc is
-// in the handler. Detach frees the trampoline after a grace period: the
-// grace period must wait until the handler has returned into it (the arm64
-// kernel leg's hazard cycles caught it as SIGILL in freed trampoline
-// memory: TCG takes signals at block starts, which a trampoline's first
-// instruction always is).
-constexpr int kMaxRanges = 16;
-std::atomic<uint64_t> g_tramp_lo[kMaxRanges], g_tramp_hi[kMaxRanges];
-std::atomic<int> g_tramp_ranges{0};
-std::atomic<int> g_tramp_captured{0};
-std::atomic<bool> g_tramp_detach_started{false};
-std::atomic<bool> g_tramp_detach_done{false};
-std::atomic<bool> g_tramp_done_in_handler{false};
-
-bool in_trampoline_ranges(uint64_t pc) {
-  for (int i = 0; i < g_tramp_ranges.load(); ++i) {
-    if (pc >= g_tramp_lo[i].load() && pc < g_tramp_hi[i].load()) return true;
-  }
-  return false;
-}
-
-void tramp_probe_handler(int, siginfo_t*, void* ucv) {
-  auto* uc = static_cast<ucontext_t*>(ucv);
-  const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  if (!in_trampoline_ranges(pc) || ftjit::ftjit_trampoline_counts.entries != ftjit::ftjit_trampoline_counts.exits) return;
-  if (g_tramp_captured.exchange(1) != 0) return;
-  // Stay while detach runs its grace period, 200 ms.
-  while (!g_tramp_detach_started.load()) __builtin_ia32_pause();
+  if (!g_held.wanted(pc) || g_held.captured.exchange(1) != 0) return;
+  while (!g_held.started.load()) __builtin_ia32_pause();
   timespec until{};
   clock_gettime(CLOCK_MONOTONIC, &until);
   until.tv_nsec += 200'000'000;
@@ -597,7 +487,92 @@ void tramp_probe_handler(int, siginfo_t*, void* ucv) {
   }
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
   }
-  g_tramp_done_in_handler = g_tramp_detach_done.load();
+  g_held.done_in_handler = g_held.done.load();
+}
+
+// A thread calling traced_noslot_mul in a loop, sent SIGUSR2 (caught by
+// holding_handler) until the handler holds it.
+class HeldSpinner {
+ public:
+  explicit HeldSpinner(bool (*wanted)(uint64_t pc)) {
+    g_held.wanted = wanted;
+    g_held.captured = 0;
+    g_held.started = false;
+    g_held.done = false;
+    g_held.done_in_handler = false;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = holding_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    installed_ = sigaction(SIGUSR2, &sa, &old_) == 0;
+    thread_ = std::thread([this] {
+      int (*volatile f)(int, int) = traced_noslot_mul;
+      long s = 0;
+      for (int i = 0; !stop_.load(std::memory_order_relaxed); ++i) s += f(i & 1023, 3);
+      sum_ = s;
+    });
+  }
+  ~HeldSpinner() { stop(); }
+  bool installed() const { return installed_; }
+  // Signals for up to 20 s: whether the handler caught it where wanted.
+  bool capture() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (g_held.captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      pthread_kill(thread_.native_handle(), SIGUSR2);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return g_held.captured.load() != 0;
+  }
+  // Stops the loop (after the handler returned) and puts SIGUSR2 back: the
+  // loop's sum, which is never 0 once it called at all.
+  long stop() {
+    if (thread_.joinable()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      stop_ = true;
+      thread_.join();
+      if (installed_) sigaction(SIGUSR2, &old_, nullptr);
+    }
+    return sum_.load();
+  }
+
+ private:
+  struct sigaction old_;
+  bool installed_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<long> sum_{0};
+  std::thread thread_;
+};
+
+// GCC's =5 sled is five one-byte NOPs; attach makes it one 5-byte NOP with
+// every thread parked, moving a parked pc that lies inside to its end. A
+// thread that was interrupted inside the sled by a signal and is still in
+// the handler when attach parks it returns, later, to the pc its signal
+// frame saved: the rewrite must wait until it has (the hazard cycles
+// caught it as a SIGILL at entry+6, the `call` after the sled entered at
+// its second byte).
+bool inside_the_sled(uint64_t pc) {
+  const auto begin = reinterpret_cast<uint64_t>(&traced_noslot_mul);
+  return pc > begin && pc < begin + 5;
+}
+
+// A trampoline counts its entry first and its exit last: a thread
+// interrupted at its first instruction (or at its final `ret`) by a signal
+// whose handler is still running shows no open entry, and its own pc is
+// in the handler. Detach frees the trampoline after a grace period, which
+// must wait until the handler has returned into it (the arm64 kernel
+// leg's hazard cycles caught it as SIGILL in freed trampoline memory: TCG
+// takes signals at block starts, which a trampoline's first instruction
+// always is).
+constexpr int kMaxRanges = 16;
+std::atomic<uint64_t> g_tramp_lo[kMaxRanges], g_tramp_hi[kMaxRanges];
+std::atomic<int> g_tramp_ranges{0};
+
+bool on_a_trampoline_outside_its_counts(uint64_t pc) {
+  if (ftjit::ftjit_trampoline_counts.entries != ftjit::ftjit_trampoline_counts.exits) return false;
+  for (int i = 0; i < g_tramp_ranges.load(); ++i) {
+    if (pc >= g_tramp_lo[i].load() && pc < g_tramp_hi[i].load()) return true;
+  }
+  return false;
 }
 
 // The mappings of the trampolines' memfds, from /proc/self/maps.
@@ -618,16 +593,42 @@ void read_trampoline_ranges() {
 
 }  // namespace
 
+TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan's runtime catches every signal itself and runs the program's
+  // handler later, from its own code, with a copy of the context: no
+  // handler ever runs on top of the interrupted sled here.
+  GTEST_SKIP() << "TSan defers signal handlers: none runs on top of the interrupted sled";
+#endif
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  HeldSpinner spinner(inside_the_sled);
+  ASSERT_TRUE(spinner.installed());
+  // A few of every 20 bytes the loop runs are sled bytes.
+  const bool captured = spinner.capture();
+  g_count_calls_atomic = 0;
+  ftjit_ops ops = make_ops(count_calls_atomic);
+  ftjit_status st = FTJIT_OK;
+  g_held.started = true;
+  if (captured) st = attach_one(e, &ops, "traced_noslot_mul");
+  g_held.done = true;
+  const long sum = spinner.stop();
+  if (captured && st == FTJIT_OK) {
+    EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
+  }
+  ftjit_engine_destroy(e);
+  ASSERT_TRUE(captured) << "no signal landed inside the sled in 20 s: the test proves nothing";
+  ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
+  EXPECT_GT(g_count_calls_atomic.load(), 0);
+  EXPECT_NE(sum, 0);
+  // Attach waited for the handler to return before it rewrote the sled.
+  EXPECT_FALSE(g_held.done_in_handler.load());
+}
+
 TEST(Robustness, SignalFrameInsideATrampolineKeepsItUntilTheHandlerReturns) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan defers signal handlers: none runs on top of the interrupted trampoline";
 #endif
-  struct sigaction sa, old;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = tramp_probe_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
-
   ftjit_engine* e = ftjit_engine_create(nullptr);
   ASSERT_NE(e, nullptr) << ftjit_last_error();
   g_count_calls_atomic = 0;
@@ -635,34 +636,19 @@ TEST(Robustness, SignalFrameInsideATrampolineKeepsItUntilTheHandlerReturns) {
   ASSERT_EQ(attach_one(e, &ops, "traced_noslot_mul"), FTJIT_OK) << ftjit_last_error();
   read_trampoline_ranges();
   ASSERT_GT(g_tramp_ranges.load(), 0) << "no ftjit-trampolines mapping in /proc/self/maps";
-  std::atomic<bool> stop{false};
-  std::atomic<long> sum{0};
-  std::thread spinner([&] {
-    int (*volatile f)(int, int) = traced_noslot_mul;
-    long s = 0;
-    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) s += f(i & 1023, 3);
-    sum = s;
-  });
-  // Signals until one lands on a trampoline instruction outside its counts.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (g_tramp_captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
-    pthread_kill(spinner.native_handle(), SIGUSR2);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  const bool captured = g_tramp_captured.load() != 0;
-  g_tramp_detach_started = true;
+  HeldSpinner spinner(on_a_trampoline_outside_its_counts);
+  ASSERT_TRUE(spinner.installed());
+  const bool captured = spinner.capture();
+  g_held.started = true;
   const ftjit_status st = ftjit_detach(e, &ops);
-  g_tramp_detach_done = true;
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  stop = true;
-  spinner.join();
+  g_held.done = true;
+  const long sum = spinner.stop();
   ftjit_engine_destroy(e);
-  sigaction(SIGUSR2, &old, nullptr);
   ASSERT_TRUE(captured) << "no signal landed on a trampoline outside its counts in 20 s: the test proves nothing";
   ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_GT(g_count_calls_atomic.load(), 0);
-  EXPECT_NE(sum.load(), 0);
+  EXPECT_NE(sum, 0);
   // Detach's grace period waited for the handler before the trampoline was freed.
-  EXPECT_FALSE(g_tramp_done_in_handler.load());
+  EXPECT_FALSE(g_held.done_in_handler.load());
 }
 #endif

@@ -2,11 +2,10 @@
 // runtime/arch/arch.h for arm64 (AAPCS64, Linux).
 #pragma once
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstring>
+
+#include "runtime/arch/stack_scan.h"
 
 namespace ftjit::arch {
 
@@ -21,30 +20,15 @@ namespace ftjit::arch {
 // that interrupted a trampoline returns into it).
 template <typename Pred>
 inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred) {
-  auto read_self = [](uint64_t addr, void* out, size_t n) {
-    iovec local{out, n};
-    iovec remote{reinterpret_cast<void*>(addr), n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-  };
   constexpr uint64_t kFpsimdHeader = (uint64_t{528} << 32) | 0x46508001u;
   constexpr size_t kReservedAt = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, __reserved);
   constexpr size_t kPcAt = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, pc);
-  const uint64_t base = uc->uc_mcontext.sp & ~uint64_t{15};
-  constexpr size_t kScanBytes = 64 * 1024;
-  uint64_t words[256];
-  for (size_t done = 0; done < kScanBytes; done += sizeof words) {
-    const ssize_t got = read_self(base + done, words, sizeof words);
-    if (got <= 0) return false;
-    for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i) {
-      if (words[i] != kFpsimdHeader) continue;
-      const uint64_t frame_uc = base + done + i * 8 - kReservedAt;
-      if (frame_uc == reinterpret_cast<uint64_t>(uc)) continue;
-      uint64_t pc = 0;
-      if (read_self(frame_uc + kPcAt, &pc, 8) == 8 && pred(pc)) return true;
-    }
-    if (static_cast<size_t>(got) < sizeof words) return false;
-  }
-  return false;
+  return detail::any_marked_stack_word(uc->uc_mcontext.sp & ~uint64_t{15}, kFpsimdHeader, [&](uint64_t at) {
+    const uint64_t frame_uc = at - kReservedAt;
+    uint64_t pc = 0;
+    return frame_uc != reinterpret_cast<uint64_t>(uc) &&
+           detail::read_own_memory(frame_uc + kPcAt, &pc, 8) == 8 && pred(pc);
+  });
 }
 
 inline uint64_t context_pc(const ucontext_t* uc) { return uc->uc_mcontext.pc; }

@@ -2,11 +2,10 @@
 // runtime/arch/arch.h for x86-64 (System V, Linux).
 #pragma once
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstring>
+
+#include "runtime/arch/stack_scan.h"
 
 namespace ftjit::arch {
 
@@ -31,29 +30,15 @@ inline void set_context_sp(ucontext_t* uc, uint64_t sp) {
 // of a stack never faults.
 template <typename Pred>
 inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred) {
-  auto read_self = [](uint64_t addr, void* out, size_t n) {
-    iovec local{out, n};
-    iovec remote{reinterpret_cast<void*>(addr), n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-  };
   uint64_t restorer = 0;
-  if (read_self(reinterpret_cast<uint64_t>(uc) - 8, &restorer, 8) != 8 || restorer == 0) return false;
-  const uint64_t base = context_sp(uc) & ~uint64_t{7};
-  constexpr size_t kScanBytes = 64 * 1024;
-  uint64_t words[256];
-  for (size_t done = 0; done < kScanBytes; done += sizeof words) {
-    const ssize_t got = read_self(base + done, words, sizeof words);
-    if (got <= 0) return false;
-    for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i) {
-      if (words[i] != restorer) continue;
-      const uint64_t frame_uc = base + done + i * 8 + 8;
-      const uint64_t rip_at = frame_uc + offsetof(ucontext_t, uc_mcontext.gregs) + REG_RIP * sizeof(greg_t);
-      uint64_t rip = 0;
-      if (read_self(rip_at, &rip, 8) == 8 && pred(rip)) return true;
-    }
-    if (static_cast<size_t>(got) < sizeof words) return false;
+  if (detail::read_own_memory(reinterpret_cast<uint64_t>(uc) - 8, &restorer, 8) != 8 || restorer == 0) {
+    return false;
   }
-  return false;
+  constexpr size_t kRipAt = offsetof(ucontext_t, uc_mcontext.gregs) + REG_RIP * sizeof(greg_t);
+  return detail::any_marked_stack_word(context_sp(uc) & ~uint64_t{7}, restorer, [&](uint64_t at) {
+    uint64_t rip = 0;
+    return detail::read_own_memory(at + 8 + kRipAt, &rip, 8) == 8 && pred(rip);
+  });
 }
 
 // The TCB's first word is its own address (the TLS ABI's tcbhead_t.tcb):
