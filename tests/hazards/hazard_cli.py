@@ -6,14 +6,15 @@ dlclose of a patchable library, a 2 kHz SIGPROF handler running traced code,
 forked children running traced code, longjmp out of traced frames):
 
   hazard_cli.py --ftjit FTJIT --target TARGET [--strategy S] [--unload-every N]
-                CYCLES_PER_PLUGIN
+                [--pace US] CYCLES_PER_PLUGIN
 
 Each cycle is one `ftjit attach --duration` with one of the four built-in
 plugins (count: entry only; latency, flame, trace: exit hooks too), the
 agent injected, attached, detached and unloaded; with --unload-every N,
 only every Nth cycle (and the last) unloads it, the others keep it
 (--keep-agent) and the next attach reuses it: injections and unloads are
-most of a cycle's time under TCG (the arm64 kernel leg). Every cycle must exit 0;
+most of a cycle's time under TCG (the arm64 kernel leg). --pace US is the
+target's (each hazard thread rests that long after each round). Every cycle must exit 0;
 the target must survive them all, end with "hazard ok" (every child
 exited 0, caught == thrown, every longjmp landed), its code bytes as before
 the first cycle, and no mapping of ftjit left after an unload. The agent
@@ -61,6 +62,7 @@ def main():
     ap.add_argument("--target", required=True)
     ap.add_argument("--strategy", default="auto")
     ap.add_argument("--unload-every", type=int, default=1)
+    ap.add_argument("--pace", type=int, default=0)
     ap.add_argument("cycles", type=int)
     args = ap.parse_args()
     cycles = int(os.environ.get("FTJIT_HAZARD_CYCLES", args.cycles))
@@ -70,7 +72,8 @@ def main():
         failures.append(msg)
         print("FAIL: " + msg, flush=True)
 
-    target = subprocess.Popen([args.target], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    pace = ["--pace", str(args.pace)] if args.pace else []
+    target = subprocess.Popen([args.target] + pace, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     line = target.stdout.readline().decode()
     if not line.startswith("pid "):

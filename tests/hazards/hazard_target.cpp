@@ -11,10 +11,12 @@
 // Every function here is patchable (the whole file is built with
 // -fpatchable-function-entry); no ftjit inside.
 //
-// Usage: ftjit_hazard_target [--duration SECONDS] [--lib PATH]
+// Usage: ftjit_hazard_target [--duration SECONDS] [--lib PATH] [--pace US]
 //   Runs until stdin reaches end-of-file, or for SECONDS when given (stdin
 //   is then ignored). PATH: the library to dlopen (default: the one built
-//   with it, compiled in).
+//   with it, compiled in). US: each thread sleeps that long after each
+//   round of its hazard (default 0: none), so that on an emulated CPU
+//   (the arm64 kernel leg, under TCG) the hazards leave the tracer some.
 // Output (stdout, deterministic): "pid <pid> ready" once every hazard has
 // run at least once, then at the end "hazard ok" and exit status 0 if every
 // invariant held (caught == thrown, every value right, every child exited
@@ -117,13 +119,16 @@ __attribute__((noinline)) int hazard_jump_1(int v) {
 // The hazards
 // ---------------------------------------------------------------------------
 
-// Each thread says once that it has run its hazard once.
+// Each thread says once that it has run its hazard once, and then rests
+// --pace microseconds after each round.
 std::atomic<int> g_started{0};
+long g_pace_us = 0;
 void started(bool* once) {
   if (!*once) {
     *once = true;
     g_started.fetch_add(1, std::memory_order_release);
   }
+  if (g_pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(g_pace_us));
 }
 
 void thrower(int id) {
@@ -289,8 +294,15 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(argv[i], "--lib") == 0 && i + 1 < argc) {
       lib = argv[++i];
+    } else if (std::strcmp(argv[i], "--pace") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      g_pace_us = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || g_pace_us < 0 || g_pace_us > 1000000) {
+        std::fprintf(stderr, "hazard_target: --pace takes microseconds, 0 to 1000000\n");
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: %s [--duration SECONDS] [--lib PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--duration SECONDS] [--lib PATH] [--pace US]\n", argv[0]);
       return 2;
     }
   }
