@@ -119,6 +119,17 @@ Status check_site_model(const Backend& backend) {
   return {};
 }
 
+// Where a site's ops slot is, 0 if it has none the traits can use. Named
+// sites: where discovery found it, before the symbol (after a landing pad
+// the entry is 4 bytes past the symbol); unnamed: the prefix before the
+// entry.
+uint64_t usable_slot(const DiscoveredSite& d, const IsaTraits& traits) {
+  if (traits.slot_bytes == 0) return 0;
+  uint64_t at = d.slot;
+  if (at == 0 && d.symbol == 0 && d.prefix_bytes >= traits.slot_bytes) at = d.entry - traits.slot_bytes;
+  return at != 0 && at % traits.slot_align == 0 ? at : 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const ftjit_engine_options& options,
@@ -217,12 +228,8 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
       s.entry = d.entry;
       o.found = &d;
       s.module = module_index;
-      // Named: discovery found the slot before the symbol (after a landing
-      // pad the entry is 4 bytes past the symbol); unnamed: the prefix.
-      const uint64_t slot_at = d.slot != 0                                ? d.slot
-                               : d.symbol == 0 && d.prefix_bytes >= traits.slot_bytes ? d.entry - traits.slot_bytes
-                                                                                     : 0;
-      s.has_slot = traits.slot_bytes != 0 && slot_at != 0 && slot_at % traits.slot_align == 0;
+      const uint64_t slot_at = usable_slot(d, traits);
+      s.has_slot = slot_at != 0;
       const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
       std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
       if (s.has_slot) {
