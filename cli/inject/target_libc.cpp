@@ -216,26 +216,38 @@ Result<uint64_t> loaded_object_handle(pid_t pid, const TargetLibc& libc, const s
     }
   // struct r_debug { int r_version; struct link_map* r_map; ... }
   // struct link_map { ElfW(Addr) l_addr; char* l_name; ElfW(Dyn)* l_ld; link_map* l_next, *l_prev; }
-  auto head = read_target_memory(pid, libc.r_debug + 8, 8);
-  FTJIT_TRY(head);
-  uint64_t lm;
-  std::memcpy(&lm, head->data(), 8);
-  for (int i = 0; lm != 0 && i < 65536; ++i) {
-    auto fields = read_target_memory(pid, lm, 32);
-    FTJIT_TRY(fields);
-    uint64_t l_addr, l_name, l_next;
-    std::memcpy(&l_addr, fields->data(), 8);
-    std::memcpy(&l_name, fields->data() + 8, 8);
-    std::memcpy(&l_next, fields->data() + 24, 8);
-    if (l_name != 0) {
-      auto name = read_target_memory(pid, l_name, std::min<size_t>(path_in_target.size() + 1, 4096));
-      if (name && std::memcmp(name->data(), path_in_target.c_str(), name->size()) == 0) return lm;
+  auto walk = [&]() -> Result<uint64_t> {
+    auto head = read_target_memory(pid, libc.r_debug + 8, 8);
+    FTJIT_TRY(head);
+    uint64_t lm;
+    std::memcpy(&lm, head->data(), 8);
+    for (int i = 0; lm != 0 && i < 65536; ++i) {
+      auto fields = read_target_memory(pid, lm, 32);
+      FTJIT_TRY(fields);
+      uint64_t l_addr, l_name, l_next;
+      std::memcpy(&l_addr, fields->data(), 8);
+      std::memcpy(&l_name, fields->data() + 8, 8);
+      std::memcpy(&l_next, fields->data() + 24, 8);
+      if (l_name != 0) {
+        auto name = read_target_memory(pid, l_name, std::min<size_t>(path_in_target.size() + 1, 4096));
+        if (name && std::memcmp(name->data(), path_in_target.c_str(), name->size()) == 0) return lm;
+      }
+      // The same file under another spelling of its path: the same load bias.
+      if (offset0 != 0 && l_addr == offset0) return lm;
+      lm = l_next;
     }
-    // The same file under another spelling of its path: the same load bias.
-    if (offset0 != 0 && l_addr == offset0) return lm;
-    lm = l_next;
+    return uint64_t{0};
+  };
+  // The list is read while the target's other threads run: one of them
+  // in dlopen or dlclose can change a node under the walk, which then ends
+  // early. A file mapped but not found was such a torn walk: read again
+  // (a few milliseconds at most; the loader holds its lock that long).
+  auto found = walk();
+  for (int again = 0; found && *found == 0 && offset0 != 0 && again < 200; ++again) {
+    ::usleep(500);
+    found = walk();
   }
-  return uint64_t{0};
+  return found;
 }
 
 std::string pending_dlerror(pid_t pid, const TargetLibc& libc, uint64_t fs_base) {
