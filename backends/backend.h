@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/instruction_decoder.h"
 #include "core/site.h"
 
 namespace ftjit {
@@ -406,6 +407,10 @@ class Backend : public TrampolineEmitter {
 
 // The backend for `isa`, or nullptr if ftjit was built without it.
 const Backend* backend_for(Isa isa);
+
+// The instruction decoder for `isa` (relocating functions without a sled,
+// core/relocation_plan.h), or nullptr where ftjit was built without one.
+const InstructionDecoder* decoder_for(Isa isa);
 
 // The code generator for `isa` alone (the CLI serving an agent).
 const TrampolineEmitter* emitter_for(Isa isa);

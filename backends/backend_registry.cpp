@@ -10,6 +10,9 @@
 #if FTJIT_HAVE_RISCV64
 #include "backends/riscv64/riscv64_backend.h"
 #endif
+#if FTJIT_HAVE_X86_64_DECODER
+#include "backends/x86_64/x86_64_decoder.h"
+#endif
 
 namespace ftjit {
 
@@ -34,6 +37,15 @@ const TrampolineEmitter* emitter_for(Isa isa) {
 #endif
 #if FTJIT_HAVE_RISCV64
     case Isa::kRiscv64: return &riscv64_emitter();
+#endif
+    default: return nullptr;
+  }
+}
+
+const InstructionDecoder* decoder_for(Isa isa) {
+  switch (isa) {
+#if FTJIT_HAVE_X86_64_DECODER
+    case Isa::kX86_64: return x86_64::x86_64_decoder_error().empty() ? &x86_64::x86_64_decoder() : nullptr;
 #endif
     default: return nullptr;
   }

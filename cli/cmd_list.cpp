@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "cli/list_relocation.h"
 #include "cli/mapped_file.h"
 #include "cli/option_values.h"
 #include "cli/process_modules.h"
@@ -39,6 +40,7 @@ struct ListOptions {
   std::string file;
   int pid = 0;
   std::vector<std::string> include, exclude;
+  bool relocate = false;
 };
 
 // `ftjit list -p PID`: every module the process has mapped, at run-time
@@ -91,8 +93,10 @@ int run_list(const ListOptions& o) {
   };
   auto filter = Filter::compile(o.include, o.exclude);
   if (!filter) return fail(filter.error().message);
+  if (o.relocate && o.pid != 0) return fail("--relocate lists a FILE's functions; -p PID is not supported with it yet");
   if (o.pid != 0) return run_list_process(o, *filter);
   if (o.file.empty()) return fail("give a FILE or -p PID");
+  if (o.relocate) return list_relocation(o.file, *filter);
   MappedFile file;
   std::string error;
   if (!file.open(o.file, &error)) return fail(error);
@@ -168,6 +172,9 @@ void add_list_command(CLI::App& app, std::function<int()>* run) {
       ->type_name("GLOB");
   cmd->add_option("--exclude", o->exclude, "Leave out functions matching GLOB, repeatable")
       ->type_name("GLOB");
+  cmd->add_flag("--relocate", o->relocate,
+                "List the functions without a sled instead: whether each entry can be relocated "
+                "(ADDRESS<TAB>relocate|refused:REASON<TAB>NAME<TAB>DETAIL), a count per reason on stderr");
   cmd->footer("LAYOUT is 'slot' for -fpatchable-function-entry=13,8 (the 8-byte ops slot "
               "call-ops needs; =4,2 on arm64, =8,4 or =4,2 on riscv64), 'entry' for =5 (=2 on "
               "arm64); for a FILE, 'no-sled' or 'misaligned' where the record's entry cannot be "

@@ -23,6 +23,11 @@ install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # ftjit.pc lists every backend library ftjit_backends links.
 set(FTJIT_PC_BACKEND_LIBS "-lftjit_backend_x86_64 -lftjit_backend_x86_64_sites")
+if(TARGET ftjit_backend_x86_64_decoder)
+  install(TARGETS ftjit_backend_x86_64_decoder ftjit_llvm_disassembler
+    EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_x86_64_decoder -lftjit_llvm_disassembler")
+endif()
 if(TARGET ftjit_backend_arm64)
   install(TARGETS ftjit_backend_arm64 ftjit_backend_arm64_sites
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -31,12 +36,15 @@ endif()
 if(TARGET ftjit_backend_riscv64)
   install(TARGETS ftjit_backend_riscv64 ftjit_backend_riscv64_sites
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  # The LLVM MC archives it links, by path, and what they need.
-  get_property(_ftjit_llvm_libs GLOBAL PROPERTY FTJIT_LLVM_LIBS)
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_riscv64 -lftjit_backend_riscv64_sites")
+endif()
+# The LLVM MC archives the riscv64 emitter and the decoders link, by path,
+# and what they need.
+get_property(_ftjit_llvm_libs GLOBAL PROPERTY FTJIT_LLVM_LIBS)
+if(_ftjit_llvm_libs)
   list(JOIN _ftjit_llvm_libs " " _ftjit_llvm)
   string(REPLACE " z zstd tinfo" " -lz -lzstd -ltinfo" _ftjit_llvm " ${_ftjit_llvm}")
   string(REPLACE " dl rt m" " -ldl -lrt -lm" _ftjit_llvm "${_ftjit_llvm}")
-  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_riscv64 -lftjit_backend_riscv64_sites")
   set(FTJIT_PC_LLVM_LIBS "${_ftjit_llvm}")
 endif()
 # Under every ISA's sites: last.

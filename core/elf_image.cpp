@@ -229,9 +229,12 @@ Result<SectionTable> read_section_table(const FileView& file, const Elf64_Ehdr& 
   return table;
 }
 
+// Also where PT_GNU_EH_FRAME is (*eh_frame_hdr, filesz 0 if absent or
+// not inside the file).
 Result<std::vector<ElfImage::Segment>> read_load_segments(const FileView& file,
                                                           const Elf64_Ehdr& ehdr,
-                                                          const SectionTable& sections) {
+                                                          const SectionTable& sections,
+                                                          ElfImage::Segment* eh_frame_hdr) {
   const uint64_t phnum = sections.phnum;
   std::vector<ElfImage::Segment> segments;
   if (phnum == 0) return segments;
@@ -253,6 +256,9 @@ Result<std::vector<ElfImage::Segment>> read_load_segments(const FileView& file,
   }
   for (uint64_t i = 0; i < phnum; ++i) {
     auto ph = file.load<Elf64_Phdr>(ehdr.e_phoff + i * sizeof(Elf64_Phdr));
+    if (ph.p_type == PT_GNU_EH_FRAME && file.contains(ph.p_offset, ph.p_filesz)) {
+      *eh_frame_hdr = {ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags};
+    }
     if (ph.p_type != PT_LOAD) continue;
     std::string what = "PT_LOAD program header " + std::to_string(i);
     if (!file.contains(ph.p_offset, ph.p_filesz)) {
@@ -629,7 +635,8 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   FTJIT_TRY(ehdr);
   auto table = read_section_table(file, ehdr.value());
   FTJIT_TRY(table);
-  auto segments = read_load_segments(file, ehdr.value(), table.value());
+  ElfImage::Segment eh_frame_hdr;
+  auto segments = read_load_segments(file, ehdr.value(), table.value(), &eh_frame_hdr);
   FTJIT_TRY(segments);
   auto sections = Sections::check(file, std::move(table.value()), ehdr->e_shoff);
   FTJIT_TRY(sections);
@@ -639,6 +646,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   img.flags_ = ehdr->e_flags;
   img.dynamic_ = ehdr->e_type == ET_DYN;
   img.segments_ = std::move(segments.value());
+  img.eh_frame_hdr_ = eh_frame_hdr;
   for (uint64_t i = 1; i < sections->count(); ++i) {
     const auto& sh = (*sections)[i];
     if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL || sections->name(i).substr(0, 7) != ".debug_") continue;

@@ -110,6 +110,11 @@ class ElfImage {
   std::span<const uint8_t> code_in_file(std::span<const uint8_t> file, uint64_t vaddr,
                                         uint64_t length) const;
 
+  // PT_GNU_EH_FRAME (.eh_frame_hdr: the sorted index of the unwind
+  // tables' function starts, core/eh_frame_index.h); filesz 0 if the file
+  // has none.
+  const Segment& eh_frame_hdr() const { return eh_frame_hdr_; }
+
   // e_flags: what the file's code may use (riscv64: EF_RISCV_RVC, the C
   // extension, whose NOP is the 2-byte c.nop).
   uint32_t flags() const { return flags_; }
@@ -136,6 +141,7 @@ class ElfImage {
   std::vector<uint8_t> record_code_;  // kCodeWindowBytes per record
   std::vector<ElfSymbol> functions_;
   std::vector<Segment> segments_;
+  Segment eh_frame_hdr_;
   std::vector<DebugSection> debug_sections_;
 };
 
