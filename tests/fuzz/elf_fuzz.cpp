@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: arbitrary bytes through ElfImage::parse, discover_sites,
+// the .eh_frame_hdr index (core/eh_frame_index.h),
 // the compile units' producers (DWARF) and sled recovery.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "core/dwarf_producers.h"
+#include "core/eh_frame_index.h"
 #include "core/elf_image.h"
 #include "core/site_discovery.h"
 #include "core/sled_recovery.h"
@@ -31,6 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (img->function_at(f.value) == nullptr) __builtin_trap();
   }
   for (const auto& s : img->load_segments()) (void)(s.vaddr + s.memsz);
+  // The unwind tables' function starts: sorted and unique, or the ELF code.
+  auto starts = ftjit::eh_frame_function_starts(std::span<const uint8_t>(data, size), img.value());
+  if (!starts.ok() && starts.error().code != FTJIT_E_ELF) __builtin_trap();
+  if (starts.ok())
+    for (size_t i = 1; i < starts->size(); ++i)
+      if ((*starts)[i - 1] >= (*starts)[i]) __builtin_trap();
   // Producers: a list or the ELF code, nothing else.
   auto units = ftjit::compile_unit_producers(std::span<const uint8_t>(data, size), img.value());
   if (!units.ok() && units.error().code != FTJIT_E_ELF) __builtin_trap();
