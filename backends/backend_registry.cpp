@@ -13,6 +13,9 @@
 #if FTJIT_HAVE_X86_64_DECODER
 #include "backends/x86_64/x86_64_decoder.h"
 #endif
+#if FTJIT_HAVE_ARM64_DECODER
+#include "backends/arm64/arm64_decoder.h"
+#endif
 
 namespace ftjit {
 
@@ -46,6 +49,9 @@ const InstructionDecoder* decoder_for(Isa isa) {
   switch (isa) {
 #if FTJIT_HAVE_X86_64_DECODER
     case Isa::kX86_64: return x86_64::x86_64_decoder_error().empty() ? &x86_64::x86_64_decoder() : nullptr;
+#endif
+#if FTJIT_HAVE_ARM64_DECODER
+    case Isa::kArm64: return arm64::arm64_decoder_error().empty() ? &arm64::arm64_decoder() : nullptr;
 #endif
     default: return nullptr;
   }

@@ -24,14 +24,17 @@ install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_
 # ftjit.pc lists every backend library ftjit_backends links.
 set(FTJIT_PC_BACKEND_LIBS "-lftjit_backend_x86_64 -lftjit_backend_x86_64_sites")
 if(TARGET ftjit_backend_x86_64_decoder)
-  install(TARGETS ftjit_backend_x86_64_decoder ftjit_llvm_disassembler
-    EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_x86_64_decoder -lftjit_llvm_disassembler")
+  install(TARGETS ftjit_backend_x86_64_decoder EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_x86_64_decoder")
 endif()
 if(TARGET ftjit_backend_arm64)
   install(TARGETS ftjit_backend_arm64 ftjit_backend_arm64_sites
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_arm64 -lftjit_backend_arm64_sites")
+endif()
+if(TARGET ftjit_backend_arm64_decoder)
+  install(TARGETS ftjit_backend_arm64_decoder EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_arm64_decoder")
 endif()
 if(TARGET ftjit_backend_riscv64)
   install(TARGETS ftjit_backend_riscv64 ftjit_backend_riscv64_sites
@@ -46,6 +49,10 @@ if(_ftjit_llvm_libs)
   string(REPLACE " z zstd tinfo" " -lz -lzstd -ltinfo" _ftjit_llvm " ${_ftjit_llvm}")
   string(REPLACE " dl rt m" " -ldl -lrt -lm" _ftjit_llvm "${_ftjit_llvm}")
   set(FTJIT_PC_LLVM_LIBS "${_ftjit_llvm}")
+endif()
+if(TARGET ftjit_llvm_disassembler)
+  install(TARGETS ftjit_llvm_disassembler EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_llvm_disassembler")
 endif()
 # Under every ISA's sites: last.
 string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_seam")

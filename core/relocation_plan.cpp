@@ -74,9 +74,21 @@ const char* relocation_refusal_name(RelocationRefusal r) {
 CodeReferences CodeReferences::sweep(std::span<const uint8_t> file, const ElfImage& image,
                                      const InstructionDecoder& decoder) {
   CodeReferences out;
-  std::vector<std::pair<uint64_t, uint64_t>> code;  // [start, end) of executable, file-backed bytes
-  for (const ElfImage::Segment& seg : image.load_segments())
-    if ((seg.flags & PF_X) != 0 && seg.filesz != 0) code.emplace_back(seg.vaddr, seg.vaddr + seg.filesz);
+  // [start, end) of executable, file-backed bytes, from the first function
+  // to the end of the last: an executable segment may begin with the
+  // file's headers, symbols and relocations (arm64's libc does), whose
+  // bytes decode to nonsense references.
+  std::vector<std::pair<uint64_t, uint64_t>> code;
+  for (const ElfImage::Segment& seg : image.load_segments()) {
+    if ((seg.flags & PF_X) == 0 || seg.filesz == 0) continue;
+    uint64_t lo = ~uint64_t{0}, hi = 0;
+    for (const ElfSymbol& s : image.functions()) {
+      if (s.value < seg.vaddr || s.value - seg.vaddr >= seg.filesz) continue;
+      lo = std::min(lo, s.value);
+      hi = std::max(hi, std::min(s.value + std::max<uint64_t>(s.size, 1), seg.vaddr + seg.filesz));
+    }
+    if (lo < hi) code.emplace_back(lo, hi);
+  }
   auto in_code = [&](uint64_t a) {
     for (const auto& [lo, hi] : code)
       if (a >= lo && a < hi) return true;

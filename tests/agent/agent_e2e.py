@@ -205,12 +205,28 @@ class Target:
         return self.expect_line(answer)
 
     def state(self):
-        with open("/proc/%d/stat" % self.pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:  # reaped (ended_how)
+            return "X"
+
+    def ended_how(self):
+        """How a target that is gone ended: its exit status or its signal."""
+        rc = self.p.poll()
+        if rc is None:
+            return "still running"
+        if rc < 0:
+            try:
+                return "killed by signal %d (%s)" % (-rc, signal.Signals(-rc).name)
+            except ValueError:
+                return "killed by signal %d" % -rc
+        return "exited with status %d" % rc
 
     def check_running(self, what):
         st = self.state()
-        check(st not in ("t", "T", "Z", "X"), "%s: target %d is in state %s" % (what, self.pid, st))
+        check(st not in ("t", "T", "Z", "X"), "%s: target %d is in state %s%s" % (
+            what, self.pid, st, " (%s)" % self.ended_how() if st in ("Z", "X") else ""))
 
     def check_no_ftjit(self, what):
         """After a detach that unloads the agent: no mapping of ours is

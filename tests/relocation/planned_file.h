@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// A fixture (or system) file planned whole: its image, the sweep's
+// references, each function's relocation plan by name. Shared by the
+// relocation tests of every ISA.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/eh_frame_index.h"
+#include "core/elf_image.h"
+#include "core/relocation_plan.h"
+
+namespace ftjit {
+
+inline std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// One file planned: its image, its references, each function's plan by name.
+struct Planned {
+  std::vector<uint8_t> bytes;
+  std::optional<ElfImage> image;
+  std::map<std::string, RelocationPlan> plans;
+  size_t references = 0;
+};
+
+inline Planned plan_file(const std::string& path) {
+  Planned p;
+  p.bytes = read_file(path);
+  auto image = ElfImage::parse(p.bytes);
+  EXPECT_TRUE(image.ok()) << path << ": " << (image.ok() ? "" : image.error().message);
+  if (!image) return p;
+  p.image = std::move(image.value());
+  const InstructionDecoder* decoder = decoder_for(p.image->isa());
+  EXPECT_NE(decoder, nullptr);
+  if (decoder == nullptr) return p;
+  auto starts = eh_frame_function_starts(p.bytes, *p.image);
+  EXPECT_TRUE(starts.ok()) << (starts.ok() ? "" : starts.error().message);
+  const CodeReferences refs = CodeReferences::sweep(p.bytes, *p.image, *decoder);
+  p.references = refs.size();
+  const std::vector<uint64_t> none;
+  const std::vector<uint64_t>& known = starts.ok() ? starts.value() : none;
+  for (const ElfSymbol& fn : p.image->functions())
+    if (fn.in_code_section) p.plans.emplace(fn.name, plan_relocation(fn, p.bytes, *p.image, *decoder, refs, known));
+  return p;
+}
+
+}  // namespace ftjit
