@@ -9,25 +9,23 @@ if(NOT TARGET ftjit_backend_x86_64_decoder)
 endif()
 
 set(_reloc_dir ${CMAKE_BINARY_DIR}/tests/relocation)
-set(_reloc_shapes_x86_64 ${_reloc_dir}/libshapes_x86_64.so)
-# -Bsymbolic: the shapes' branches between functions bind inside the file
-# (no PLT), as a static function's would.
-add_custom_command(OUTPUT ${_reloc_shapes_x86_64}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${_reloc_dir}
-  COMMAND ${CMAKE_C_COMPILER} -shared -nostdlib -Wl,-Bsymbolic -o ${_reloc_shapes_x86_64}
-          ${CMAKE_CURRENT_LIST_DIR}/fixtures/x86_64_shapes.S
-  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fixtures/x86_64_shapes.S
-  COMMENT "relocation shapes (x86-64)")
-# arm64: the cross compiler's (scripts/setup.sh installs it); planned
-# and relocated here, on the host, where LLVM's AArch64 decoder is.
+# libshapes_<isa>.so from fixtures/<isa>_shapes.S, by `compiler`, into
+# ${out}. -Bsymbolic: the shapes' branches between functions bind inside
+# the file (no PLT), as a static function's would.
+function(ftjit_relocation_shapes isa compiler out)
+  set(_so ${_reloc_dir}/libshapes_${isa}.so)
+  add_custom_command(OUTPUT ${_so}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_reloc_dir}
+    COMMAND ${compiler} -shared -nostdlib -Wl,-Bsymbolic -o ${_so} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/fixtures/${isa}_shapes.S
+    DEPENDS ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/fixtures/${isa}_shapes.S
+    COMMENT "relocation shapes (${isa})")
+  set(${out} ${_so} PARENT_SCOPE)
+endfunction()
+ftjit_relocation_shapes(x86_64 ${CMAKE_C_COMPILER} _reloc_shapes_x86_64)
+# arm64: the cross compiler's (scripts/setup.sh installs it); planned and
+# relocated here, on the host, where LLVM's AArch64 decoder is.
 find_program(FTJIT_RELOCATION_A64_CC NAMES aarch64-linux-gnu-gcc REQUIRED)
-set(_reloc_shapes_arm64 ${_reloc_dir}/libshapes_arm64.so)
-add_custom_command(OUTPUT ${_reloc_shapes_arm64}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${_reloc_dir}
-  COMMAND ${FTJIT_RELOCATION_A64_CC} -shared -nostdlib -Wl,-Bsymbolic -o ${_reloc_shapes_arm64}
-          ${CMAKE_CURRENT_LIST_DIR}/fixtures/arm64_shapes.S
-  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fixtures/arm64_shapes.S
-  COMMENT "relocation shapes (arm64)")
+ftjit_relocation_shapes(arm64 ${FTJIT_RELOCATION_A64_CC} _reloc_shapes_arm64)
 add_custom_target(ftjit_relocation_fixtures DEPENDS ${_reloc_shapes_x86_64} ${_reloc_shapes_arm64})
 
 add_executable(ftjit_relocation_tests ${CMAKE_CURRENT_LIST_DIR}/relocation_plan_test.cpp
