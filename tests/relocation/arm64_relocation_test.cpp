@@ -14,16 +14,9 @@
 namespace ftjit {
 namespace {
 
-class Arm64Shapes : public ::testing::Test {
+constexpr char kArm64ShapesPath[] = FTJIT_RELOCATION_SHAPES_ARM64;
+class Arm64Shapes : public PlannedShapes<kArm64ShapesPath> {
  protected:
-  static void SetUpTestSuite() { shapes_ = new Planned(plan_file(FTJIT_RELOCATION_SHAPES_ARM64)); }
-  static void TearDownTestSuite() { delete shapes_; }
-  const RelocationPlan& plan(const std::string& name) {
-    auto it = shapes_->plans.find(name);
-    EXPECT_NE(it, shapes_->plans.end()) << name;
-    static const RelocationPlan none{0, 0, 0, {}, RelocationRefusal::kUndecodable, "not in the fixture"};
-    return it == shapes_->plans.end() ? none : it->second;
-  }
   std::span<const uint8_t> code(const RelocationPlan& p) {
     return shapes_->image->code_in_file(shapes_->bytes, p.entry, 64);
   }
@@ -41,9 +34,7 @@ class Arm64Shapes : public ::testing::Test {
       out.push_back(d.decode(p.entry + distance + at, std::span<const uint8_t>(copy->bytes).subspan(at)));
     return out;
   }
-  static Planned* shapes_;
 };
-Planned* Arm64Shapes::shapes_ = nullptr;
 
 TEST_F(Arm64Shapes, OneWordMovesAndItsTargetIsKnown) {
   struct Case {

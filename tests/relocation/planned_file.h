@@ -54,4 +54,20 @@ inline Planned plan_file(const std::string& path) {
   return p;
 }
 
+// A test suite over one fixture file's plans, made once for the suite:
+// plan(name) is the plan of the function `name`.
+template <const char* kPath>
+class PlannedShapes : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { shapes_ = new Planned(plan_file(kPath)); }
+  static void TearDownTestSuite() { delete shapes_; }
+  const RelocationPlan& plan(const std::string& name) {
+    auto it = shapes_->plans.find(name);
+    EXPECT_NE(it, shapes_->plans.end()) << name;
+    static const RelocationPlan none{0, 0, 0, {}, RelocationRefusal::kUndecodable, "not in the fixture"};
+    return it == shapes_->plans.end() ? none : it->second;
+  }
+  static inline Planned* shapes_ = nullptr;
+};
+
 }  // namespace ftjit

@@ -20,19 +20,8 @@
 namespace ftjit {
 namespace {
 
-class X86Shapes : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { shapes_ = new Planned(plan_file(FTJIT_RELOCATION_SHAPES_X86_64)); }
-  static void TearDownTestSuite() { delete shapes_; }
-  const RelocationPlan& plan(const std::string& name) {
-    auto it = shapes_->plans.find(name);
-    EXPECT_NE(it, shapes_->plans.end()) << name;
-    static const RelocationPlan none{0, 0, 0, {}, RelocationRefusal::kUndecodable, "not in the fixture"};
-    return it == shapes_->plans.end() ? none : it->second;
-  }
-  static Planned* shapes_;
-};
-Planned* X86Shapes::shapes_ = nullptr;
+constexpr char kX86ShapesPath[] = FTJIT_RELOCATION_SHAPES_X86_64;
+class X86Shapes : public PlannedShapes<kX86ShapesPath> {};
 
 TEST_F(X86Shapes, PlainPushesMoveWholeInstructions) {
   const RelocationPlan& p = plan("plain_prologue");
