@@ -54,6 +54,19 @@ inline Planned plan_file(const std::string& path) {
   return p;
 }
 
+// How many plans of `p` have each verdict, and the same as one line
+// ("relocatable 2092; ifunc 47; ...") for messages.
+struct RefusalCounts {
+  std::map<RelocationRefusal, int> of;
+  std::string table;
+};
+inline RefusalCounts count_refusals(const Planned& p) {
+  RefusalCounts c;
+  for (const auto& [name, plan] : p.plans) ++c.of[plan.refusal];
+  for (const auto& [r, n] : c.of) c.table += std::string(relocation_refusal_name(r)) + " " + std::to_string(n) + "; ";
+  return c;
+}
+
 // A test suite over one fixture file's plans, made once for the suite:
 // plan(name) is the plan of the function `name`.
 template <const char* kPath>
