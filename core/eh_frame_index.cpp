@@ -23,11 +23,6 @@ uint32_t encoded_size(uint8_t enc) {
   }
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
@@ -35,7 +30,7 @@ Result<std::vector<uint64_t>> eh_frame_function_starts(std::span<const uint8_t> 
   const ElfImage::Segment& seg = image.eh_frame_hdr();
   if (seg.filesz == 0) return make_error(FTJIT_E_ELF, "no .eh_frame_hdr (PT_GNU_EH_FRAME)");
   if (seg.offset > file.size() || seg.filesz > file.size() - seg.offset)
-    return make_error(FTJIT_E_ELF, ".eh_frame_hdr at " + hex(seg.offset) + " extends past the end of the file");
+    return make_error(FTJIT_E_ELF, ".eh_frame_hdr at " + format_hex(seg.offset) + " extends past the end of the file");
   const std::span<const uint8_t> hdr = file.subspan(seg.offset, seg.filesz);
   // u8 version, u8 eh_frame_ptr_enc, u8 fde_count_enc, u8 table_enc,
   // eh_frame_ptr, fde_count, then fde_count pairs {initial_location, fde}.
@@ -45,8 +40,8 @@ Result<std::vector<uint64_t>> eh_frame_function_starts(std::span<const uint8_t> 
   if (count_enc == kOmit || table_enc == kOmit) return std::vector<uint64_t>{};
   const uint32_t ptr_size = encoded_size(ptr_enc), count_size = encoded_size(count_enc);
   if (ptr_size == 0 || count_size == 0 || table_enc != kDatarelSdata4)
-    return make_error(FTJIT_E_ELF, ".eh_frame_hdr uses pointer encodings " + hex(ptr_enc) + "/" + hex(count_enc) +
-                                       "/" + hex(table_enc) + ", not the linkers' (datarel sdata4 table)");
+    return make_error(FTJIT_E_ELF, ".eh_frame_hdr uses pointer encodings " + format_hex(ptr_enc) + "/" + format_hex(count_enc) +
+                                       "/" + format_hex(table_enc) + ", not the linkers' (datarel sdata4 table)");
   uint64_t at = 4 + ptr_size;
   if (at + count_size > hdr.size()) return make_error(FTJIT_E_ELF, ".eh_frame_hdr is truncated");
   uint64_t count = 0;

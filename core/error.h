@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,6 +21,10 @@ struct Error {
 
 // Creates an Error; the one place to put a breakpoint on every failure.
 [[nodiscard]] Error make_error(ftjit_status code, std::string message);
+
+// An address or offset for a message, as printf's %#llx writes it
+// ("0x1f", and "0" for zero).
+std::string format_hex(uint64_t v);
 
 // Either a T or an Error. Cheap to move; test with ok() before value().
 template <typename T>

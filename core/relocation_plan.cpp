@@ -9,11 +9,6 @@
 namespace ftjit {
 namespace {
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // "0x4f1c (pthread_rwlock_tryrdlock+0x40)": the symbol whose range holds
 // `addr`, when there is one.
@@ -21,10 +16,10 @@ std::string describe(const ElfImage& image, uint64_t addr) {
   const auto& fns = image.functions();
   auto it = std::upper_bound(fns.begin(), fns.end(), addr,
                              [](uint64_t a, const ElfSymbol& s) { return a < s.value; });
-  std::string out = hex(addr);
+  std::string out = format_hex(addr);
   if (it != fns.begin()) {
     const ElfSymbol& s = *std::prev(it);
-    if (addr < s.value + std::max<uint64_t>(s.size, 1)) out += " (" + s.name + "+" + hex(addr - s.value) + ")";
+    if (addr < s.value + std::max<uint64_t>(s.size, 1)) out += " (" + s.name + "+" + format_hex(addr - s.value) + ")";
   }
   return out;
 }
@@ -164,7 +159,7 @@ RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> fil
                     std::to_string(code.size()) + " bytes; the branch needs " + std::to_string(need) +
                         (plan.patch_at != fn.value ? " after the landing pad" : ""));
     const DecodedInsn insn = decoder.decode(fn.value + at, code.subspan(at));
-    const std::string where = "+" + hex(at);
+    const std::string where = "+" + format_hex(at);
     switch (insn.cls) {
       case InsnClass::kInvalid:
         return refuse(RelocationRefusal::kUndecodable, "no instruction at " + where + " (" + bytes_of(code, at, 4) + ")");
@@ -205,7 +200,7 @@ RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> fil
     return refuse(RelocationRefusal::kTooShort, "its first instructions run past its size");
   if (const CodeReference* r = refs.first_into(plan.patch_at + 1, plan.patch_at + plan.overwritten))
     return refuse(RelocationRefusal::kBranchInside, "a reference from " + describe(image, r->from) + " lands at +" +
-                                                        hex(r->target - fn.value));
+                                                        format_hex(r->target - fn.value));
   return plan;
 }
 
@@ -221,12 +216,12 @@ Result<RelocatedCopy> relocated_copy(const RelocationPlan& plan, std::span<const
     copy.moved_to.emplace_back(insn.address, to);
     if (!decoder.relocate(insn, code.subspan(at, insn.size), to, &copy.bytes))
       return make_error(FTJIT_E_OUT_OF_RANGE, "the " + std::string(insn_class_name(insn.cls)) + " at +" +
-                                                  hex(at) + " cannot reach its target from " + hex(to));
+                                                  format_hex(at) + " cannot reach its target from " + format_hex(to));
     left = insn.cls == InsnClass::kJump || insn.cls == InsnClass::kReturn || insn.cls == InsnClass::kIndirectJump;
   }
   if (!left && !decoder.append_branch(copy_at + copy.bytes.size(), plan.patch_at + plan.overwritten, &copy.bytes))
-    return make_error(FTJIT_E_OUT_OF_RANGE, "the copy at " + hex(copy_at) + " cannot branch back to " +
-                                                hex(plan.patch_at + plan.overwritten));
+    return make_error(FTJIT_E_OUT_OF_RANGE, "the copy at " + format_hex(copy_at) + " cannot branch back to " +
+                                                format_hex(plan.patch_at + plan.overwritten));
   return copy;
 }
 
