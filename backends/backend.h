@@ -34,9 +34,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/module_relocator.h"
 #include "core/instruction_decoder.h"
 #include "core/site.h"
 
@@ -97,6 +99,11 @@ struct IsaTraits {
   // site, and a site with an ops slot (call-ops).
   const char* site_flags = "";
   const char* slot_flags = "";
+  // The landing pad that starts every stub of a relocated entry (x86-64
+  // endbr64, arm64 bti c): what an indirect branch may land on, where the
+  // pages check it. Empty where the ISA has none.
+  uint8_t landing_pad[4] = {};
+  uint8_t landing_pad_bytes = 0;
 };
 
 // One instruction (or one fixed-size instruction group) as bytes. Eight
@@ -355,6 +362,31 @@ class TrampolineEmitter {
   // emitter does not compile.
   virtual Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& request) const;
 };
+
+// Relocated entries (functions without a sled, core/module_relocator.h):
+// what the runtime asks of the generator, which reads the module's file,
+// decodes and proves (in-process for an embedder; the CLI for an agent).
+struct RelocationRequest {
+  std::string path;        // the module's file as the process names it
+  uint64_t load_bias = 0;
+  uint64_t entry = 0;      // the function's run-time address
+  uint64_t place = 0;      // where its copy will run
+  uint32_t max_bytes = 0;  // room there
+};
+
+class EntryRelocator {
+ public:
+  virtual ~EntryRelocator() = default;
+  // The copy of the function at request.entry, or why not: a refusal is
+  // FTJIT_E_NOT_PATCHABLE with "<reason>: <detail>" (`ftjit list
+  // --relocate`'s reasons).
+  virtual Result<RelocatedEntry> relocate_entry(const RelocationRequest& request) const = 0;
+};
+
+// The in-process relocator over this build's decoders (decoder_for), each
+// module file read and swept once; nullptr where ftjit was built without
+// any decoder.
+const EntryRelocator* local_entry_relocator();
 
 // An ISA's sites (encodings, rewrite protocol: no code generator needed)
 // and, through its emitter, its trampolines.

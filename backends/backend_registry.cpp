@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Maps an ISA to its backend; the one place that knows which ones are built.
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "backends/backend.h"
 #include "backends/x86_64/x86_64_backend.h"
@@ -55,6 +57,39 @@ const InstructionDecoder* decoder_for(Isa isa) {
 #endif
     default: return nullptr;
   }
+}
+
+namespace {
+
+// Each module file opened (read and swept) once, kept for later requests:
+// an attach relocates many functions of few modules.
+class CachingRelocator final : public EntryRelocator {
+ public:
+  Result<RelocatedEntry> relocate_entry(const RelocationRequest& request) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = modules_.find(request.path);
+    if (it == modules_.end()) {
+      auto opened = ModuleRelocator::open(request.path, decoder_for);
+      if (!opened) return opened.take_error();
+      it = modules_.emplace(request.path, std::move(opened.value())).first;
+    }
+    return it->second->relocate(request.entry, request.load_bias, request.place, request.max_bytes);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::unique_ptr<ModuleRelocator>> modules_;
+};
+
+}  // namespace
+
+const EntryRelocator* local_entry_relocator() {
+#if FTJIT_HAVE_X86_64_DECODER || FTJIT_HAVE_ARM64_DECODER
+  static const CachingRelocator relocator;
+  return &relocator;
+#else
+  return nullptr;
+#endif
 }
 
 // Where the native backend is picked (native_isa() is the sites library's,

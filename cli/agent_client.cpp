@@ -181,7 +181,8 @@ Result<control::Reply> AgentConnection::request(control::MsgType type, const std
   return control::decode_reply(frame->payload);
 }
 
-control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter) {
+control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter,
+                                   const std::string& root) {
   control::Generated out;
   auto req = control::decode_generate(payload);
   Result<std::string> bytes = std::string();
@@ -190,6 +191,15 @@ control::Generated answer_generate(std::string_view payload, const TrampolineEmi
   } else if (req->kind == control::GenerateKind::kSiteCode) {
     auto code = emitter.emit_site_code(req->entry, req->place);
     bytes = code ? Result<std::string>(control::encode_site_code(*code)) : Result<std::string>(code.take_error());
+  } else if (req->kind == control::GenerateKind::kRelocatedEntry) {
+    const EntryRelocator* relocator = local_entry_relocator();
+    RelocationRequest r = req->relocation;
+    if (!root.empty() && !r.path.empty() && r.path[0] == '/') r.path = root + r.path;
+    auto entry = relocator != nullptr
+                     ? relocator->relocate_entry(r)
+                     : Result<RelocatedEntry>(make_error(FTJIT_E_UNSUPPORTED, "this ftjit has no instruction decoder"));
+    bytes = entry ? Result<std::string>(control::encode_relocated_entry(*entry))
+                  : Result<std::string>(entry.take_error());
   } else if (req->kind == control::GenerateKind::kInlineTemplate) {
     auto code = emitter.emit_inline_template(req->inline_request);
     bytes = code ? Result<std::string>(std::string(code->begin(), code->end()))
@@ -223,6 +233,7 @@ Result<std::unique_ptr<GeneratorService>> GeneratorService::start(pid_t pid) {
   if (!ack) return ack.take_error();
   std::unique_ptr<GeneratorService> g(new GeneratorService());
   g->conn_ = std::move(conn.value());
+  g->root_ = "/proc/" + std::to_string(pid) + "/root";
   g->thread_ = std::thread([raw = g.get()] { raw->serve(); });
   return g;
 }
@@ -237,7 +248,7 @@ void GeneratorService::serve() {
   for (;;) {
     auto frame = control::recv_frame(conn_->fd(), -1);
     if (!frame || frame->type != control::MsgType::kGenerate) return;
-    const control::Generated out = answer_generate(frame->payload, *emitter);
+    const control::Generated out = answer_generate(frame->payload, *emitter, root_);
     if (!control::send_frame(conn_->fd(), control::MsgType::kGenerated, control::encode(out))) return;
     served_.fetch_add(1);
   }

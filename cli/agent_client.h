@@ -57,7 +57,11 @@ class AgentConnection {
 // A second connection that answers the agent's Generate requests on a
 // thread of its own, until destroyed or the agent goes away.
 // The generator's answer to one Generate payload, with `emitter`.
-control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter);
+// `root`: where the process's files are seen from here (/proc/PID/root;
+// empty: its files are ours), for the module files a relocated entry is
+// read from.
+control::Generated answer_generate(std::string_view payload, const TrampolineEmitter& emitter,
+                                   const std::string& root = "");
 
 class GeneratorService {
  public:
@@ -69,6 +73,7 @@ class GeneratorService {
   GeneratorService() = default;
   void serve();
   std::unique_ptr<AgentConnection> conn_;
+  std::string root_;  // /proc/PID/root
   std::thread thread_;
   std::atomic<uint64_t> served_{0};
 };

@@ -72,7 +72,8 @@ void ftjit_ops_init(ftjit_ops* ops) {
 
 }  // extern "C"
 
-ftjit_engine* ftjit::create_engine_handle(const ftjit_engine_options* opts, const Backend& backend) {
+ftjit_engine* ftjit::create_engine_handle(const ftjit_engine_options* opts, const Backend& backend,
+                                          const EntryRelocator* relocator) {
   ftjit_engine_options o;
   ftjit_engine_options_init(&o);
   if (opts != nullptr) {
@@ -89,6 +90,7 @@ ftjit_engine* ftjit::create_engine_handle(const ftjit_engine_options* opts, cons
     fail(e.error());
     return nullptr;
   }
+  e.value()->set_entry_relocator(relocator);
   return new ftjit_engine{std::move(e.value())};
 }
 

@@ -11,8 +11,10 @@
 
 namespace ftjit {
 
-// ftjit_engine_create with `backend`; NULL and ftjit_last_error() on failure.
-ftjit_engine* create_engine_handle(const ftjit_engine_options* opts, const Backend& backend);
+// ftjit_engine_create with `backend`, relocating entries with `relocator`
+// (may be null); NULL and ftjit_last_error() on failure.
+ftjit_engine* create_engine_handle(const ftjit_engine_options* opts, const Backend& backend,
+                                   const EntryRelocator* relocator);
 
 // Records `e` as this thread's ftjit_last_error() and returns its code.
 ftjit_status c_api_fail(const Error& e);

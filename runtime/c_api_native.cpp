@@ -13,5 +13,5 @@ extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
         ftjit::make_error(FTJIT_E_UNSUPPORTED, "ftjit has no backend for this machine's ISA"));
     return nullptr;
   }
-  return ftjit::create_engine_handle(opts, *backend);
+  return ftjit::create_engine_handle(opts, *backend, ftjit::local_entry_relocator());
 }

@@ -96,5 +96,5 @@ extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
     }
     generator = *g;
   }
-  return ftjit::create_engine_handle(opts, *generator->backend);
+  return ftjit::create_engine_handle(opts, *generator->backend, &generator->emitter);
 }

@@ -274,7 +274,7 @@ void Engine::forget_unloaded_modules() {
     if (m.gone || m.found.empty()) continue;
     const uint64_t lo = m.found.front().entry, hi = m.found.back().entry + 1;
     bool alive = std::any_of(live.begin(), live.end(), [&](const LoadedObjectRef& o) {
-      return o.load_bias == m.load_bias && (o.name == m.path || (mi == 0 && o.name.empty()));
+      return o.load_bias == m.load_bias && (o.name == m.path || ((mi == 0 || m.main_executable) && o.name.empty()));
     });
     std::vector<size_t> its_aliases;
     for (size_t k = 0; k < aliases_.size(); ++k) {
@@ -294,6 +294,29 @@ void Engine::forget_unloaded_modules() {
     }
     if (alive) continue;
     ftjit::log().debug("ftjit: {} was unloaded; its {} sites are forgotten", m.path, m.found.size());
+    if (m.relocated) {
+      // Its functions' text went with it: only the writable views of it
+      // (the patched entries') and the stubs are left to drop.
+      for (const RelocatedFunction& f : relocated_) {
+        if (f.module != mi) continue;
+        for (size_t k = aliases_.size(); k-- > 0;) {
+          if (!aliases_[k]->contains(f.reloc.patch_at, 1)) continue;
+          if (last_alias_ == aliases_[k].get()) last_alias_ = nullptr;
+          aliases_.erase(aliases_.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+      }
+      ++modules_unloaded_;
+      for (auto& r : ops_) {
+        const uint32_t first = m.first_site, end = m.first_site + static_cast<uint32_t>(m.found.size());
+        auto b = std::lower_bound(r->sites.begin(), r->sites.end(), first);
+        auto e = std::lower_bound(b, r->sites.end(), end);
+        if (b == e) continue;
+        r->sites.erase(b, e);
+        if (r->ips) lost_sites.push_back(r.get());
+      }
+      forget_relocations(static_cast<uint32_t>(mi));
+      continue;
+    }
     m.gone = true;
     ++modules_unloaded_;
     const uint32_t first = m.first_site, end = m.first_site + static_cast<uint32_t>(m.found.size());

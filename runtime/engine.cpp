@@ -195,55 +195,62 @@ Status Engine::add_modules(std::vector<DiscoveredModule> modules) {
     }
     bool known = false;
     for (const auto& have : modules_) {
-      known |= !have->gone && have->path == m.path && have->load_bias == m.load_bias;
+      known |= !have->gone && !have->relocated && have->path == m.path && have->load_bias == m.load_bias;
     }
     if (known) continue;
-    auto rec = std::make_unique<ModuleRecord>();
-    rec->path = m.path;
-    rec->base = std::string(path_basename(m.path));
-    rec->load_bias = m.load_bias;
-    rec->evidence_abi = m.saves_abi_is_enough;
-    rec->evidence_why = std::move(m.saves_why);
-    rec->saves_all = module_saves_all(*rec);
-    rec->found = std::move(m.sites);  // sorted by entry
-    rec->names.reserve(rec->found.size());
-    for (const DiscoveredSite& d : rec->found) {
-      ModuleRecord::NameRef r{};
-      auto put = [&](const std::string& text, uint32_t* at, uint16_t* len) {
-        *at = static_cast<uint32_t>(rec->name_pool.size());
-        *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
-        rec->name_pool.append(text, 0, *len);
-      };
-      put(d.name, &r.name_at, &r.name_len);
-      if (d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
-      rec->names.push_back(r);
-    }
-    rec->first_site = static_cast<uint32_t>(sites_.size());
-    uint32_t module_index = static_cast<uint32_t>(modules_.size());
-    sites_.reserve(sites_.size() + rec->found.size());
-    origins_.reserve(sites_.size() + rec->found.size());
-    for (const DiscoveredSite& d : rec->found) {
-      SiteRecord s;
-      SiteOrigin o;
-      s.entry = d.entry;
-      o.found = &d;
-      s.module = module_index;
-      const uint64_t slot_at = usable_slot(d, traits);
-      s.has_slot = slot_at != 0;
-      const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
-      std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
-      if (s.has_slot) {
-        o.slot_at = slot_at;
-        std::memcpy(&o.original_slot, reinterpret_cast<const void*>(slot_at), traits.slot_bytes);
-      }
-      s.original_kind = backend_.classify_entry(d.entry, {code, traits.site_bytes}).kind;
-      s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;
-      sites_.push_back(std::move(s));
-      origins_.push_back(o);
-    }
-    modules_.push_back(std::move(rec));
+    add_module_record(std::move(m), false);
   }
   return {};
+}
+
+uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
+  const IsaTraits& traits = backend_.traits();
+  auto rec = std::make_unique<ModuleRecord>();
+  rec->path = m.path;
+  rec->base = std::string(path_basename(m.path));
+  rec->load_bias = m.load_bias;
+  rec->evidence_abi = m.saves_abi_is_enough;
+  rec->evidence_why = std::move(m.saves_why);
+  rec->saves_all = module_saves_all(*rec);
+  rec->found = std::move(m.sites);  // sorted by entry
+  rec->names.reserve(rec->found.size());
+  for (const DiscoveredSite& d : rec->found) {
+    ModuleRecord::NameRef r{};
+    auto put = [&](const std::string& text, uint32_t* at, uint16_t* len) {
+      *at = static_cast<uint32_t>(rec->name_pool.size());
+      *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
+      rec->name_pool.append(text, 0, *len);
+    };
+    put(d.name, &r.name_at, &r.name_len);
+    if (d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
+    rec->names.push_back(r);
+  }
+  rec->first_site = static_cast<uint32_t>(sites_.size());
+  uint32_t module_index = static_cast<uint32_t>(modules_.size());
+  sites_.reserve(sites_.size() + rec->found.size());
+  origins_.reserve(sites_.size() + rec->found.size());
+  for (const DiscoveredSite& d : rec->found) {
+    SiteRecord s;
+    SiteOrigin o;
+    s.entry = d.entry;
+    o.found = &d;
+    s.module = module_index;
+    const uint64_t slot_at = usable_slot(d, traits);
+    s.has_slot = slot_at != 0;
+    const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
+    std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
+    if (s.has_slot) {
+      o.slot_at = slot_at;
+      std::memcpy(&o.original_slot, reinterpret_cast<const void*>(slot_at), traits.slot_bytes);
+    }
+    s.original_kind = backend_.classify_entry(d.entry, {code, traits.site_bytes}).kind;
+    s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;
+    sites_.push_back(std::move(s));
+    origins_.push_back(o);
+  }
+  rec->relocated = relocated;
+  modules_.push_back(std::move(rec));
+  return module_index;
 }
 
 long Engine::find_site(uint64_t entry) const {
@@ -295,7 +302,9 @@ Engine::~Engine() {
       retired_.records.push_back(std::move(ops_.back()));
       ops_.pop_back();
     }
-    Status st = restore_original_sleds();
+    Status st = unrelocate_idle();
+    if (!st) ftjit::log().error("ftjit: restoring relocated entries at teardown: {}", st.error().message);
+    st = restore_original_sleds();
     if (!st) ftjit::log().error("ftjit: restoring sleds at teardown: {}", st.error().message);
     st = release_after_grace();
     if (!st) {
@@ -357,7 +366,9 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
   if (sites_.empty()) {
     return make_error(FTJIT_E_NO_SITES,
                       std::string("no loaded module has patchable entries (__patchable_function_entries); "
-                                  "build with ") + backend_.traits().site_flags);
+                                  "build with ") + backend_.traits().site_flags +
+                          ", or trace functions without one by relocating their entries (--relocate, "
+                          "FTJIT_OPS_F_RELOCATE)");
   }
   for (const NamePattern& p : filter.includes()) {
     if (p.module.empty()) continue;
@@ -369,7 +380,8 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
         return make_error(FTJIT_E_NO_SITES,
                           "module " + base + " has no patchable entries (no "
                           "__patchable_function_entries section); build it with " +
-                          backend_.traits().site_flags);
+                          backend_.traits().site_flags + ", or trace its functions by relocating their entries "
+                          "(--relocate, FTJIT_OPS_F_RELOCATE)");
       }
     }
     return make_error(FTJIT_E_NO_MATCH, "no loaded module matches '" + p.module + "'");
@@ -380,7 +392,8 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
       return make_error(FTJIT_E_NOT_PATCHABLE,
                         "function '" + p.name +
                             "' exists but has no patchable entry (built without "
-                            "-fpatchable-function-entry, or opted out)");
+                            "-fpatchable-function-entry, or opted out); --relocate "
+                            "(FTJIT_OPS_F_RELOCATE) traces it by relocating its entry");
     }
   }
   return make_error(FTJIT_E_NO_MATCH, "filter (" + filter.describe() + ") matches none of the " +
@@ -442,8 +455,16 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   if (find(ops) != nullptr || ops->internal != nullptr) {
     return make_error(FTJIT_E_ALREADY_ATTACHED, "this ops is attached already");
   }
+  const bool relocate = (ops->flags & FTJIT_OPS_F_RELOCATE) != 0;
+  if (relocate) FTJIT_TRY(relocate_matching(filter));
   auto selected = select_sites(filter);
-  if (!selected) return selected.take_error();
+  if (!selected) {
+    if (relocate) {
+      Status st = unrelocate_idle();
+      if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+    }
+    return selected.take_error();
+  }
   auto rec = std::make_unique<OpsRecord>();
   rec->ops = ops;
   rec->target = ops;
@@ -477,6 +498,10 @@ Status Engine::attach(ftjit_ops* ops, const Filter& filter) {
   Status st = commit(r, {}, std::move(selected.value()));
   if (!st) {
     ops_.pop_back();
+    if (relocate) {
+      Status back = unrelocate_idle();
+      if (!back) ftjit::log().error("ftjit: {}", back.error().message);
+    }
     return st;
   }
   ops->internal = r;
@@ -570,6 +595,8 @@ Status Engine::detach(ftjit_ops* ops) {
   retired_.records.push_back(std::move(*it));
   ops_.erase(it);
   ops->internal = nullptr;
+  Status st_relocated = unrelocate_idle();
+  if (!st_relocated) ftjit::log().error("ftjit: {}", st_relocated.error().message);
   Status st_sleds = ops_.empty() ? restore_original_sleds() : Status{};
   Status grace = st_sleds ? release_after_grace() : Status{};
   // Read once no thread can be in its inline trampolines any more (or as

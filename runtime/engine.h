@@ -147,6 +147,12 @@ struct ModuleRecord {
   uint64_t load_bias = 0;
   // Unloaded (dlclose): its sites are never selected nor written again.
   bool gone = false;
+  // Its sites are the sleds of stubs that relocated entries of `path`'s
+  // functions reach (runtime/engine_relocation.cpp), not the file's own.
+  bool relocated = false;
+  // A relocation module of the main executable (which the loader lists
+  // without a name).
+  bool main_executable = false;
   std::vector<DiscoveredSite> found;  // never changes once added
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
   // The same names packed in one buffer, in site order: selection walks
@@ -176,6 +182,12 @@ class Engine {
   // `backend` (which outlives every engine).
   static Result<std::unique_ptr<Engine>> create(const ftjit_engine_options& options,
                                                 const Backend& backend);
+  // Who plans and copies relocated entries (FTJIT_OPS_F_RELOCATE); none:
+  // such an attach fails, saying why.
+  void set_entry_relocator(const EntryRelocator* relocator) { relocator_ = relocator; }
+  // One line per function an attach could not relocate, and why (taken:
+  // the CLI shows them as warnings).
+  std::vector<std::string> take_relocation_notes();
   ~Engine();
 
   // Attaches `ops` to the sites `filter` selects. Fails, changing nothing, if
@@ -218,6 +230,40 @@ class Engine {
  private:
   Engine(const Backend& backend, const ftjit_engine_options& options);
   Status add_modules(std::vector<DiscoveredModule> modules);
+  // One module's record and its sites (add_modules; relocation modules).
+  uint32_t add_module_record(DiscoveredModule m, bool relocated);
+
+  // Relocated entries (runtime/engine_relocation.cpp). A function without
+  // a sled that an FTJIT_OPS_F_RELOCATE attach selects gets a stub in
+  // trampoline memory within branch reach:
+  //
+  //   stub  [ ops slot (8) ][ landing pad ][ sled ][ copy of the first
+  //          instructions, relocated ][ branch back to patch_at+overwritten ]
+  //
+  // and its first instructions become one branch to the stub's sled,
+  // which is a site of a relocation module (ModuleRecord::relocated) like
+  // any compiled one: every route, plugin and exit hook works on it. When
+  // no ops is attached to it any more, its bytes are written back and the
+  // stub is freed after a grace period.
+  struct RelocatedFunction {
+    uint32_t module = 0;  // its relocation module
+    uint64_t function = 0;  // the symbol
+    RelocatedEntry reloc;
+    CodeArena* arena = nullptr;
+    uint64_t stub = 0;
+    uint64_t sled = 0;
+    uint32_t branch_bytes = 0;     // of the branch at patch_at; traps follow
+    std::vector<uint8_t> written;  // what [patch_at, +overwritten) holds now
+  };
+  // Relocates the functions without a sled that `filter` selects and no
+  // relocation module holds yet; the refused ones go to relocation_notes_.
+  Status relocate_matching(const Filter& filter);
+  // Writes back the entries of relocation modules none of whose sites
+  // has an ops, and retires their stubs (in a code-change scope).
+  Status unrelocate_idle();
+  // Forgets (without writing) the relocated entries of module `mi`,
+  // unloaded.
+  void forget_relocations(uint32_t module);
   // Over modules [first_module, end_module); for a part of them, selecting
   // nothing is no error.
   Result<std::vector<uint32_t>> select_sites(const Filter& filter, size_t first_module = 0,
@@ -378,6 +424,11 @@ class Engine {
   uint64_t modules_unloaded_ = 0;
   uint64_t new_module_skips_ = 0;
   std::vector<std::unique_ptr<OpsRecord>> ops_;
+  const EntryRelocator* relocator_ = nullptr;
+  std::vector<RelocatedFunction> relocated_;
+  std::vector<std::string> relocation_notes_;
+  // Parsed module files, for the symbols relocation selects from.
+  std::map<std::string, std::unique_ptr<ElfImage>> relocation_images_;
   // Inline work: the template per action, the trampoline each kInline site
   // calls now (its arena and address), the next counter slot (never
   // reused), and the final counts of detached ops.
@@ -413,9 +464,10 @@ class Engine {
     std::vector<std::unique_ptr<ListTable>> list_tables;
     std::vector<std::pair<CodeArena*, uint64_t>> trampolines;
     std::vector<std::unique_ptr<OpsRecord>> records;
+    std::vector<std::pair<CodeArena*, uint64_t>> stubs;  // relocated entries'
     bool empty() const {
       return muxes.empty() && ipsets.empty() && list_tables.empty() && trampolines.empty() &&
-             records.empty();
+             records.empty() && stubs.empty();
     }
   } retired_;
   uint64_t batches_ = 0;

@@ -608,6 +608,7 @@ Status Engine::release_after_grace() {
     return st;
   }
   for (auto& [arena, addr] : retired_.trampolines) free_trampoline(arena, addr);
+  for (auto& [arena, stub] : retired_.stubs) arena->free(stub);
   retired_ = Retired{};
   return {};
 }

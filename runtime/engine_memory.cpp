@@ -25,6 +25,11 @@ std::string hex_addr(uint64_t v) {
 
 Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
   if (last_alias_ != nullptr && last_alias_->contains(addr, n)) return last_alias_->rw(addr);
+  // A relocated entry's stub sled lives in trampoline memory, which has a
+  // writable view of its own.
+  for (const auto& a : arenas_) {
+    if (a->contains(addr) && a->contains(addr + n - 1)) return a->rw(addr);
+  }
   for (const auto& a : aliases_) {
     if (a->contains(addr, n)) {
       last_alias_ = a.get();

@@ -121,12 +121,6 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
   return module;
 }
 
-std::string self_exe_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink(kSelfExe, buf, sizeof buf - 1);
-  if (n <= 0) return kSelfExe;
-  return std::string(buf, static_cast<size_t>(n));
-}
 
 struct LoadedObject {
   std::string name;  // empty for the main executable
@@ -179,6 +173,13 @@ class ScanTimer {
 };
 
 }  // namespace
+
+std::string self_exe_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(kSelfExe, buf, sizeof buf - 1);
+  if (n <= 0) return kSelfExe;
+  return std::string(buf, static_cast<size_t>(n));
+}
 
 uint64_t module_scan_micros() { return g_scan_micros.load(std::memory_order_relaxed); }
 

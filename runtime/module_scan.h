@@ -32,6 +32,10 @@ namespace ftjit {
 // to poll before deciding to call discover_loaded_modules() again.
 uint64_t loaded_modules_generation();
 
+// The main executable's path (readlink of /proc/self/exe), as modules
+// report it.
+std::string self_exe_path();
+
 // Microseconds spent so far in discover_file and discover_loaded_modules
 // (an attach's "where the time went" subtracts two readings).
 uint64_t module_scan_micros();

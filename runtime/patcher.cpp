@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Batch patching, the SIGTRAP emulation window, and sites' fixed parts.
 #include "runtime/patcher.h"
+#include "runtime/relocation_traps.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -135,6 +136,14 @@ void trap_handler(int sig, siginfo_t* si, void* ucv) {
       // Planted by a batch published since the look above? Then look again.
       std::atomic_thread_fence(std::memory_order_seq_cst);
       if (g_generation.load(std::memory_order_seq_cst) == generation) break;
+    }
+  }
+  // A relocated entry's leftover bytes (runtime/relocation_traps.h): on to
+  // the same instruction in its copy.
+  if (si->si_code == SI_KERNEL) {
+    if (const uint64_t to = relocation_trap_target(arch::context_pc(uc)); to != 0) {
+      arch::set_context_pc(uc, to);
+      return;
     }
   }
   chain_trap(sig, si, ucv);

@@ -513,7 +513,7 @@ Result<bool> stop_the_world_once(const std::function<uint64_t(uint64_t pc)>& fix
 }  // namespace
 
 Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
-                      const std::function<void()>& body) {
+                      const std::function<void()>& body, bool strict) {
   // A signal handler ends in microseconds; one that does not (or a stale
   // frame that only looks like one) must not stop patching for ever: after
   // about a second the rewrite goes ahead, as it did before this check.
@@ -523,6 +523,11 @@ Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
     if (!ran) return ran.take_error();
     if (ran.value()) return {};
     sleep_us(2000);
+  }
+  if (strict) {
+    return make_error(FTJIT_E_UNSUPPORTED,
+                      "a thread's signal handler has stood for a second on top of a frame interrupted inside "
+                      "the bytes to be rewritten");
   }
   auto ran = stop_the_world_once(fixup, body, false);
   if (!ran) return ran.take_error();

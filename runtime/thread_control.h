@@ -96,8 +96,11 @@ struct ThreadSnapshot {
 // parked thread may hold them. Fails, running nothing, if a thread does not
 // park in time. Resuming is a pass through the kernel, so parked threads
 // see every byte `body` wrote.
+// `strict`: a signal frame that still holds such a pc after the retries
+// fails the request (FTJIT_E_UNSUPPORTED, nothing run) instead: for a
+// rewrite after which the old pc would be no instruction at all.
 Status stop_the_world(const std::function<uint64_t(uint64_t pc)>& fixup,
-                      const std::function<void()>& body);
+                      const std::function<void()>& body, bool strict = false);
 
 // What a parked thread runs on itself, in its control handler, after
 // `body` and before it resumes, given its interrupted context (a

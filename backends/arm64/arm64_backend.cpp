@@ -174,6 +174,9 @@ class Arm64Backend final : public Backend {
     t.site_bytes = kSiteBytes;
     t.site_flags = "-fpatchable-function-entry=2 or =4,2 -falign-functions=8";
     t.slot_flags = "-fpatchable-function-entry=4,2 -falign-functions=8";
+    const uint8_t pad[4] = {0x5f, 0x24, 0x03, 0xd5};  // bti c
+    std::memcpy(t.landing_pad, pad, 4);
+    t.landing_pad_bytes = 4;
     return t;
   }();
   // The new word, whole, in one store.

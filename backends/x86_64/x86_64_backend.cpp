@@ -182,6 +182,9 @@ class X86_64Backend final : public Backend {
     t.site_bytes = kSiteBytes;
     t.site_flags = "-fpatchable-function-entry=5 or =13,8";
     t.slot_flags = "-fpatchable-function-entry=13,8";
+    const uint8_t pad[4] = {0xf3, 0x0f, 0x1e, 0xfa};  // endbr64
+    std::memcpy(t.landing_pad, pad, 4);
+    t.landing_pad_bytes = 4;
     return t;
   }();
   // int3 over the first byte; the new tail; the new first byte. A thread

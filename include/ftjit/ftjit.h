@@ -103,6 +103,14 @@ typedef struct ftjit_thread_filter {
 #define FTJIT_OPS_F_NO_FP 0x1u /* func and exit_func never touch vector/FP
                                   state: the trampolines skip saving
                                   xmm0-15 (ret->fp still holds xmm0-1) */
+#define FTJIT_OPS_F_RELOCATE 0x2u /* also trace the functions the filter
+                                  selects that have no patchable entry,
+                                  by relocating their first instructions
+                                  into a stub (x86-64, arm64; functions
+                                  with a sled are always traced there).
+                                  A function that cannot be relocated
+                                  safely is skipped, with its reason in
+                                  the log; detach restores its bytes. */
 
 /* Work the engine compiles into the code a site calls, instead of calling
  * `func` (seed 001's BPF trampoline, for tracers): no registers saved, no

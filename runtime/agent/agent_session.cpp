@@ -146,7 +146,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
     ftjit_engine_options_init(&options);
     options.default_strategy = FTJIT_STRATEGY_AUTO;
     options.watch_dlopen = 1;  // libraries loaded later are traced too
-    engine_ = create_engine_handle(&options, *backend_);
+    engine_ = create_engine_handle(&options, *backend_, &emitter_);
     if (engine_ == nullptr) {
       close_fd();
       std::string why = ftjit_last_error();

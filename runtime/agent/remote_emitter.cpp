@@ -108,4 +108,20 @@ Result<std::vector<uint8_t>> RemoteEmitter::emit_inline_template(const InlineReq
   return ask(control::encode(g));
 }
 
+Result<RelocatedEntry> RemoteEmitter::relocate_entry(const RelocationRequest& request) const {
+  control::Generate g;
+  g.kind = control::GenerateKind::kRelocatedEntry;
+  g.relocation = request;
+  auto bytes = ask(control::encode(g));
+  if (!bytes) {
+    // A refusal reads as the generator's reason, not as its failure.
+    Error e = bytes.take_error();
+    constexpr std::string_view kPrefix = "code generator: ";
+    if (e.code == FTJIT_E_NOT_PATCHABLE && e.message.starts_with(kPrefix)) e.message.erase(0, kPrefix.size());
+    return e;
+  }
+  return control::decode_relocated_entry(
+      std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+}
+
 }  // namespace ftjit::agent

@@ -12,7 +12,7 @@
 
 namespace ftjit::agent {
 
-class RemoteEmitter final : public TrampolineEmitter {
+class RemoteEmitter final : public TrampolineEmitter, public EntryRelocator {
  public:
   // A connection whose peer answers Generate frames from now on; the
   // newest is asked first. The emitter owns the fd.
@@ -29,6 +29,9 @@ class RemoteEmitter final : public TrampolineEmitter {
                                                     uint64_t place) const override;
   Result<SiteCode> emit_site_code(uint64_t entry, uint64_t stub) const override;
   Result<std::vector<uint8_t>> emit_inline_template(const InlineRequest& request) const override;
+  // The generator reads the module's file (through the process's root)
+  // and proves and copies the entry there.
+  Result<RelocatedEntry> relocate_entry(const RelocationRequest& request) const override;
 
   // Round trips to the CLI so far, and the microseconds they took (an
   // attach's "where the time went" subtracts two readings).

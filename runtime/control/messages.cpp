@@ -260,6 +260,11 @@ std::string encode(const Generate& m) {
   w.put(m.inline_request.exit_trampoline);
   w.put(m.inline_request.counts_tls_offset);
   w.put<uint8_t>(t.saves_all);
+  w.str(m.relocation.path);
+  w.put(m.relocation.load_bias);
+  w.put(m.relocation.entry);
+  w.put(m.relocation.place);
+  w.put(m.relocation.max_bytes);
   return w.take();
 }
 
@@ -267,7 +272,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   Reader r(payload);
   Generate m;
   const uint8_t kind = r.get<uint8_t>();
-  if (kind > static_cast<uint8_t>(GenerateKind::kInlineTemplate)) r.fail("generate kind out of range");
+  if (kind > static_cast<uint8_t>(GenerateKind::kRelocatedEntry)) r.fail("generate kind out of range");
   m.kind = static_cast<GenerateKind>(kind);
   TrampolineRequest& t = m.trampoline;
   uint8_t source = r.get<uint8_t>();
@@ -307,6 +312,11 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.inline_request.exit_trampoline = r.get<uint64_t>();
   m.inline_request.counts_tls_offset = r.get<int64_t>();
   t.saves_all = r.flag() != 0;
+  m.relocation.path = r.str();
+  m.relocation.load_bias = r.get<uint64_t>();
+  m.relocation.entry = r.get<uint64_t>();
+  m.relocation.place = r.get<uint64_t>();
+  m.relocation.max_bytes = r.get<uint32_t>();
   return r.finish("generate", std::move(m));
 }
 
@@ -341,6 +351,39 @@ Result<SiteCode> decode_site_code(std::string_view bytes) {
     code.stub.assign(stub.begin(), stub.end());
   }
   return r.finish("site code", std::move(code));
+}
+
+std::string encode_relocated_entry(const RelocatedEntry& e) {
+  Writer w;
+  w.put(e.patch_at);
+  w.put(e.overwritten);
+  w.str(std::string(e.original.begin(), e.original.end()));
+  w.str(std::string(e.bytes.begin(), e.bytes.end()));
+  w.put<uint32_t>(static_cast<uint32_t>(e.moved_to.size()));
+  for (const auto& [from, to] : e.moved_to) {
+    w.put(from);
+    w.put(to);
+  }
+  return w.take();
+}
+
+Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
+  Reader r(bytes);
+  RelocatedEntry e;
+  e.patch_at = r.get<uint64_t>();
+  e.overwritten = r.get<uint32_t>();
+  const std::string original = r.str(), copy = r.str();
+  const uint32_t n = r.get<uint32_t>();
+  // An entry moves a few instructions: anything larger is not ours.
+  if (r.ok() && (n > 64 || e.overwritten != original.size() || e.overwritten > 64)) r.fail("relocated entry malformed");
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    const uint64_t from = r.get<uint64_t>();
+    const uint64_t to = r.get<uint64_t>();
+    e.moved_to.emplace_back(from, to);
+  }
+  e.original.assign(original.begin(), original.end());
+  e.bytes.assign(copy.begin(), copy.end());
+  return r.finish("relocated entry", std::move(e));
 }
 
 Result<Generated> decode_generated(std::string_view payload) {

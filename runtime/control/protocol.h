@@ -116,6 +116,9 @@ enum class GenerateKind : uint8_t {
                         // are init, call, then the stub's code
   kInlineTemplate = 3,  // the code of every inline trampoline of
                         // `inline_request` (backend.h, InlineRequest)
+  kRelocatedEntry = 4,  // the function at `relocation.entry`, relocated
+                        // to run at relocation.place (backend.h,
+                        // RelocationRequest): bytes are a RelocatedEntry
 };
 
 struct Generate {
@@ -125,6 +128,7 @@ struct Generate {
   uint64_t place = 0;
   uint64_t entry = 0;
   InlineRequest inline_request;
+  RelocationRequest relocation;
 };
 
 struct Generated {
@@ -173,6 +177,9 @@ Result<Generated> decode_generated(std::string_view payload);
 // SiteCode as Generated::bytes carry it (GenerateKind::kSiteCode).
 std::string encode_site_code(const SiteCode& code);
 Result<SiteCode> decode_site_code(std::string_view bytes);
+// RelocatedEntry as Generated::bytes carry it (GenerateKind::kRelocatedEntry).
+std::string encode_relocated_entry(const RelocatedEntry& entry);
+Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes);
 Result<Reply> decode_reply(std::string_view payload);
 
 // Splits the first frame off `buffer`: the frame and the bytes it used, or

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+#include "core/module_relocator.h"
+
+#include <cstdio>
+
+#include "core/eh_frame_index.h"
+
+namespace ftjit {
+
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rbe");
+  if (f == nullptr) return make_error(FTJIT_E_SYSTEM, "cannot open " + path);
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return make_error(FTJIT_E_SYSTEM, "cannot read " + path);
+  return bytes;
+}
+
+namespace {
+
+// The plan moved by `bias`: link-time addresses become run-time ones.
+RelocationPlan rebased(RelocationPlan plan, uint64_t bias) {
+  plan.entry += bias;
+  plan.patch_at += bias;
+  for (DecodedInsn& insn : plan.moved) {
+    insn.address += bias;
+    if (insn.has_target) insn.target += bias;
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModuleRelocator>> ModuleRelocator::open(const std::string& path, DecoderLookup decoder_for) {
+  auto file = read_file_bytes(path);
+  if (!file) return file.take_error();
+  auto image = ElfImage::parse(*file);
+  if (!image) return make_error(FTJIT_E_ELF, path + ": " + image.error().message);
+  const InstructionDecoder* decoder = decoder_for(image->isa());
+  if (decoder == nullptr)
+    return make_error(FTJIT_E_UNSUPPORTED, path + ": this ftjit cannot decode " + std::string(isa_name(image->isa())) +
+                                               " code, so it relocates no entry");
+  std::unique_ptr<ModuleRelocator> r(new ModuleRelocator(std::move(file.value()), std::move(image.value()), *decoder));
+  // No FDE index: every function is refused (no-fde), none is guessed.
+  if (auto starts = eh_frame_function_starts(r->file_, r->image_)) r->fde_starts_ = std::move(starts.value());
+  r->refs_ = CodeReferences::sweep(r->file_, r->image_, r->decoder_);
+  return r;
+}
+
+RelocationPlan ModuleRelocator::plan(uint64_t link_entry) const {
+  const ElfSymbol* fn = image_.function_at(link_entry);
+  if (fn == nullptr) {
+    RelocationPlan refused;
+    refused.entry = refused.patch_at = link_entry;
+    refused.refusal = RelocationRefusal::kNoSize;
+    refused.why = "no function symbol starts at " + format_hex(link_entry);
+    return refused;
+  }
+  return plan_relocation(*fn, file_, image_, decoder_, refs_, fde_starts_);
+}
+
+Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_bias, uint64_t place,
+                                                 size_t max_bytes) const {
+  const RelocationPlan link_plan = plan(entry - load_bias);
+  if (!link_plan.ok())
+    return make_error(FTJIT_E_NOT_PATCHABLE,
+                      std::string(relocation_refusal_name(link_plan.refusal)) + ": " + link_plan.why);
+  const std::span<const uint8_t> code =
+      image_.code_in_file(file_, link_plan.entry, link_plan.patch_at - link_plan.entry + link_plan.overwritten);
+  auto copy = relocated_copy(rebased(link_plan, load_bias), code, place, decoder_);
+  if (!copy) return make_error(FTJIT_E_OUT_OF_RANGE, "no-reach: " + copy.error().message);
+  if (copy->bytes.size() > max_bytes)
+    return make_error(FTJIT_E_INTERNAL, "the copy takes " + std::to_string(copy->bytes.size()) + " bytes, more than the " +
+                                            std::to_string(max_bytes) + " of a stub");
+  RelocatedEntry out;
+  out.patch_at = link_plan.patch_at + load_bias;
+  out.overwritten = link_plan.overwritten;
+  out.original.assign(code.begin() + static_cast<ptrdiff_t>(link_plan.patch_at - link_plan.entry), code.end());
+  out.bytes = std::move(copy->bytes);
+  out.moved_to = std::move(copy->moved_to);
+  return out;
+}
+
+}  // namespace ftjit

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// One module's relocation planner: its file read once, its code swept once
+// (the proof's references), then the plan and the copy of any of its
+// functions without a sled, at run-time addresses. What the generator (the
+// CLI for an agent, the embedding library in-process) keeps per module
+// file; the runtime only receives RelocatedEntry values and carries them out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/elf_image.h"
+#include "core/error.h"
+#include "core/relocation_plan.h"
+
+namespace ftjit {
+
+// What a function's relocation is, at run-time addresses:
+//
+//   entry      [ pad ][ overwritten: `original` bytes ............ ][ body
+//                     ^ patch_at      the runtime writes one branch to the
+//                                     stub here, traps after it
+//   copy place [ `bytes`: each moved instruction relocated, branch back to
+//                patch_at + overwritten ]
+struct RelocatedEntry {
+  uint64_t patch_at = 0;
+  uint32_t overwritten = 0;
+  std::vector<uint8_t> original;  // what [patch_at, +overwritten) holds in the file
+  std::vector<uint8_t> bytes;     // the copy, to run at the requested place
+  // {original instruction, its copy}, in order: where a thread's pc moves.
+  std::vector<std::pair<uint64_t, uint64_t>> moved_to;
+};
+
+// The whole file at `path` (FTJIT_E_SYSTEM if it cannot be read).
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
+
+class ModuleRelocator {
+ public:
+  // Reads and sweeps the ELF file at `path` with the decoder `decoder_for`
+  // gives for its ISA (backends/backend.h's; FTJIT_E_UNSUPPORTED where it
+  // gives none).
+  using DecoderLookup = const InstructionDecoder* (*)(Isa isa);
+  static Result<std::unique_ptr<ModuleRelocator>> open(const std::string& path, DecoderLookup decoder_for);
+
+  const ElfImage& image() const { return image_; }
+  // The plan of the function whose symbol is at link-time `link_entry`
+  // (kNoSize when no function symbol starts there).
+  RelocationPlan plan(uint64_t link_entry) const;
+  // The function at run-time `entry` of this module loaded at `load_bias`,
+  // relocated to run at `place` in at most `max_bytes`. A refusal is
+  // FTJIT_E_NOT_PATCHABLE, its message "<reason>: <detail>".
+  Result<RelocatedEntry> relocate(uint64_t entry, uint64_t load_bias, uint64_t place, size_t max_bytes) const;
+
+ private:
+  ModuleRelocator(std::vector<uint8_t> file, ElfImage image, const InstructionDecoder& decoder)
+      : file_(std::move(file)), image_(std::move(image)), decoder_(decoder) {}
+  std::vector<uint8_t> file_;
+  ElfImage image_;
+  const InstructionDecoder& decoder_;
+  std::vector<uint64_t> fde_starts_;
+  CodeReferences refs_;
+};
+
+}  // namespace ftjit

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: MIT
+// Relocated entries: functions without a sled, traced through a stub whose
+// sled is an ordinary site (runtime/engine.h, RelocatedFunction). The plan
+// and the copy come from the generator (EntryRelocator: core's proof over
+// the module's file); this file only places stubs, writes entries with
+// every other thread parked, and writes them back.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "core/demangle.h"
+#include "runtime/arch/arch.h"
+#include "runtime/code_change.h"
+#include "runtime/dlopen_watch.h"
+#include "runtime/engine.h"
+#include "runtime/log.h"
+#include "runtime/module_scan.h"
+#include "runtime/relocation_traps.h"
+#include "runtime/thread_control.h"
+
+namespace ftjit {
+namespace {
+
+// A stub: ops slot, landing pad, sled (site_bytes), copy and branch back.
+// The longest copy (x86-64: a few instructions, jcc rel8 grown to rel32)
+// fits with room to spare.
+constexpr uint32_t kStubBytes = 128;
+constexpr uint32_t kSlotBytes = 8;
+// Notes kept per attach; the rest are counted.
+constexpr size_t kMaxNotes = 64;
+
+// Functions whose call and return are not a call and a return (they
+// return twice, never return, switch stacks or are entered with a
+// convention of their own): an exit hook or even an entry count there is
+// not what the program does. Never relocated.
+bool never_relocated(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "_start", "__restore_rt", "__clone", "clone", "__clone3", "__clone_internal", "setjmp", "_setjmp",
+      "__sigsetjmp", "sigsetjmp", "longjmp", "_longjmp", "siglongjmp", "__longjmp", "__longjmp_chk",
+      "vfork", "__vfork", "getcontext", "setcontext", "swapcontext", "makecontext", "__start_context",
+      "_exit", "_Exit", "exit", "abort", "pthread_exit", "__libc_start_main", "__libc_start_call_main"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames) || name.starts_with("_dl_");
+}
+
+// ftjit's own objects (the engine's library, the agent, plugins) and the
+// dynamic loader are never relocated: the engine runs their code while it
+// writes, and the loader's entries have conventions of their own.
+bool module_never_relocated(std::string_view base, const std::string& path, const std::string& own) {
+  return path == own || base.starts_with("ftjit") || base.starts_with("libftjit") || base.starts_with("ld-linux") ||
+         base.starts_with("ld64.so") || base.starts_with("ld.so");
+}
+
+std::string own_module_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&own_module_path), &info) == 0 || info.dli_fname == nullptr) return {};
+  return info.dli_fname;
+}
+
+// Whether some include pattern of `filter` can match in module `base`.
+bool filter_may_match_module(const Filter& filter, std::string_view base) {
+  if (filter.includes().empty()) return true;
+  return std::any_of(filter.includes().begin(), filter.includes().end(), [&](const NamePattern& p) {
+    return p.module.empty() || glob_match(p.module, base);
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> Engine::take_relocation_notes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(relocation_notes_, {});
+}
+
+Status Engine::relocate_matching(const Filter& filter) {
+  if (relocator_ == nullptr) {
+    return make_error(FTJIT_E_UNSUPPORTED,
+                      "this ftjit cannot relocate entries (no instruction decoder for " +
+                          std::string(isa_name(backend_.traits().isa)) + " in this build, and no generator that has one)");
+  }
+  const IsaTraits& traits = backend_.traits();
+  if (traits.stub_use == StubUse::kEverySite) {
+    return make_error(FTJIT_E_UNSUPPORTED, std::string("relocated entries are not supported on ") +
+                                               isa_name(traits.isa) + " yet");
+  }
+  size_t notes_dropped = 0;
+  auto note = [&](std::string line) {
+    if (relocation_notes_.size() < kMaxNotes) {
+      relocation_notes_.push_back(std::move(line));
+    } else {
+      ++notes_dropped;
+    }
+  };
+  const std::string own = own_module_path();
+  // Entries already taken: a compiled sled, or a stub of an earlier attach.
+  std::unordered_set<uint64_t> taken;
+  for (const auto& m : modules_) {
+    if (m->gone) continue;
+    for (const DiscoveredSite& d : m->found) taken.insert(m->relocated ? 0 : (d.symbol ? d.symbol : d.entry));
+  }
+  for (const RelocatedFunction& f : relocated_) taken.insert(f.function);
+
+  size_t made = 0;
+  for (const LoadedObjectRef& obj : loaded_objects()) {
+    const bool main_exe = obj.name.empty();
+    const std::string path = main_exe ? self_exe_path() : obj.name;
+    const std::string base(path_basename(path));
+    if (!filter_may_match_module(filter, base) || module_never_relocated(base, path, own)) continue;
+    auto cached = relocation_images_.find(path);
+    if (cached == relocation_images_.end()) {
+      auto bytes = read_file_bytes(main_exe ? "/proc/self/exe" : path);
+      if (!bytes) continue;
+      auto image = ElfImage::parse(*bytes);
+      if (!image) continue;
+      cached = relocation_images_.emplace(path, std::make_unique<ElfImage>(std::move(image.value()))).first;
+    }
+    const ElfImage& image = *cached->second;
+    if (image.isa() != traits.isa) continue;
+
+    // The functions of this module the filter selects, one per address.
+    struct Candidate {
+      uint64_t entry;
+      std::string name, demangled;
+    };
+    std::vector<Candidate> wanted;
+    const auto& fns = image.functions();
+    for (size_t i = 0; i < fns.size();) {
+      const size_t first = i;
+      size_t next = i;
+      const ElfSymbol* named = nullptr;
+      std::string demangled;
+      for (; next < fns.size() && fns[next].value == fns[i].value; ++next) {
+        std::string d = demangle(fns[next].name);
+        if (named == nullptr && filter.matches(base, fns[next].name, d)) {
+          named = &fns[next];
+          demangled = std::move(d);
+        }
+      }
+      const ElfSymbol& fn = fns[i];
+      i = next;
+      if (named == nullptr || !fn.in_code_section) continue;
+      const uint64_t entry = fn.value + obj.load_bias;
+      if (taken.count(entry) != 0) continue;
+      bool special = false;
+      for (size_t k = first; k < next; ++k) special |= never_relocated(fns[k].name);
+      if (special) {
+        note(base + "!" + named->name + ": not relocated: it returns twice, never returns or switches stacks");
+        continue;
+      }
+      wanted.push_back({entry, named->name, std::move(demangled)});
+    }
+    if (wanted.empty()) continue;
+
+    // Stubs, grouped by the arena that holds them: one relocation module
+    // per arena (ModuleRecord::arena serves every site of a module).
+    ModuleRecord probe;
+    probe.evidence_abi = false;  // a file without sleds says nothing of its callers
+    const bool saves_all = module_saves_all(probe);
+    std::map<CodeArena*, std::vector<RelocatedFunction>> by_arena;
+    std::map<CodeArena*, DiscoveredModule> modules;
+    for (Candidate& c : wanted) {
+      auto arena = arena_for(c.entry, saves_all);
+      if (!arena) {
+        note(base + "!" + c.name + ": not relocated: no stub memory in reach: " + arena.error().message);
+        continue;
+      }
+      const uint64_t stub = arena.value()->allocate(kStubBytes, 16);
+      if (stub == 0) {
+        note(base + "!" + c.name + ": not relocated: no stub memory in reach (arena full)");
+        continue;
+      }
+      const uint64_t symbol = stub + kSlotBytes;
+      const uint64_t sled = symbol + traits.landing_pad_bytes;
+      const uint64_t copy = sled + traits.site_bytes;
+      RelocationRequest req;
+      req.path = path;
+      req.load_bias = obj.load_bias;
+      req.entry = c.entry;
+      req.place = copy;
+      req.max_bytes = static_cast<uint32_t>(stub + kStubBytes - copy);
+      auto reloc = relocator_->relocate_entry(req);
+      if (reloc && std::memcmp(reinterpret_cast<const void*>(reloc->patch_at), reloc->original.data(),
+                               reloc->original.size()) != 0) {
+        reloc = make_error(FTJIT_E_UNEXPECTED_BYTES,
+                           "changed: its first bytes in memory are not the file's (patched by someone else?)");
+      }
+      if (!reloc) {
+        arena.value()->free(stub);
+        note(base + "!" + c.name + ": not relocated: " + reloc.error().message);
+        continue;
+      }
+      // The stub, while nothing reaches it yet.
+      uint8_t* rw = arena.value()->rw(stub);
+      arch::fill_with_traps(rw, kStubBytes);
+      std::memset(rw, 0, kSlotBytes);
+      std::memcpy(rw + kSlotBytes, traits.landing_pad, traits.landing_pad_bytes);
+      const Insn init = backend_.encode_init();
+      std::memcpy(rw + (sled - stub), init.bytes, traits.site_bytes);
+      std::memcpy(rw + (copy - stub), reloc->bytes.data(), reloc->bytes.size());
+      FTJIT_TRY(publish_code(stub, kStubBytes));
+
+      RelocatedFunction f;
+      f.function = c.entry;
+      f.arena = arena.value();
+      f.stub = stub;
+      f.sled = sled;
+      f.reloc = std::move(reloc.value());
+      // Written at the entry: the branch to the sled, traps after it.
+      Insn branch;
+      if (!backend_.encode_jump(f.reloc.patch_at, sled, &branch)) {
+        arena.value()->free(stub);
+        note(base + "!" + c.name + ": not relocated: its stub is out of branch reach");
+        continue;
+      }
+      f.branch_bytes = branch.size;
+      f.written.assign(f.reloc.overwritten, 0);
+      arch::fill_with_traps(f.written.data(), f.written.size());
+      std::memcpy(f.written.data(), branch.bytes, branch.size);
+
+      DiscoveredSite d;
+      d.record = d.entry = sled;
+      d.symbol = symbol;
+      d.slot = stub;
+      d.slot_state = OpsSlot::kAligned;
+      d.pad_bytes = traits.landing_pad_bytes;
+      d.name = std::move(c.name);
+      d.demangled = std::move(c.demangled);
+      DiscoveredModule& dm = modules[arena.value()];
+      dm.path = path;
+      dm.load_bias = obj.load_bias;
+      dm.isa = traits.isa;
+      dm.has_patchable_section = true;
+      dm.sites.push_back(std::move(d));
+      by_arena[arena.value()].push_back(std::move(f));
+    }
+
+    for (auto& [arena, functions] : by_arena) {
+      // Write the entries: every other thread parked, a pc inside the
+      // overwritten bytes moved to the same instruction in the copy. A
+      // handler's frame that stays inside them fails the batch; then each
+      // entry alone, refusing the ones it holds.
+      auto write_entries = [&](std::span<RelocatedFunction> batch) -> Status {
+        return with_modules_pinned([&]() -> Status {
+          std::vector<uint8_t*> rws;
+          for (RelocatedFunction& f : batch) {
+            auto rw = writable(f.reloc.patch_at, f.reloc.overwritten);
+            if (!rw) return rw.take_error();
+            rws.push_back(rw.value());
+          }
+          auto fixup = [&](uint64_t pc) -> uint64_t {
+            for (const RelocatedFunction& f : batch) {
+              if (pc <= f.reloc.patch_at || pc >= f.reloc.patch_at + f.reloc.overwritten) continue;
+              for (const auto& [from, to] : f.reloc.moved_to) {
+                if (from == pc) return to;
+              }
+            }
+            return 0;
+          };
+          auto body = [&] {
+            for (size_t k = 0; k < batch.size(); ++k) {
+              std::memcpy(rws[k], batch[k].written.data(), batch[k].written.size());
+              arch::flush_icache(batch[k].reloc.patch_at, batch[k].written.size());
+            }
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+          };
+          FTJIT_TRY(stop_the_world(fixup, body, /*strict=*/true));
+          for (const RelocatedFunction& f : batch) {
+            Status st = publish_code(f.reloc.patch_at, f.reloc.overwritten);
+            if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+          }
+          return {};
+        });
+      };
+      std::vector<RelocatedFunction> placed;
+      DiscoveredModule& dm = modules[arena];
+      std::vector<DiscoveredSite> sites;
+      Status all = write_entries(functions);
+      for (size_t k = 0; k < functions.size(); ++k) {
+        RelocatedFunction& f = functions[k];
+        if (!all) {
+          Status one = write_entries({&f, 1});
+          if (!one) {
+            note(base + "!" + dm.sites[k].name + ": not relocated: " + one.error().message);
+            arena->free(f.stub);
+            continue;
+          }
+        }
+        sites.push_back(std::move(dm.sites[k]));
+        placed.push_back(std::move(f));
+      }
+      if (placed.empty()) continue;
+      dm.sites = std::move(sites);
+      std::sort(dm.sites.begin(), dm.sites.end(),
+                [](const DiscoveredSite& a, const DiscoveredSite& b) { return a.entry < b.entry; });
+      const uint32_t mi = add_module_record(std::move(dm), true);
+      modules_[mi]->arena = arena;
+      modules_[mi]->main_executable = main_exe;
+      const uint64_t trap_pc_offset = backend_.live_protocol().trap_pc_offset;
+      for (RelocatedFunction& f : placed) {
+        f.module = mi;
+        // A leftover byte that starts an instruction traps to its copy.
+        for (const auto& [from, to] : f.reloc.moved_to) {
+          if (trap_pc_offset != 0 && from >= f.reloc.patch_at + f.branch_bytes) add_relocation_trap(from + trap_pc_offset, to);
+        }
+        ++made;
+        relocated_.push_back(std::move(f));
+      }
+    }
+  }
+  if (notes_dropped != 0) relocation_notes_.push_back(std::to_string(notes_dropped) + " more not relocated");
+  for (const std::string& line : relocation_notes_) ftjit::log().info("ftjit: {}", line);
+  ftjit::log().debug("ftjit: {} entries relocated", made);
+  return {};
+}
+
+Status Engine::unrelocate_idle() {
+  std::vector<uint32_t> idle;
+  for (uint32_t mi = 0; mi < modules_.size(); ++mi) {
+    const ModuleRecord& m = *modules_[mi];
+    if (!m.relocated || m.gone) continue;
+    bool used = false;
+    for (uint32_t i = m.first_site; i < m.first_site + m.found.size(); ++i) used |= !sites_[i].ops.empty();
+    if (!used) idle.push_back(mi);
+  }
+  if (idle.empty()) return {};
+  auto is_idle = [&](const RelocatedFunction& f) {
+    return std::find(idle.begin(), idle.end(), f.module) != idle.end();
+  };
+  FTJIT_TRY(with_modules_pinned([&]() -> Status {
+    std::vector<std::pair<const RelocatedFunction*, uint8_t*>> writes;
+    for (const RelocatedFunction& f : relocated_) {
+      if (!is_idle(f) || modules_[f.module]->gone) continue;
+      auto rw = writable(f.reloc.patch_at, f.reloc.overwritten);
+      if (!rw) return rw.take_error();
+      if (std::memcmp(reinterpret_cast<const void*>(f.reloc.patch_at), f.written.data(), f.written.size()) != 0) {
+        return make_error(FTJIT_E_UNEXPECTED_BYTES, "relocated entry " + format_hex(f.function) +
+                                                        ": its branch was changed by someone else; nothing was restored");
+      }
+      writes.push_back({&f, rw.value()});
+    }
+    // No pc needs moving: a thread inside a copy runs on into the original
+    // code after the written-back bytes, which never changed; the stub is
+    // freed after a grace period that waits for it.
+    auto body = [&] {
+      for (const auto& [f, rw] : writes) {
+        std::memcpy(rw, f->reloc.original.data(), f->reloc.original.size());
+        arch::flush_icache(f->reloc.patch_at, f->reloc.original.size());
+      }
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    };
+    FTJIT_TRY(stop_the_world([](uint64_t) -> uint64_t { return 0; }, body));
+    for (const auto& [f, rw] : writes) {
+      Status st = publish_code(f->reloc.patch_at, f->reloc.original.size());
+      if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+    }
+    return {};
+  }));
+  for (uint32_t mi : idle) forget_relocations(mi);
+  return {};
+}
+
+void Engine::forget_relocations(uint32_t module) {
+  ModuleRecord& m = *modules_[module];
+  const uint64_t trap_pc_offset = backend_.live_protocol().trap_pc_offset;
+  for (auto it = relocated_.begin(); it != relocated_.end();) {
+    if (it->module != module) {
+      ++it;
+      continue;
+    }
+    for (const auto& [from, to] : it->reloc.moved_to) remove_relocation_trap(from + trap_pc_offset);
+    retired_.stubs.push_back({it->arena, it->stub});
+    it = relocated_.erase(it);
+  }
+  if (!m.gone) {
+    m.gone = true;
+    for (uint32_t i = m.first_site; i < m.first_site + m.found.size(); ++i) {
+      SiteRecord& s = sites_[i];
+      if (s.applied.call != 0) --sites_enabled_;
+      s.ops = SiteOps();
+      s.applied = SiteTarget{};
+      s.route = Route::kNone;
+      s.initialized = false;
+      s.usable = false;
+      if (auto mux = muxes_.find(i); mux != muxes_.end()) {
+        retired_.muxes.push_back(std::move(mux->second));
+        muxes_.erase(mux);
+      }
+    }
+  }
+}
+
+}  // namespace ftjit
