@@ -61,10 +61,10 @@ int run_attach(const AttachOptions& o) {
     // Only whether there is a site at all: the agent finds them itself.
     auto has_sites = process_has_patchable_entries(o.pid);
     if (!has_sites) return fail(has_sites.error().message);
-    if (!*has_sites) {
+    if (!*has_sites && !o.trace.relocate) {
       return fail("process " + std::to_string(o.pid) + " (" + target->exe +
                   ") has no patchable function entries: build it with "
-                  "-fpatchable-function-entry=5 (or =13,8)");
+                  "-fpatchable-function-entry=5 (or =13,8), or trace its functions with --relocate");
     }
     phases.end("module scan");
     if (auto st = inject::check_ptrace_permitted(*target); !st) return fail(st.error().message);

@@ -32,6 +32,11 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   cmd->add_option("--thread", o->thread_glob, "Trace only threads whose name matches GLOB")
       ->type_name("GLOB");
   cmd->add_flag("--main-thread", o->main_thread, "Trace only the main thread");
+  cmd->add_flag("--relocate", o->relocate,
+                "Also trace matched functions that have no patchable entry (libc, distribution "
+                "libraries) by relocating their first instructions into a stub (x86-64, arm64); "
+                "functions with one are always traced there. Each function that cannot be relocated "
+                "safely is named with its reason (see `ftjit list --relocate`)");
   cmd->add_option("--strategy", o->strategy, "How sites reach the tracer")
       ->check(CLI::IsMember({"auto", "generated", "call-ops", "list"}))
       ->default_str("auto");
@@ -159,6 +164,7 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
     a.buffer_bytes = bytes;
   }
   a.buffer_wait_ms = static_cast<uint32_t>(std::ceil(o.buffer_wait * 1000.0));
+  a.relocate = o.relocate ? 1 : 0;
   return a;
 }
 

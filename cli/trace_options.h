@@ -23,6 +23,7 @@ struct TraceOptions {
   bool main_thread = false;
   std::string strategy = "auto";
   std::string saves = "auto";
+  bool relocate = false;
   std::string format;
   std::string output;   // -o FILE; empty: stdout
   double duration = 0;  // seconds; 0: until Ctrl-C (attach) or exit (run)

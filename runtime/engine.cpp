@@ -706,7 +706,18 @@ ftjit_stats Engine::stats() const {
 const std::string* Engine::site_name(uint64_t entry) const {
   std::lock_guard<std::mutex> lock(mu_);
   long i = find_site(entry);
-  return i < 0 ? nullptr : &demangled_of(static_cast<uint32_t>(i));
+  if (i >= 0) return &demangled_of(static_cast<uint32_t>(i));
+  // A relocated entry's stub outlives its module record (a report is made
+  // after the detach that wrote the entry back): the newest stub that
+  // stood at `entry` names it.
+  for (size_t mi = modules_.size(); mi-- > 0;) {
+    const ModuleRecord& m = *modules_[mi];
+    if (!m.relocated || !m.gone) continue;
+    for (size_t k = 0; k < m.found.size(); ++k) {
+      if (m.found[k].entry == entry) return &demangled_of(m.first_site + static_cast<uint32_t>(k));
+    }
+  }
+  return nullptr;
 }
 
 std::vector<SiteInfo> Engine::sites() const {

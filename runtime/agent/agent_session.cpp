@@ -172,6 +172,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   }
   config.include = request.include;
   config.exclude = request.exclude;
+  config.relocate = request.relocate != 0;
   config.strategy = static_cast<ftjit_strategy>(request.strategy);
   config.format = request.format;
   config.tids = request.tids;
@@ -210,6 +211,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   r.sites = st.sites_enabled;
   r.message = "attached to " + std::to_string(st.sites_enabled) + " of " + std::to_string(st.sites) +
               " patchable functions";
+  for (std::string& line : engine_of(engine_)->take_relocation_notes()) warnings.push_back(std::move(line));
   r.warnings = std::move(warnings);
   return r;
 }

@@ -151,6 +151,7 @@ std::string encode(const Attach& m) {
   w.put(m.buffer_policy);
   w.put(m.buffer_bytes);
   w.put(m.buffer_wait_ms);
+  w.put(m.relocate);
   return w.take();
 }
 
@@ -186,6 +187,7 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.buffer_policy = r.get<uint8_t>();
   m.buffer_bytes = r.get<uint64_t>();
   m.buffer_wait_ms = r.get<uint32_t>();
+  m.relocate = r.flag();
   if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");

@@ -96,6 +96,9 @@ struct Attach {
   uint8_t buffer_policy = 0;
   uint64_t buffer_bytes = 0;
   uint32_t buffer_wait_ms = 1000;
+  // Functions without a sled that the filter selects are traced through
+  // relocated entries (FTJIT_OPS_F_RELOCATE).
+  uint8_t relocate = 0;
 };
 
 struct Detach {

@@ -105,6 +105,9 @@ struct SessionConfig {
   std::vector<PluginSpec> plugins;
   // Site filter (globs, optionally MODULE!GLOB); empty include = every site.
   std::vector<std::string> include, exclude;
+  // Also functions without a sled, through relocated entries
+  // (FTJIT_OPS_F_RELOCATE).
+  bool relocate = false;
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // DIRECT is refused
   // "" = each plugin's default; otherwise every plugin must list it.
   std::string format;

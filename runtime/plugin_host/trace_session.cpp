@@ -159,6 +159,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     ctx.ops.func = d->entry != nullptr ? reinterpret_cast<ftjit_func_t>(d->entry) : empty_entry;
     ctx.ops.exit_func = reinterpret_cast<ftjit_exit_func_t>(d->exit);
     ctx.ops.flags = (d->flags & FTJIT_PLUGIN_F_NO_FP) != 0 ? FTJIT_OPS_F_NO_FP : 0;
+    if (c.relocate) ctx.ops.flags |= FTJIT_OPS_F_RELOCATE;
     ctx.ops.strategy = c.strategy;
     ctx.ops.private_data = inst.get();
     ctx.ops.threads = s->thread_filter_.tids != nullptr || s->thread_filter_.name_glob != nullptr ||
