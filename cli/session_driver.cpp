@@ -49,7 +49,7 @@ void print_report(const control::Reply& r, const TraceOptions& o) {
 void print_summary(const DriveTarget& t, const control::Reply& r, const TraceOptions& o) {
   using ull = unsigned long long;
   if (r.recursion_drops != 0 || r.events_dropped != 0) {
-    std::fprintf(stderr, "%s: dropped %llu nested calls (traced code called from a tracer), "
+    std::fprintf(stderr, "%s: dropped %llu nested calls (traced code called from a tracer, or by ftjit's own threads), "
                          "%llu events (full buffers%s)\n",
                  t.command, static_cast<ull>(r.recursion_drops), static_cast<ull>(r.events_dropped),
                  r.buffer_timeouts != 0 ? "; the writer freed no room for --buffer-wait" : "");

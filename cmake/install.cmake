@@ -19,6 +19,7 @@ include(CMakePackageConfigHelpers)
 set_target_properties(ftjit_plugin_sdk PROPERTIES EXPORT_NAME plugin_sdk)
 install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_64
   ftjit_backend_x86_64_sites ftjit_backend_seam ftjit_plugin_sdk ftjit_logging
+  ftjit_remote_emitter ftjit_control ftjit_backend_sites
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # ftjit.pc lists every backend library ftjit_backends links.

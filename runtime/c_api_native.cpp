@@ -4,6 +4,7 @@
 // runtime without any code generator, never pulls one in.
 #include "backends/backend.h"
 #include "ftjit/ftjit.h"
+#include "runtime/agent/generator_process.h"
 #include "runtime/c_api_internal.h"
 
 extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
@@ -13,5 +14,9 @@ extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
         ftjit::make_error(FTJIT_E_UNSUPPORTED, "ftjit has no backend for this machine's ISA"));
     return nullptr;
   }
-  return ftjit::create_engine_handle(opts, *backend, ftjit::local_entry_relocator());
+  // Entries are relocated here where this build has a decoder (LLVM MC: the
+  // host's), else by the generator FTJIT_GENERATOR names, if ever asked.
+  const ftjit::EntryRelocator* relocator = ftjit::local_entry_relocator();
+  if (relocator == nullptr) relocator = ftjit::agent::generator_entry_relocator();
+  return ftjit::create_engine_handle(opts, *backend, relocator);
 }

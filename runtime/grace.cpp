@@ -33,6 +33,7 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
     pid_t tid;
     const TrampolineCounts* counts;
     uint64_t entries;  // at the snapshot
+    uint64_t own;      // entries open for good (mark_own_thread): 1 or 0
   };
   for (;;) {
     auto snap = snapshot_threads(outer_hits_stale ? nullptr : &in_trampoline_code);
@@ -50,8 +51,8 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
         const auto now = std::chrono::steady_clock::now();
         if (first_outer_hit == std::chrono::steady_clock::time_point{}) first_outer_hit = now;
         if (now - first_outer_hit > kOuterHitPatience) outer_hits_stale = true;
-      } else if (t.entries != t.exits) {
-        waiting.push_back({t.tid, t.counts_addr, t.entries});
+      } else if (t.entries - t.exits > (t.own ? 1u : 0u)) {
+        waiting.push_back({t.tid, t.counts_addr, t.entries, t.own ? 1u : 0u});
       } else if (in_trampoline_code(t.pc)) {
         need_resnapshot = true;  // one instruction from in or out: look again
       } else {
@@ -67,7 +68,7 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
         uint64_t entries = 0, exits = 0;
         if (!read_remote_word(&waiting[i].counts->entries, &entries) ||
             !read_remote_word(&waiting[i].counts->exits, &exits) ||
-            exits >= waiting[i].entries || entries == exits) {
+            exits >= waiting[i].entries - waiting[i].own || entries - exits <= waiting[i].own) {
           done.insert(waiting[i].tid);
           waiting[i] = waiting.back();
           waiting.pop_back();

@@ -23,6 +23,7 @@
 extern "C" {
 __thread ftjit::TrampolineCounts ftjit_trampoline_counts
     __attribute__((tls_model("initial-exec"))) = {0, 0};
+__thread bool ftjit_own_thread __attribute__((tls_model("initial-exec"))) = false;
 }
 
 namespace ftjit {
@@ -54,6 +55,7 @@ struct Slot {
   uint64_t entries = 0;
   uint64_t exits = 0;
   const TrampolineCounts* counts_addr = nullptr;
+  bool own = false;
   uint64_t new_pc = 0;
   // Written by the thread before it parks: a signal frame it runs on top
   // of saved a pc that the request's fixup would move (frame_fixup).
@@ -153,6 +155,7 @@ void control_handler(int, siginfo_t* si, void* ucv) {
   s.exits = ftjit_trampoline_counts.exits;
   s.entries = ftjit_trampoline_counts.entries;
   s.counts_addr = &ftjit_trampoline_counts;
+  s.own = ftjit_own_thread;
   if (static_cast<Kind>(g_request.kind.load(std::memory_order_acquire)) == Kind::kSnapshot) {
     s.outer_frame_hit = false;
     if (const auto* outer = g_request.snapshot_outer_pc.load(std::memory_order_acquire); outer != nullptr) {
@@ -469,6 +472,14 @@ class RequestTimer {
 };
 }  // namespace
 
+void mark_own_thread() {
+  if (ftjit_own_thread) return;
+  // The entry first: a snapshot that sees the flag sees the entry too.
+  ftjit_trampoline_counts.entries += 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ftjit_own_thread = true;
+}
+
 uint64_t thread_control_micros() { return g_control_micros.load(std::memory_order_relaxed); }
 
 namespace {
@@ -601,6 +612,7 @@ Result<std::vector<ThreadSnapshot>> snapshot_threads(const std::function<bool(ui
       t.entries = s.entries;
       t.exits = s.exits;
       t.counts_addr = s.counts_addr;
+      t.own = s.own;
       t.outer_hit = outer_pc != nullptr && s.outer_frame_hit;
     }
     out.push_back(t);

@@ -57,8 +57,19 @@ inline uint64_t open_trampoline_entries() {
   }
 }
 
-// Whether the calling thread is inside a trampoline right now.
-inline bool inside_trampoline() { return open_trampoline_entries() != 0; }
+// mark_own_thread() (below) was called on this thread.
+extern "C" __thread bool ftjit_own_thread __attribute__((tls_model("initial-exec")));
+
+// Whether the calling thread is inside a trampoline right now (beyond the
+// entry an own thread keeps open).
+inline bool inside_trampoline() { return open_trampoline_entries() > (ftjit_own_thread ? 1u : 0u); }
+
+// Makes the calling thread one of ftjit's own (the agent's control thread,
+// a plugin host's writer): traced functions it calls run no callback, as
+// if it were inside one for good (one entry left open), so that counts are
+// the program's alone. Grace periods know such a thread by it and wait
+// only for what it opened beyond that entry. Once per thread.
+void mark_own_thread();
 
 // Installs the control signal handler (idempotent). The signal is
 // SIGRTMAX-3 unless FTJIT_SIGNAL names another number.
@@ -74,6 +85,7 @@ struct ThreadSnapshot {
   uint64_t entries = 0;                  // trampoline entries at that moment
   uint64_t exits = 0;                    // and exits
   const TrampolineCounts* counts_addr = nullptr;  // its counters, in its TLS
+  bool own = false;                      // mark_own_thread(): one entry is its own
   bool responded = false;                // false: the thread exited first
   // It ran a signal handler whose signal frame saved a pc for which
   // snapshot_threads' `outer_pc` holds (only when one was given).

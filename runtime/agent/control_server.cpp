@@ -17,6 +17,7 @@
 
 #include "core/site.h"
 #include "runtime/agent/agent_phase.h"
+#include "runtime/thread_control.h"
 
 namespace ftjit::agent {
 namespace {
@@ -80,6 +81,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& sessio
   ControlServer* raw = s.get();
   s->thread_ = std::thread([raw] {
     pthread_setname_np(pthread_self(), "ftjit-agent");
+    mark_own_thread();  // never traced: counts are the program's
     set_phase(kPhaseServing);
     raw->loop();
     // Still our code until the thread is reaped: the CLI waits for that too.

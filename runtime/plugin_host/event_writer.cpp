@@ -18,6 +18,7 @@
 #include "runtime/c_api_internal.h"
 #include "runtime/engine.h"
 #include "runtime/log.h"
+#include "runtime/thread_control.h"
 
 namespace ftjit::plugins::detail {
 
@@ -86,7 +87,10 @@ Writer::Writer(std::vector<Instance*> instances, BufferPolicy policy, bool spool
       mode_ = Mode::kStream;
     }
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    mark_own_thread();  // never traced: counts are the program's
+    run();
+  });
 }
 
 Writer::~Writer() {

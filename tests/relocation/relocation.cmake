@@ -37,20 +37,3 @@ target_compile_definitions(ftjit_relocation_tests PRIVATE
 add_dependencies(ftjit_relocation_tests ftjit_relocation_fixtures)
 gtest_discover_tests(ftjit_relocation_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
 
-# Live: relocated entries in a running process, through the embedding API
-# (live/relocated_live_test.cpp). The target library is built by the C
-# compiler alone, as a distribution builds a library (frame pointers,
-# -fcf-protection, no sleds): no sanitizer or project flag reaches it.
-set(_reloc_live ${_reloc_dir}/libreloclive.so)
-add_custom_command(OUTPUT ${_reloc_live}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${_reloc_dir}
-  COMMAND ${CMAKE_C_COMPILER} -O1 -fno-omit-frame-pointer -fcf-protection=full -shared -fPIC
-          -o ${_reloc_live} ${CMAKE_CURRENT_LIST_DIR}/live/reloc_live_target.c
-  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/live/reloc_live_target.c
-  COMMENT "relocation live target")
-add_custom_target(ftjit_relocation_live_target DEPENDS ${_reloc_live})
-add_executable(ftjit_relocation_live_tests ${CMAKE_CURRENT_LIST_DIR}/live/relocated_live_test.cpp)
-target_link_libraries(ftjit_relocation_live_tests PRIVATE ftjit GTest::gtest_main ${CMAKE_DL_LIBS})
-target_compile_definitions(ftjit_relocation_live_tests PRIVATE FTJIT_RELOC_LIVE_TARGET="${_reloc_live}")
-add_dependencies(ftjit_relocation_live_tests ftjit_relocation_live_target)
-gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS e2e TIMEOUT 300)

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# ftjit_relocation_live_tests: relocated entries in a running process,
+# through the embedding API (relocated_live_test.cpp), on the host and, as
+# arm64 code under qemu-aarch64, in the arm64 leg, whose engine asks the
+# host's ftjit (FTJIT_GENERATOR) for each entry's proof and copy.
+#
+# The target library is built by the C compiler alone, as a distribution
+# builds one (frame pointers, landing pads: -fcf-protection on x86-64,
+# -mbranch-protection=standard on arm64, no sleds): no sanitizer or
+# project flag reaches it.
+include_guard(GLOBAL)
+function(ftjit_relocation_live_tests labels)
+  set(_dir ${CMAKE_BINARY_DIR}/tests/relocation)
+  set(_lib ${_dir}/libreloclive.so)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(_pads -mbranch-protection=standard)
+  else()
+    set(_pads -fcf-protection=full)
+  endif()
+  add_custom_command(OUTPUT ${_lib}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}
+    COMMAND ${CMAKE_C_COMPILER} -O1 -fno-omit-frame-pointer ${_pads} -shared -fPIC
+            -o ${_lib} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/reloc_live_target.c
+    DEPENDS ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/reloc_live_target.c
+    COMMENT "relocation live target")
+  add_custom_target(ftjit_relocation_live_target DEPENDS ${_lib})
+  add_executable(ftjit_relocation_live_tests ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/relocated_live_test.cpp)
+  target_link_libraries(ftjit_relocation_live_tests PRIVATE ftjit GTest::gtest_main ${CMAKE_DL_LIBS})
+  target_compile_definitions(ftjit_relocation_live_tests PRIVATE FTJIT_RELOC_LIVE_TARGET="${_lib}")
+  add_dependencies(ftjit_relocation_live_tests ftjit_relocation_live_target)
+  gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
+endfunction()
