@@ -29,6 +29,26 @@ int bench_leaf_untraced(int x) { return x * 3 + 1; }
 /* 200 distinct functions; distinct constants so no two bodies are equal and
  * nothing can fold them together. They are never called: tracers attached
  * to them are "irrelevant" to bench_leaf. */
+/* The relocated section's pair: one body, with a sled and without. The
+ * register the body claims to use gives it a prologue to relocate, as
+ * every real function has (bench_leaf's two instructions are too short:
+ * its ret would be among the bytes the branch overwrites). */
+#if defined(__x86_64__)
+#define BENCH_SAVED "rbx"
+#elif defined(__aarch64__)
+#define BENCH_SAVED "x19"
+#else
+#define BENCH_SAVED "s1"
+#endif
+BENCH_LEAF_ATTRS int bench_body_sled(int x) {
+  __asm__ volatile("" ::: BENCH_SAVED);
+  return x * 3 + 1;
+}
+BENCH_LEAF_ATTRS __attribute__((patchable_function_entry(0, 0))) int bench_body_relocated(int x) {
+  __asm__ volatile("" ::: BENCH_SAVED);
+  return x * 3 + 1;
+}
+
 #define BENCH_OTHER(k) \
   BENCH_LEAF_ATTRS int bench_other_##k(int x) { return x + k; }
 #define BENCH_OTHER10(t)                                             \

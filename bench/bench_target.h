@@ -15,6 +15,10 @@ extern "C" {
 int bench_leaf(int x);
 /* The same body with no sled at all: the "no ftjit compiled in" baseline. */
 int bench_leaf_untraced(int x);
+/* One body with a prologue, with a sled and without one: what the
+ * relocated section traces at its sled and through a relocated entry. */
+int bench_body_sled(int x);
+int bench_body_relocated(int x);
 
 #ifdef __cplusplus
 }

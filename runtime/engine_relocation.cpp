@@ -4,8 +4,6 @@
 // and the copy come from the generator (EntryRelocator: core's proof over
 // the module's file); this file only places stubs, writes entries with
 // every other thread parked, and writes them back.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstring>
 #include <unordered_set>
@@ -44,18 +42,20 @@ bool never_relocated(std::string_view name) {
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames) || name.starts_with("_dl_");
 }
 
-// ftjit's own objects (the engine's library, the agent, plugins) and the
+// ftjit's own objects (the agent, plugins, a shared libftjit) and the
 // dynamic loader are never relocated: the engine runs their code while it
 // writes, and the loader's entries have conventions of their own.
-bool module_never_relocated(std::string_view base, const std::string& path, const std::string& own) {
-  return path == own || base.starts_with("ftjit") || base.starts_with("libftjit") || base.starts_with("ld-linux") ||
+bool module_never_relocated(std::string_view base) {
+  return base.starts_with("libftjit") || base.starts_with("ftjit-plugin-") || base.starts_with("ld-linux") ||
          base.starts_with("ld64.so") || base.starts_with("ld.so");
 }
 
-std::string own_module_path() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_module_path), &info) == 0 || info.dli_fname == nullptr) return {};
-  return info.dli_fname;
+// Nor is ftjit's code where an embedder linked it in statically, nor what
+// it brings (its code generators, logging, options).
+bool own_function(std::string_view name, std::string_view demangled) {
+  static constexpr std::string_view kOwn[] = {"ftjit::", "asmjit::", "llvm::", "spdlog::", "fmt::", "CLI::"};
+  return name.starts_with("ftjit_") ||
+         std::any_of(std::begin(kOwn), std::end(kOwn), [&](std::string_view p) { return demangled.starts_with(p); });
 }
 
 // Whether some include pattern of `filter` can match in module `base`.
@@ -92,7 +92,6 @@ Status Engine::relocate_matching(const Filter& filter) {
       ++notes_dropped;
     }
   };
-  const std::string own = own_module_path();
   // Entries already taken: a compiled sled, or a stub of an earlier attach.
   std::unordered_set<uint64_t> taken;
   for (const auto& m : modules_) {
@@ -104,9 +103,10 @@ Status Engine::relocate_matching(const Filter& filter) {
   size_t made = 0;
   for (const LoadedObjectRef& obj : loaded_objects()) {
     const bool main_exe = obj.name.empty();
+    if (!main_exe && obj.name.find('/') == std::string::npos) continue;  // the vDSO: no file
     const std::string path = main_exe ? self_exe_path() : obj.name;
     const std::string base(path_basename(path));
-    if (!filter_may_match_module(filter, base) || module_never_relocated(base, path, own)) continue;
+    if (!filter_may_match_module(filter, base) || module_never_relocated(base)) continue;
     auto cached = relocation_images_.find(path);
     if (cached == relocation_images_.end()) {
       auto bytes = read_file_bytes(main_exe ? "/proc/self/exe" : path);
@@ -139,7 +139,7 @@ Status Engine::relocate_matching(const Filter& filter) {
       }
       const ElfSymbol& fn = fns[i];
       i = next;
-      if (named == nullptr || !fn.in_code_section) continue;
+      if (named == nullptr || !fn.in_code_section || own_function(named->name, demangled)) continue;
       const uint64_t entry = fn.value + obj.load_bias;
       if (taken.count(entry) != 0) continue;
       bool special = false;
