@@ -93,7 +93,7 @@ int run_list(const ListOptions& o) {
   };
   auto filter = Filter::compile(o.include, o.exclude);
   if (!filter) return fail(filter.error().message);
-  if (o.relocate && o.pid != 0) return fail("--relocate lists a FILE's functions; -p PID is not supported with it yet");
+  if (o.relocate && o.pid != 0) return list_process_relocation(o.pid, *filter);
   if (o.pid != 0) return run_list_process(o, *filter);
   if (o.file.empty()) return fail("give a FILE or -p PID");
   if (o.relocate) return list_relocation(o.file, *filter);

@@ -8,46 +8,45 @@
 #include <unordered_set>
 
 #include "backends/backend.h"
-#include "cli/mapped_file.h"
+#include "cli/process_modules.h"
 #include "core/demangle.h"
-#include "core/eh_frame_index.h"
-#include "core/elf_image.h"
-#include "core/relocation_plan.h"
+#include "core/module_relocator.h"
 #include "core/site_discovery.h"
 
 namespace ftjit::cli {
+namespace {
 
-int list_relocation(const std::string& path, const Filter& filter) {
-  auto fail = [](const std::string& message) {
-    std::fprintf(stderr, "ftjit list: %s\n", message.c_str());
-    return 1;
-  };
-  MappedFile file;
-  std::string error;
-  if (!file.open(path, &error)) return fail(error);
-  auto image = ElfImage::parse(file.bytes());
-  if (!image) return fail(path + ": " + image.error().message);
-  const InstructionDecoder* decoder = decoder_for(image->isa());
-  if (decoder == nullptr)
-    return fail(path + ": this ftjit cannot decode " + isa_name(image->isa()) + " code, so it relocates no entry");
+int fail(const std::string& message) {
+  std::fprintf(stderr, "ftjit list: %s\n", message.c_str());
+  return 1;
+}
+
+struct Listed {
+  size_t shown = 0;      // functions without a sled the filter took
+  size_t with_sled = 0;  // and with one
+};
+
+// One module's functions without a sled (read from `read_path`, named
+// `report_path`, loaded at `bias`): a line each, a summary on stderr.
+Result<Listed> list_module(const std::string& read_path, const std::string& report_path, uint64_t bias,
+                           const Filter& filter, bool module_column) {
+  auto relocator = ModuleRelocator::open(read_path, decoder_for);
+  if (!relocator) return relocator.take_error();
+  const ElfImage& image = (*relocator)->image();
+  const std::string base(path_basename(report_path));
   // Functions with a sled are traced at their sled, never relocated.
   std::unordered_set<uint64_t> sleds;
-  if (image->has_patchable_section()) {
-    auto module = discover_sites(*image, path, 0);
-    if (module)
-      for (const DiscoveredSite& s : module->sites) sleds.insert(s.entry);
+  if (image.has_patchable_section()) {
+    if (auto module = discover_sites(image, report_path, 0))
+      for (const DiscoveredSite& s : module->sites) sleds.insert(s.symbol != 0 ? s.symbol : s.entry);
   }
-  auto fde_starts = eh_frame_function_starts(file.bytes(), *image);
-  if (!fde_starts)
-    std::fprintf(stderr, "ftjit list: %s: %s: no function start is known, every function is refused\n",
-                 path.c_str(), fde_starts.error().message.c_str());
-  const std::vector<uint64_t> no_starts;
-  const CodeReferences refs = CodeReferences::sweep(file.bytes(), *image, *decoder);
-
-  const std::string base(path_basename(path));
+  if (!(*relocator)->has_function_starts())
+    std::fprintf(stderr, "ftjit list: %s: no .eh_frame_hdr index: no function start is known, every function is refused\n",
+                 report_path.c_str());
   std::array<size_t, kRelocationRefusalCount> counts{};
-  size_t shown = 0, with_sled = 0;
-  const auto& fns = image->functions();
+  Listed listed;
+  const std::string column = module_column ? "\t" + base : "";
+  const auto& fns = image.functions();
   for (size_t i = 0; i < fns.size();) {
     // One function, under each of its names (malloc is also
     // __libc_malloc): listed once, under the first name the filter takes.
@@ -65,32 +64,64 @@ int list_relocation(const std::string& path, const Filter& filter) {
     i = next;
     if (named == nullptr || !fn.in_code_section) continue;
     if (sleds.count(fn.value) != 0) {
-      ++with_sled;
+      ++listed.with_sled;
       continue;
     }
-    const RelocationPlan plan = plan_relocation(fn, file.bytes(), *image, *decoder, refs,
-                                                fde_starts ? std::span<const uint64_t>(*fde_starts) : no_starts);
+    const RelocationPlan plan = (*relocator)->plan(fn.value);
     ++counts[static_cast<size_t>(plan.refusal)];
-    ++shown;
+    ++listed.shown;
     if (plan.ok()) {
-      std::printf("%#" PRIx64 "\trelocate\t%s\t%u bytes, %zu instructions%s\n", fn.value, demangled.c_str(),
-                  plan.overwritten, plan.moved.size(), plan.patch_at != fn.value ? ", after the landing pad" : "");
+      std::printf("%#" PRIx64 "\trelocate\t%s\t%u bytes, %zu instructions%s%s\n", fn.value + bias, demangled.c_str(),
+                  plan.overwritten, plan.moved.size(), plan.patch_at != fn.value ? ", after the landing pad" : "",
+                  column.c_str());
     } else {
-      std::printf("%#" PRIx64 "\trefused:%s\t%s\t%s\n", fn.value, relocation_refusal_name(plan.refusal),
-                  demangled.c_str(), plan.why.c_str());
+      std::printf("%#" PRIx64 "\trefused:%s\t%s\t%s%s\n", fn.value + bias, relocation_refusal_name(plan.refusal),
+                  demangled.c_str(), plan.why.c_str(), column.c_str());
     }
   }
-  if (shown == 0 && with_sled == 0) return fail("no function of " + path + " matches " + filter.describe());
+  if (listed.shown == 0) return listed;
   std::string summary;
   for (int r = 1; r < kRelocationRefusalCount; ++r)
     if (counts[r] != 0)
       summary += std::string(summary.empty() ? "" : ", ") + relocation_refusal_name(static_cast<RelocationRefusal>(r)) +
                  " " + std::to_string(counts[r]);
   std::fprintf(stderr, "%s (%s): %zu functions without a sled: %zu relocatable, %zu refused%s%s%s; %zu with a sled\n",
-               base.c_str(), isa_name(image->isa()), shown, counts[0], shown - counts[0],
-               summary.empty() ? "" : " (", summary.c_str(), summary.empty() ? "" : ")", with_sled);
+               base.c_str(), isa_name(image.isa()), listed.shown, counts[0], listed.shown - counts[0],
+               summary.empty() ? "" : " (", summary.c_str(), summary.empty() ? "" : ")", listed.with_sled);
   std::fprintf(stderr, "%s: swept %" PRIu64 " instructions, %zu direct references into its code\n", base.c_str(),
-               refs.instructions(), refs.size());
+               (*relocator)->references().instructions(), (*relocator)->references().size());
+  return listed;
+}
+
+}  // namespace
+
+int list_relocation(const std::string& path, const Filter& filter) {
+  auto listed = list_module(path, path, 0, filter, false);
+  if (!listed) return fail(listed.error().message);
+  if (listed->shown == 0 && listed->with_sled == 0) return fail("no function of " + path + " matches " + filter.describe());
+  return 0;
+}
+
+int list_process_relocation(pid_t pid, const Filter& filter) {
+  auto modules = process_modules(pid);
+  if (!modules) return fail(modules.error().message);
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  size_t shown = 0;
+  for (const ProcessModule& m : *modules) {
+    const std::string base(path_basename(m.path));
+    const bool may_match = filter.includes().empty() ||
+                           std::any_of(filter.includes().begin(), filter.includes().end(), [&](const NamePattern& p) {
+                             return p.module.empty() || glob_match(p.module, base);
+                           });
+    if (!may_match) continue;
+    auto listed = list_module(m.path.starts_with("/") ? root + m.path : m.path, m.path, m.load_bias, filter, true);
+    if (!listed) {
+      std::fprintf(stderr, "ftjit list: %s\n", listed.error().message.c_str());
+      continue;
+    }
+    shown += listed->shown;
+  }
+  if (shown == 0) return fail("no function without a sled in process " + std::to_string(pid) + " matches " + filter.describe());
   return 0;
 }
 

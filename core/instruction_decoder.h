@@ -96,6 +96,21 @@ class InstructionDecoder {
   // its landing pad): x86-64 5 (jmp rel32), arm64 4 (b), riscv64 4 (jal;
   // 8 for auipc+jalr when no stub is within jal's reach).
   virtual uint32_t entry_branch_bytes() const = 0;
+
+  // What a stub runs around its sled when the function's entry keeps the
+  // landing pad `pad` in place (its bytes), appended to *before and
+  // *after: the tracer must see the machine as at a sled, which comes
+  // before the pad's effect. arm64: a paciasp pad has signed the return
+  // address by the time the stub runs; an exit hook replaces it, so the
+  // stub authenticates it first (autiasp: the tracer sees it plain) and
+  // signs whatever it then is (paciasp: the function's autiasp checks it).
+  // Nothing by default.
+  virtual void around_sled(std::span<const uint8_t> pad, std::vector<uint8_t>* before,
+                           std::vector<uint8_t>* after) const {
+    (void)pad;
+    (void)before;
+    (void)after;
+  }
 };
 
 }  // namespace ftjit

@@ -71,16 +71,17 @@ Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_b
                       std::string(relocation_refusal_name(link_plan.refusal)) + ": " + link_plan.why);
   const std::span<const uint8_t> code =
       image_.code_in_file(file_, link_plan.entry, link_plan.patch_at - link_plan.entry + link_plan.overwritten);
-  auto copy = relocated_copy(rebased(link_plan, load_bias), code, place, decoder_);
+  RelocatedEntry out;
+  decoder_.around_sled(code.first(link_plan.patch_at - link_plan.entry), &out.before_sled, &out.bytes);
+  auto copy = relocated_copy(rebased(link_plan, load_bias), code, place + out.bytes.size(), decoder_);
   if (!copy) return make_error(FTJIT_E_OUT_OF_RANGE, "no-reach: " + copy.error().message);
-  if (copy->bytes.size() > max_bytes)
+  if (out.bytes.size() + copy->bytes.size() > max_bytes)
     return make_error(FTJIT_E_INTERNAL, "the copy takes " + std::to_string(copy->bytes.size()) + " bytes, more than the " +
                                             std::to_string(max_bytes) + " of a stub");
-  RelocatedEntry out;
   out.patch_at = link_plan.patch_at + load_bias;
   out.overwritten = link_plan.overwritten;
   out.original.assign(code.begin() + static_cast<ptrdiff_t>(link_plan.patch_at - link_plan.entry), code.end());
-  out.bytes = std::move(copy->bytes);
+  out.bytes.insert(out.bytes.end(), copy->bytes.begin(), copy->bytes.end());
   out.moved_to = std::move(copy->moved_to);
   return out;
 }

@@ -28,7 +28,12 @@ struct RelocatedEntry {
   uint64_t patch_at = 0;
   uint32_t overwritten = 0;
   std::vector<uint8_t> original;  // what [patch_at, +overwritten) holds in the file
-  std::vector<uint8_t> bytes;     // the copy, to run at the requested place
+  // What the stub runs just before its sled (in its landing pad's place,
+  // at most as long) and, first in `bytes`, just after it:
+  // InstructionDecoder::around_sled of the kept landing pad.
+  std::vector<uint8_t> before_sled;
+  // At the requested place: what runs after the sled, then the copy.
+  std::vector<uint8_t> bytes;
   // {original instruction, its copy}, in order: where a thread's pc moves.
   std::vector<std::pair<uint64_t, uint64_t>> moved_to;
 };
@@ -45,6 +50,11 @@ class ModuleRelocator {
   static Result<std::unique_ptr<ModuleRelocator>> open(const std::string& path, DecoderLookup decoder_for);
 
   const ElfImage& image() const { return image_; }
+  // The sweep behind every plan (its size, for listings).
+  const CodeReferences& references() const { return refs_; }
+  // Whether the file has an FDE index (without one every function is
+  // refused: no-fde).
+  bool has_function_starts() const { return !fde_starts_.empty(); }
   // The plan of the function whose symbol is at link-time `link_entry`
   // (kNoSize when no function symbol starts there).
   RelocationPlan plan(uint64_t link_entry) const;

@@ -237,8 +237,14 @@ class Engine {
   // a sled that an FTJIT_OPS_F_RELOCATE attach selects gets a stub in
   // trampoline memory within branch reach:
   //
-  //   stub  [ ops slot (8) ][ landing pad ][ sled ][ copy of the first
-  //          instructions, relocated ][ branch back to patch_at+overwritten ]
+  //   stub  [ ops slot (8) ][ landing pad ][ sled ][ after ]
+  //         [ copy of the first instructions, relocated ][ branch back to
+  //           patch_at+overwritten ]
+  //
+  // (arm64, after a paciasp at the entry: autiasp in the landing pad's
+  // place and paciasp `after` (RelocatedEntry::before_sled, the start of
+  // its bytes): the tracer sees the return address plain, and an exit
+  // hook's replacement is signed for the function's autiasp.)
   //
   // and its first instructions become one branch to the stub's sled,
   // which is a site of a relocation module (ModuleRecord::relocated) like

@@ -185,6 +185,9 @@ Status Engine::relocate_matching(const Filter& filter) {
         reloc = make_error(FTJIT_E_UNEXPECTED_BYTES,
                            "changed: its first bytes in memory are not the file's (patched by someone else?)");
       }
+      if (reloc && reloc->before_sled.size() > traits.landing_pad_bytes) {
+        reloc = make_error(FTJIT_E_INTERNAL, "what its stub must run before the sled does not fit");
+      }
       if (!reloc) {
         arena.value()->free(stub);
         note(base + "!" + c.name + ": not relocated: " + reloc.error().message);
@@ -194,7 +197,17 @@ Status Engine::relocate_matching(const Filter& filter) {
       uint8_t* rw = arena.value()->rw(stub);
       arch::fill_with_traps(rw, kStubBytes);
       std::memset(rw, 0, kSlotBytes);
-      std::memcpy(rw + kSlotBytes, traits.landing_pad, traits.landing_pad_bytes);
+      // The landing pad, or in its place what must run before the tracer
+      // (arm64: autiasp). A stub is only ever reached by its function's
+      // direct branch, which needs no landing pad; it has one for those
+      // who look, and the size of one keeps the ops slot where the
+      // ISA's call-ops trampoline finds it from the return address
+      // (arm64: the "=4,2 behind bti c" layout).
+      if (!reloc->before_sled.empty()) {
+        std::memcpy(rw + kSlotBytes, reloc->before_sled.data(), reloc->before_sled.size());
+      } else {
+        std::memcpy(rw + kSlotBytes, traits.landing_pad, traits.landing_pad_bytes);
+      }
       const Insn init = backend_.encode_init();
       std::memcpy(rw + (sled - stub), init.bytes, traits.site_bytes);
       std::memcpy(rw + (copy - stub), reloc->bytes.data(), reloc->bytes.size());
@@ -207,8 +220,10 @@ Status Engine::relocate_matching(const Filter& filter) {
       f.sled = sled;
       f.reloc = std::move(reloc.value());
       // Written at the entry: the branch to the sled, traps after it.
+      // To the stub's first instruction (its landing pad, or what stands
+      // in its place), then the sled.
       Insn branch;
-      if (!backend_.encode_jump(f.reloc.patch_at, sled, &branch)) {
+      if (!backend_.encode_jump(f.reloc.patch_at, symbol, &branch)) {
         arena.value()->free(stub);
         note(base + "!" + c.name + ": not relocated: its stub is out of branch reach");
         continue;

@@ -65,6 +65,24 @@ class Arm64Decoder final : public InstructionDecoder {
   uint32_t resync_bytes() const override { return 4; }
   uint32_t entry_branch_bytes() const override { return 4; }
 
+  void around_sled(std::span<const uint8_t> pad, std::vector<uint8_t>* before,
+                   std::vector<uint8_t>* after) const override {
+    if (pad.size() != 4) return;
+    uint32_t w;
+    std::memcpy(&w, pad.data(), 4);
+    // paciasp/autiasp (key A), pacibsp/autibsp (key B); both with sp.
+    uint32_t aut = 0;
+    if (w == 0xd503233f) aut = 0xd50323bf;
+    if (w == 0xd503237f) aut = 0xd50323ff;
+    if (aut == 0) return;
+    const auto put = [](std::vector<uint8_t>* out, uint32_t word) {
+      const uint8_t* b = reinterpret_cast<const uint8_t*>(&word);
+      out->insert(out->end(), b, b + 4);
+    };
+    put(before, aut);
+    put(after, w);
+  }
+
   DecodedInsn decode(uint64_t address, std::span<const uint8_t> bytes) const override {
     DecodedInsn out;
     out.address = address;

@@ -360,6 +360,7 @@ std::string encode_relocated_entry(const RelocatedEntry& e) {
   w.put(e.patch_at);
   w.put(e.overwritten);
   w.str(std::string(e.original.begin(), e.original.end()));
+  w.str(std::string(e.before_sled.begin(), e.before_sled.end()));
   w.str(std::string(e.bytes.begin(), e.bytes.end()));
   w.put<uint32_t>(static_cast<uint32_t>(e.moved_to.size()));
   for (const auto& [from, to] : e.moved_to) {
@@ -374,7 +375,7 @@ Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
   RelocatedEntry e;
   e.patch_at = r.get<uint64_t>();
   e.overwritten = r.get<uint32_t>();
-  const std::string original = r.str(), copy = r.str();
+  const std::string original = r.str(), before = r.str(), copy = r.str();
   const uint32_t n = r.get<uint32_t>();
   // An entry moves a few instructions: anything larger is not ours.
   if (r.ok() && (n > 64 || e.overwritten != original.size() || e.overwritten > 64)) r.fail("relocated entry malformed");
@@ -384,6 +385,7 @@ Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
     e.moved_to.emplace_back(from, to);
   }
   e.original.assign(original.begin(), original.end());
+  e.before_sled.assign(before.begin(), before.end());
   e.bytes.assign(copy.begin(), copy.end());
   return r.finish("relocated entry", std::move(e));
 }
