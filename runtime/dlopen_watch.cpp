@@ -54,6 +54,7 @@ void notify() {
   // ftjit_refresh_modules or later dlopen) catches the change up.
   if (inside_trampoline()) return;
   const int saved_errno = errno;
+  OwnThreadScope own;  // ftjit's work on the program's thread: never traced
   t_notifying = true;
   {
     std::shared_lock<std::shared_mutex> lock(g_watch_mu);

@@ -480,6 +480,20 @@ void mark_own_thread() {
   ftjit_own_thread = true;
 }
 
+OwnThreadScope::OwnThreadScope() {
+  if (ftjit_own_thread) return;
+  mark_own_thread();
+  marked_ = true;
+}
+
+OwnThreadScope::~OwnThreadScope() {
+  if (!marked_) return;
+  // The flag first: a snapshot that sees it sees the entry too.
+  ftjit_own_thread = false;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ftjit_trampoline_counts.entries -= 1;
+}
+
 uint64_t thread_control_micros() { return g_control_micros.load(std::memory_order_relaxed); }
 
 namespace {

@@ -71,6 +71,20 @@ inline bool inside_trampoline() { return open_trampoline_entries() > (ftjit_own_
 // only for what it opened beyond that entry. Once per thread.
 void mark_own_thread();
 
+// The same for a stretch of ftjit's work on one of the program's threads
+// (the agent's report at exit(), a dlopen refresh): what it calls is not
+// the program's. Nests; does nothing on an own thread.
+class OwnThreadScope {
+ public:
+  OwnThreadScope();
+  ~OwnThreadScope();
+  OwnThreadScope(const OwnThreadScope&) = delete;
+  OwnThreadScope& operator=(const OwnThreadScope&) = delete;
+
+ private:
+  bool marked_ = false;
+};
+
 // Installs the control signal handler (idempotent). The signal is
 // SIGRTMAX-3 unless FTJIT_SIGNAL names another number.
 Status install_thread_control();

@@ -17,6 +17,7 @@
 #include "runtime/agent/agent_phase.h"
 #include "runtime/agent/agent_session.h"
 #include "runtime/agent/control_server.h"
+#include "runtime/thread_control.h"
 #include "runtime/log.h"
 #include "runtime/shadow_stack.h"
 
@@ -32,6 +33,8 @@ Agent* g_agent = nullptr;
 // exit() with a session attached: its report goes to the CLI that attached.
 void finish_at_exit() {
   if (g_agent == nullptr || g_agent->server == nullptr) return;
+  // On the program's thread, but ftjit's work: never traced.
+  OwnThreadScope own;
   control::Reply r = g_agent->session.finish_at_exit();
   if (r.code == FTJIT_E_NOT_ATTACHED) r.message = "not attached";
   g_agent->server->notify_exit(r);
@@ -61,6 +64,9 @@ void forget_preload() {
 }
 
 __attribute__((constructor)) void agent_init() {
+  // On the program's main thread, but ftjit's work (and, under `ftjit
+  // run`, the wait for the first attach): never traced.
+  OwnThreadScope own;
   // The program's stdout, stderr and spdlog settings are the program's:
   // the agent's own logger writes nothing (the CLI gets the errors), or,
   // with FTJIT_AGENT_LOG set, everything to stderr.

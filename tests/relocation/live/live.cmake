@@ -31,3 +31,21 @@ function(ftjit_relocation_live_tests labels)
   gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
 endfunction()
+
+# Debian's libc relocated under a multi-threaded workload, through the
+# command line (`ftjit run --relocate`), its counts against the kernel's
+# uprobes where they work, else against the program's known calls
+# (libc_workload.py). Built like a user's program (a sanitized build's
+# workload carries its sanitizer, which the agent needs first; the oracle
+# runs the same binary).
+function(ftjit_relocation_workload_test)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  add_executable(ftjit_libc_workload ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/libc_workload.c)
+  target_compile_options(ftjit_libc_workload PRIVATE -O2)
+  target_link_libraries(ftjit_libc_workload PRIVATE Threads::Threads)
+  add_test(NAME relocation.libc_workload
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/libc_workload.py
+            $<TARGET_FILE:ftjit-cli> $<TARGET_FILE:ftjit_libc_workload>)
+  set_tests_properties(relocation.libc_workload PROPERTIES LABELS e2e TIMEOUT 300
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:halt_on_error=1;UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+endfunction()

@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -366,6 +368,70 @@ TEST_F(RelocatedLive, AThreadBlockedInReadIsNoHindrance) {
   EXPECT_EQ(got, 'x');
   EXPECT_EQ(before, bytes_at(dlsym(RTLD_DEFAULT, "read")));
   for (int fd : {fds[0], fds[1], fds2[0], fds2[1]}) close(fd);
+}
+
+// A library unloaded while its relocated entry is attached: the engine
+// forgets it (its text is gone, its stub is retired), and the detach
+// writes nothing where it was.
+TEST_F(RelocatedLive, DlcloseWhileRelocated) {
+  const std::string dir = ::testing::TempDir() + "reloc_dlclose_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string copy = dir + "/libreloccopy.so";
+  std::filesystem::copy_file(FTJIT_RELOC_LIVE_TARGET, copy, std::filesystem::copy_options::overwrite_existing);
+  void* handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto square = reinterpret_cast<SquareFn>(dlsym(handle, "reloc_live_square"));
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_hit;
+  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
+  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  ASSERT_EQ(attach(engine_.e, &ops, "libreloccopy*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
+  t_hits[0] = 0;
+  EXPECT_EQ(square(6), 36);
+  EXPECT_EQ(t_hits[0], 1u);
+  ASSERT_EQ(dlclose(handle), 0);
+  EXPECT_GE(ftjit_refresh_modules(engine_.e), 0) << ftjit_last_error();
+  EXPECT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  // The library again, at whatever address: its bytes are the file's.
+  handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  square = reinterpret_cast<SquareFn>(dlsym(handle, "reloc_live_square"));
+  EXPECT_EQ(square(5), 25);
+  dlclose(handle);
+  std::filesystem::remove_all(dir);
+}
+
+// A child forked while an entry is relocated keeps its own copy of the
+// code (entry and stub) and runs right after the parent detached and
+// freed the stub.
+TEST_F(RelocatedLive, ForkedChildKeepsItsCopy) {
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_hit;
+  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
+  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  const std::vector<uint8_t> before = bytes_at(reinterpret_cast<void*>(target().square));
+  ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(3);
+    bool ok = true;
+    for (long i = 0; i < 1000; ++i) ok &= target().square(i) == i * i;
+    _exit(ok ? 0 : 1);
+  }
+  ASSERT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(before, bytes_at(reinterpret_cast<void*>(target().square)));
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  close(go[0]);
+  close(go[1]);
 }
 
 }  // namespace
