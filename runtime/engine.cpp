@@ -560,15 +560,29 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
   std::lock_guard<std::mutex> lock(mu_);
   OpsRecord* rec = find(ops);
   if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "set_filter: this ops is not attached");
+  // Relocated entries follow the filter: new ones for the functions it
+  // now selects, written back for those it no longer does.
+  const bool relocate = (ops->flags & FTJIT_OPS_F_RELOCATE) != 0;
+  if (relocate) FTJIT_TRY(relocate_matching(filter));
+  auto drop_idle = [&] {
+    if (!relocate) return;
+    Status st = unrelocate_idle();
+    if (!st) ftjit::log().error("ftjit: {}", st.error().message);
+  };
   auto selected = select_sites(filter);
-  if (!selected) return selected.take_error();
+  if (!selected) {
+    drop_idle();
+    return selected.take_error();
+  }
   std::vector<uint32_t> old = std::move(rec->sites);
   Status st = commit(rec, old, std::move(selected.value()));
   if (!st) {
     rec->sites = std::move(old);
+    drop_idle();
     return st;
   }
   rec->filter = filter;
+  drop_idle();
   return release_if_much_retired();
 }
 

@@ -84,6 +84,7 @@ Status Engine::relocate_matching(const Filter& filter) {
     return make_error(FTJIT_E_UNSUPPORTED, std::string("relocated entries are not supported on ") +
                                                isa_name(traits.isa) + " yet");
   }
+  relocation_notes_.clear();  // this attach's
   size_t notes_dropped = 0;
   auto note = [&](std::string line) {
     if (relocation_notes_.size() < kMaxNotes) {

@@ -434,4 +434,32 @@ TEST_F(RelocatedLive, ForkedChildKeepsItsCopy) {
   close(go[1]);
 }
 
+// set_filter moves relocated entries with the filter: the function it
+// leaves gets its bytes back, the one it takes is relocated. (16 bytes:
+// reloc_live_sum starts 26 bytes after reloc_live_square.)
+TEST_F(RelocatedLive, SetFilterMovesRelocatedEntries) {
+  const Target& t = target();
+  const std::vector<uint8_t> square_before = bytes_at(reinterpret_cast<void*>(t.square), 16);
+  const std::vector<uint8_t> sum_before = bytes_at(reinterpret_cast<void*>(t.sum), 16);
+  ftjit_ops ops;
+  ftjit_ops_init(&ops);
+  ops.func = count_hit;
+  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
+  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
+  EXPECT_NE(square_before, bytes_at(reinterpret_cast<void*>(t.square), 16));
+  const char* inc[] = {"libreloclive*!reloc_live_sum"};
+  const ftjit_filter f{inc, 1, nullptr, 0};
+  ASSERT_EQ(ftjit_set_filter(engine_.e, &ops, &f), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(square_before, bytes_at(reinterpret_cast<void*>(t.square), 16));
+  EXPECT_NE(sum_before, bytes_at(reinterpret_cast<void*>(t.sum), 16));
+  t_hits[0] = 0;
+  const long data[3] = {1, 2, 3};
+  EXPECT_EQ(t.sum(data, 3), 6);
+  EXPECT_EQ(t.square(4), 16);
+  EXPECT_EQ(t_hits[0], 1u);
+  ASSERT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(sum_before, bytes_at(reinterpret_cast<void*>(t.sum), 16));
+}
+
 }  // namespace
