@@ -9,7 +9,7 @@
 
 #include "backends/backend.h"
 #include "cli/process_modules.h"
-#include "core/demangle.h"
+#include "core/function_selection.h"
 #include "core/module_relocator.h"
 #include "core/site_discovery.h"
 
@@ -46,23 +46,9 @@ Result<Listed> list_module(const std::string& read_path, const std::string& repo
   std::array<size_t, kRelocationRefusalCount> counts{};
   Listed listed;
   const std::string column = module_column ? "\t" + base : "";
-  const auto& fns = image.functions();
-  for (size_t i = 0; i < fns.size();) {
-    // One function, under each of its names (malloc is also
-    // __libc_malloc): listed once, under the first name the filter takes.
-    size_t next = i;
-    const ElfSymbol* named = nullptr;
-    std::string demangled;
-    for (; next < fns.size() && fns[next].value == fns[i].value; ++next) {
-      std::string d = demangle(fns[next].name);
-      if (named == nullptr && filter.matches(base, fns[next].name, d)) {
-        named = &fns[next];
-        demangled = std::move(d);
-      }
-    }
-    const ElfSymbol& fn = fns[i];
-    i = next;
-    if (named == nullptr || !fn.in_code_section) continue;
+  for (const SelectedFunction& selected : select_functions(image, filter, base)) {
+    const ElfSymbol& fn = selected.symbol();
+    const std::string& demangled = selected.demangled;
     if (sleds.count(fn.value) != 0) {
       ++listed.with_sled;
       continue;

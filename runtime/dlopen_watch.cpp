@@ -296,8 +296,8 @@ void Engine::forget_unloaded_modules() {
     if (alive) continue;
     ftjit::log().debug("ftjit: {} was unloaded; its {} sites are forgotten", m.path, m.found.size());
     if (m.relocated) {
-      // Its functions' text went with it: only the writable views of it
-      // (the patched entries') and the stubs are left to drop.
+      // Its functions' text went with it: the writable views of it (the
+      // patched entries') go too.
       for (const RelocatedFunction& f : relocated_) {
         if (f.module != mi) continue;
         for (size_t k = aliases_.size(); k-- > 0;) {
@@ -306,17 +306,6 @@ void Engine::forget_unloaded_modules() {
           aliases_.erase(aliases_.begin() + static_cast<std::ptrdiff_t>(k));
         }
       }
-      ++modules_unloaded_;
-      for (auto& r : ops_) {
-        const uint32_t first = m.first_site, end = m.first_site + static_cast<uint32_t>(m.found.size());
-        auto b = std::lower_bound(r->sites.begin(), r->sites.end(), first);
-        auto e = std::lower_bound(b, r->sites.end(), end);
-        if (b == e) continue;
-        r->sites.erase(b, e);
-        if (r->ips) lost_sites.push_back(r.get());
-      }
-      forget_relocations(static_cast<uint32_t>(mi));
-      continue;
     }
     m.gone = true;
     ++modules_unloaded_;
@@ -328,19 +317,10 @@ void Engine::forget_unloaded_modules() {
       r->sites.erase(b, e);
       if (r->ips) lost_sites.push_back(r.get());
     }
-    for (uint32_t i = first; i < end; ++i) {
-      SiteRecord& s = sites_[i];
-      if (s.applied.call != 0) --sites_enabled_;
-      s.ops = SiteOps();
-      s.applied = SiteTarget{};
-      s.route = Route::kNone;
-      s.initialized = false;
-      s.usable = false;
-      if (auto it = muxes_.find(i); it != muxes_.end()) {
-        retired_.muxes.push_back(std::move(it->second));
-        muxes_.erase(it);
-      }
-    }
+    clear_module_sites(m);
+    // Its stubs, if it is a relocation module (its entries went with the
+    // text they were in).
+    if (m.relocated) forget_relocations(static_cast<uint32_t>(mi));
     // Only the writable view goes: the loader unmapped the code itself.
     for (size_t n = its_aliases.size(); n-- > 0;) {
       if (last_alias_ == aliases_[its_aliases[n]].get()) last_alias_ = nullptr;

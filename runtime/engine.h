@@ -267,9 +267,12 @@ class Engine {
   // Writes back the entries of relocation modules none of whose sites
   // has an ops, and retires their stubs (in a code-change scope).
   Status unrelocate_idle();
-  // Forgets (without writing) the relocated entries of module `mi`,
-  // unloaded.
+  // Forgets (without writing) the relocated entries of module `module`
+  // and retires their stubs; marks it gone if it is not.
   void forget_relocations(uint32_t module);
+  // Every site of a gone module back to nothing (no ops, not written
+  // again), its multiplexers retired.
+  void clear_module_sites(const ModuleRecord& m);
   // Over modules [first_module, end_module); for a part of them, selecting
   // nothing is no error.
   Result<std::vector<uint32_t>> select_sites(const Filter& filter, size_t first_module = 0,

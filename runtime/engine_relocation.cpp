@@ -8,7 +8,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "core/demangle.h"
+#include "core/function_selection.h"
 #include "runtime/arch/arch.h"
 #include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"
@@ -125,31 +125,17 @@ Status Engine::relocate_matching(const Filter& filter) {
       std::string name, demangled;
     };
     std::vector<Candidate> wanted;
-    const auto& fns = image.functions();
-    for (size_t i = 0; i < fns.size();) {
-      const size_t first = i;
-      size_t next = i;
-      const ElfSymbol* named = nullptr;
-      std::string demangled;
-      for (; next < fns.size() && fns[next].value == fns[i].value; ++next) {
-        std::string d = demangle(fns[next].name);
-        if (named == nullptr && filter.matches(base, fns[next].name, d)) {
-          named = &fns[next];
-          demangled = std::move(d);
-        }
-      }
-      const ElfSymbol& fn = fns[i];
-      i = next;
-      if (named == nullptr || !fn.in_code_section || own_function(named->name, demangled)) continue;
-      const uint64_t entry = fn.value + obj.load_bias;
+    for (SelectedFunction& fn : select_functions(image, filter, base)) {
+      if (own_function(fn.named->name, fn.demangled)) continue;
+      const uint64_t entry = fn.symbol().value + obj.load_bias;
       if (taken.count(entry) != 0) continue;
       bool special = false;
-      for (size_t k = first; k < next; ++k) special |= never_relocated(fns[k].name);
+      for (const ElfSymbol& s : fn.symbols) special |= never_relocated(s.name);
       if (special) {
-        note(base + "!" + named->name + ": not relocated: it returns twice, never returns or switches stacks");
+        note(base + "!" + fn.named->name + ": not relocated: it returns twice, never returns or switches stacks");
         continue;
       }
-      wanted.push_back({entry, named->name, std::move(demangled)});
+      wanted.push_back({entry, fn.named->name, std::move(fn.demangled)});
     }
     if (wanted.empty()) continue;
 
@@ -390,18 +376,22 @@ void Engine::forget_relocations(uint32_t module) {
   }
   if (!m.gone) {
     m.gone = true;
-    for (uint32_t i = m.first_site; i < m.first_site + m.found.size(); ++i) {
-      SiteRecord& s = sites_[i];
-      if (s.applied.call != 0) --sites_enabled_;
-      s.ops = SiteOps();
-      s.applied = SiteTarget{};
-      s.route = Route::kNone;
-      s.initialized = false;
-      s.usable = false;
-      if (auto mux = muxes_.find(i); mux != muxes_.end()) {
-        retired_.muxes.push_back(std::move(mux->second));
-        muxes_.erase(mux);
-      }
+    clear_module_sites(m);
+  }
+}
+
+void Engine::clear_module_sites(const ModuleRecord& m) {
+  for (uint32_t i = m.first_site; i < m.first_site + m.found.size(); ++i) {
+    SiteRecord& s = sites_[i];
+    if (s.applied.call != 0) --sites_enabled_;
+    s.ops = SiteOps();
+    s.applied = SiteTarget{};
+    s.route = Route::kNone;
+    s.initialized = false;
+    s.usable = false;
+    if (auto mux = muxes_.find(i); mux != muxes_.end()) {
+      retired_.muxes.push_back(std::move(mux->second));
+      muxes_.erase(mux);
     }
   }
 }

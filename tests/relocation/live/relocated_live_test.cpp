@@ -87,6 +87,14 @@ void count_exit(uint64_t, uint64_t, ftjit_ops* ops, ftjit_ret_regs*) {
   ++t_exits[reinterpret_cast<uintptr_t>(ops->private_data)];
 }
 
+// An ops counting its calls in t_hits[which], relocating entries.
+void relocating_counter(ftjit_ops* ops, uintptr_t which) {
+  ftjit_ops_init(ops);
+  ops->func = count_hit;
+  ops->private_data = reinterpret_cast<void*>(which);
+  ops->flags |= FTJIT_OPS_F_RELOCATE;
+}
+
 ftjit_status attach(ftjit_engine* e, ftjit_ops* ops, const char* pattern) {
   const char* inc[] = {pattern};
   ftjit_filter f{inc, 1, nullptr, 0};
@@ -257,10 +265,7 @@ TEST_F(ParkedInside, AttachWaitsForAHandlerStoppedInsideTheBytes) {
   const uint64_t entry = reinterpret_cast<uint64_t>(target().fault);
   const uint64_t fault_pc = g_fault_pc.load();
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 0);
   std::thread releaser([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     g_release = true;
@@ -310,10 +315,7 @@ TEST_F(ParkedInside, AHandlerThatStaysMakesTheFunctionARefusal) {
 // returns into the copy, runs on into the function and returns right.
 TEST_F(ParkedInside, DetachWaitsForAThreadInsideTheCopy) {
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 0);
   const std::vector<uint8_t> before = bytes_at(reinterpret_cast<void*>(target().fault));
   ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_fault_at_k"), FTJIT_OK) << ftjit_last_error();
   long result = 0;
@@ -350,10 +352,7 @@ TEST_F(RelocatedLive, AThreadBlockedInReadIsNoHindrance) {
   while (!reading) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{1});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 1);
   ASSERT_EQ(attach(engine_.e, &ops, "libc.so*!read"), FTJIT_OK) << ftjit_last_error();
   t_hits[1] = 0;
   char c = 0;
@@ -382,10 +381,7 @@ TEST_F(RelocatedLive, DlcloseWhileRelocated) {
   ASSERT_NE(handle, nullptr) << dlerror();
   auto square = reinterpret_cast<SquareFn>(dlsym(handle, "reloc_live_square"));
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 0);
   ASSERT_EQ(attach(engine_.e, &ops, "libreloccopy*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
   t_hits[0] = 0;
   EXPECT_EQ(square(6), 36);
@@ -407,10 +403,7 @@ TEST_F(RelocatedLive, DlcloseWhileRelocated) {
 // freed the stub.
 TEST_F(RelocatedLive, ForkedChildKeepsItsCopy) {
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 0);
   const std::vector<uint8_t> before = bytes_at(reinterpret_cast<void*>(target().square));
   ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
   int go[2];
@@ -442,10 +435,7 @@ TEST_F(RelocatedLive, SetFilterMovesRelocatedEntries) {
   const std::vector<uint8_t> square_before = bytes_at(reinterpret_cast<void*>(t.square), 16);
   const std::vector<uint8_t> sum_before = bytes_at(reinterpret_cast<void*>(t.sum), 16);
   ftjit_ops ops;
-  ftjit_ops_init(&ops);
-  ops.func = count_hit;
-  ops.private_data = reinterpret_cast<void*>(uintptr_t{0});
-  ops.flags |= FTJIT_OPS_F_RELOCATE;
+  relocating_counter(&ops, 0);
   ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_live_square"), FTJIT_OK) << ftjit_last_error();
   EXPECT_NE(square_before, bytes_at(reinterpret_cast<void*>(t.square), 16));
   const char* inc[] = {"libreloclive*!reloc_live_sum"};
