@@ -135,6 +135,36 @@ class Arm64Decoder final : public InstructionDecoder {
     return out;
   }
 
+  // An LDR (literal) beyond 1 MiB of the copy, through the register it
+  // loads (a general one) or x16 (FP/SIMD: x16 is the intra-procedure-call
+  // scratch, dead at a function's entry, where a copy always runs):
+  //   ADRP xN, page(target); ADD xN, xN, #lo12(target); LDR <rt>, [xN]
+  // PRFM (literal) becomes a NOP: a hint.
+  bool relocate_far_literal(uint32_t w, uint64_t target, uint64_t to, std::vector<uint8_t>* out) const {
+    const uint32_t opc = w >> 30, rt = w & 0x1f;
+    const bool simd = (w & 0x04000000) != 0;
+    if (!simd && opc == 3) {
+      put(out, 0xd503201f);  // nop
+      return true;
+    }
+    // LDR (immediate, unsigned offset 0) of the same width into rt.
+    uint32_t load = 0;
+    if (!simd) {
+      load = opc == 0 ? 0xb9400000u : opc == 1 ? 0xf9400000u : 0xb9800000u;  // ldr w, ldr x, ldrsw
+    } else {
+      if (opc == 3) return false;
+      load = opc == 0 ? 0xbd400000u : opc == 1 ? 0xfd400000u : 0x3dc00000u;  // ldr s, d, q
+    }
+    const uint32_t base = simd ? 16 : rt;
+    const int64_t pages = static_cast<int64_t>((target & ~uint64_t{0xfff}) - (to & ~uint64_t{0xfff})) / 4096;
+    if (!fits(pages, 21)) return false;
+    const uint32_t imm = static_cast<uint32_t>(pages) & 0x1fffff;
+    put(out, 0x90000000 | (imm & 3) << 29 | (imm >> 2) << 5 | base);                          // adrp
+    put(out, 0x91000000 | static_cast<uint32_t>(target & 0xfff) << 10 | base << 5 | base);  // add
+    put(out, load | base << 5 | rt);                                                        // ldr
+    return true;
+  }
+
   bool append_branch(uint64_t at, uint64_t target, std::vector<uint8_t>* out) const override {
     const int64_t rel = static_cast<int64_t>(target - at);
     if ((rel & 3) != 0 || !fits(rel / 4, 26)) return false;
@@ -144,7 +174,8 @@ class Arm64Decoder final : public InstructionDecoder {
 
   //   ADRP rd         -> ADRP rd (its page from the copy's)
   //   ADR rd          -> ADRP rd; ADD rd, rd, #lo12
-  //   LDR literal     -> the same with imm19 from the copy (within 1 MiB)
+  //   LDR literal     -> the same with imm19 from the copy (within 1 MiB),
+  //                      else ADRP+ADD+LDR [reg] (relocate_far_literal)
   //   B               -> B
   //   B.cond / CBZ / CBNZ / TBZ / TBNZ  -> the same when the target is in
   //                      reach, else the inverted test over a B:
@@ -170,9 +201,11 @@ class Arm64Decoder final : public InstructionDecoder {
             put(out, 0x91000000 | static_cast<uint32_t>(insn.target & 0xfff) << 10 | rd << 5 | rd);
           return true;
         }
-        if ((rel & 3) != 0 || !fits(rel / 4, 19)) return false;
-        put(out, (w & ~(0x7ffffu << 5)) | (static_cast<uint32_t>(rel / 4) & 0x7ffff) << 5);
-        return true;
+        if ((rel & 3) == 0 && fits(rel / 4, 19)) {
+          put(out, (w & ~(0x7ffffu << 5)) | (static_cast<uint32_t>(rel / 4) & 0x7ffff) << 5);
+          return true;
+        }
+        return relocate_far_literal(w, insn.target, to, out);
       }
       case InsnClass::kJump:
         if ((w & 0xfc000000) != 0x14000000) return false;  // b

@@ -6,6 +6,14 @@
 // the tests know its first instructions exactly.
 #include <stdint.h>
 
+// Data the PC-relative entries below read (their own sections, away from
+// the code: a copy's reach to it is what is tested). Hidden: referenced
+// pc-relatively from the text.
+#define RELOC_DATA __attribute__((visibility("hidden"), used))
+RELOC_DATA const uint64_t reloc_data64 = 0x1122334455667788ull;
+RELOC_DATA const uint32_t reloc_data32 = 0x89abcdefu;
+RELOC_DATA volatile uint8_t reloc_byte = 7;
+
 __attribute__((noinline)) long reloc_live_square(long x) {
   volatile long v = x;
   return v * v;
@@ -41,6 +49,32 @@ __asm__(
     "  ret\n"
     ".cfi_endproc\n"
     ".size reloc_fault_at_k,.-reloc_fault_at_k\n");
+// Entries whose first instructions use the pc (reloc_pc_*: a table in
+// relocated_live_test.cpp calls each before and after relocating it):
+//   rip_load      mov X(%rip),%rax            RIP-relative load
+//   rip_cmp_imm   cmpb $7,X(%rip)             disp32 before an immediate
+//   rip_lea       lea X(%rip),%rax            RIP-relative address
+//   jcc_fwd       test; je +N                 rel8 forward, made rel32
+//   jcc_back      test; jne reloc_pc_target   rel8/32 backward, to another function
+__asm__(
+    ".text\n"
+    ".globl reloc_pc_target\n.type reloc_pc_target,@function\n"
+    "reloc_pc_target:\n.cfi_startproc\n  mov $77,%eax\n  ret\n.cfi_endproc\n.size reloc_pc_target,.-reloc_pc_target\n"
+    ".globl reloc_pc_rip_load\n.type reloc_pc_rip_load,@function\n"
+    "reloc_pc_rip_load:\n.cfi_startproc\n  mov reloc_data64(%rip),%rax\n  add %rdi,%rax\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_rip_load,.-reloc_pc_rip_load\n"
+    ".globl reloc_pc_rip_cmp_imm\n.type reloc_pc_rip_cmp_imm,@function\n"
+    "reloc_pc_rip_cmp_imm:\n.cfi_startproc\n  cmpb $7,reloc_byte(%rip)\n  sete %al\n  movzbl %al,%eax\n  add %rdi,%rax\n"
+    "  ret\n.cfi_endproc\n.size reloc_pc_rip_cmp_imm,.-reloc_pc_rip_cmp_imm\n"
+    ".globl reloc_pc_rip_lea\n.type reloc_pc_rip_lea,@function\n"
+    "reloc_pc_rip_lea:\n.cfi_startproc\n  lea reloc_data32(%rip),%rax\n  mov (%rax),%eax\n  add %rdi,%rax\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_rip_lea,.-reloc_pc_rip_lea\n"
+    ".globl reloc_pc_jcc_fwd\n.type reloc_pc_jcc_fwd,@function\n"
+    "reloc_pc_jcc_fwd:\n.cfi_startproc\n  test %rdi,%rdi\n  je 1f\n  mov $2,%eax\n  ret\n1:\n  mov $1,%eax\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_jcc_fwd,.-reloc_pc_jcc_fwd\n"
+    ".globl reloc_pc_jcc_back\n.type reloc_pc_jcc_back,@function\n"
+    "reloc_pc_jcc_back:\n.cfi_startproc\n  test %rdi,%rdi\n  jne reloc_pc_target\n  mov $3,%eax\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_jcc_back,.-reloc_pc_jcc_back\n");
 #elif defined(__aarch64__)
 // The same at +0 (arm64 overwrites one instruction): the load is the
 // first instruction, so a thread faulting there stands at the entry, and
@@ -59,4 +93,45 @@ __asm__(
     "  ret\n"
     ".cfi_endproc\n"
     ".size reloc_fault_at_k,.-reloc_fault_at_k\n");
+// Entries whose first instruction uses the pc (one word moves on arm64):
+//   adr          adr x1, X                 becomes adrp+add in the copy
+//   adrp         adrp x1, X (+ add)        the page from the copy's
+//   ldr_x/w/sw/d ldr x0|w0 / ldrsw / ldr d0 of a literal (64/32/32s/FP)
+//   cbz_fwd      cbz x0, +N                forward
+//   tbnz_back    tbnz x0, #0, reloc_pc_target   to another function
+__asm__(
+    ".text\n"
+    ".globl reloc_pc_target\n.type reloc_pc_target,%function\n"
+    "reloc_pc_target:\n.cfi_startproc\n  mov x0, #77\n  ret\n.cfi_endproc\n.size reloc_pc_target,.-reloc_pc_target\n"
+    ".globl reloc_pc_adr\n.type reloc_pc_adr,%function\n"
+    "reloc_pc_adr:\n.cfi_startproc\n  adr x1, reloc_lit64\n  ldr x1, [x1]\n  add x0, x0, x1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_adr,.-reloc_pc_adr\n"
+    ".globl reloc_pc_adrp\n.type reloc_pc_adrp,%function\n"
+    "reloc_pc_adrp:\n.cfi_startproc\n  adrp x1, reloc_data64\n  add x1, x1, :lo12:reloc_data64\n  ldr x1, [x1]\n"
+    "  add x0, x0, x1\n  ret\n.cfi_endproc\n.size reloc_pc_adrp,.-reloc_pc_adrp\n"
+    ".globl reloc_pc_ldr_x\n.type reloc_pc_ldr_x,%function\n"
+    "reloc_pc_ldr_x:\n.cfi_startproc\n  ldr x1, reloc_lit64\n  add x0, x0, x1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_ldr_x,.-reloc_pc_ldr_x\n"
+    ".globl reloc_pc_ldr_w\n.type reloc_pc_ldr_w,%function\n"
+    "reloc_pc_ldr_w:\n.cfi_startproc\n  ldr w1, reloc_lit32\n  add x0, x0, x1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_ldr_w,.-reloc_pc_ldr_w\n"
+    ".globl reloc_pc_ldr_sw\n.type reloc_pc_ldr_sw,%function\n"
+    "reloc_pc_ldr_sw:\n.cfi_startproc\n  ldrsw x1, reloc_lit32\n  add x0, x0, x1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_ldr_sw,.-reloc_pc_ldr_sw\n"
+    ".globl reloc_pc_ldr_d\n.type reloc_pc_ldr_d,%function\n"
+    "reloc_pc_ldr_d:\n.cfi_startproc\n  ldr d1, reloc_litd\n  fmov x1, d1\n  add x0, x0, x1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_ldr_d,.-reloc_pc_ldr_d\n"
+    ".globl reloc_pc_cbz_fwd\n.type reloc_pc_cbz_fwd,%function\n"
+    "reloc_pc_cbz_fwd:\n.cfi_startproc\n  cbz x0, 1f\n  mov x0, #2\n  ret\n1:\n  mov x0, #1\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_cbz_fwd,.-reloc_pc_cbz_fwd\n"
+    ".globl reloc_pc_tbnz_back\n.type reloc_pc_tbnz_back,%function\n"
+    "reloc_pc_tbnz_back:\n.cfi_startproc\n  tbnz x0, #0, reloc_pc_target\n  mov x0, #3\n  ret\n"
+    ".cfi_endproc\n.size reloc_pc_tbnz_back,.-reloc_pc_tbnz_back\n"
+    // The literals, in the text (LDR literal reaches 1 MiB), not inside any
+    // function's symbol.
+    ".p2align 3\n"
+    "reloc_lit64: .quad 0x1122334455667788\n"
+    "reloc_lit32: .word 0x89abcdef\n"
+    ".p2align 3\n"
+    "reloc_litd: .double 2.5\n");
 #endif
