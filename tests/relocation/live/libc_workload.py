@@ -10,8 +10,10 @@ count plugin's figures are checked against an exact oracle:
 
 - the kernel's uprobes (perf probe + perf stat) on an untraced run of the
   same program, where this kernel and perf allow them;
-- else the program's own calls, for the functions nothing else in libc
-  calls (getppid, getuid, write): kThreads * kIterations each.
+- else (no uprobes, or a program of another ISA that runs under
+  qemu-user, whose libc the host's uprobes do not see) the program's own
+  calls, for the functions nothing else in libc calls (getppid, getuid,
+  write): kThreads * kIterations each.
 
 The run must end as the untraced one does (status 0): a relocated entry
 that broke anything would crash the workload or change its counts.
@@ -42,8 +44,19 @@ def libc_path():
     return "/lib/x86_64-linux-gnu/libc.so.6"
 
 
+def native(path):
+    """Whether the program is this machine's ISA (ELF e_machine)."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    machine = int.from_bytes(header[18:20], "little")
+    return machine == {"x86_64": 62, "aarch64": 183, "riscv64": 243}.get(os.uname().machine, -1)
+
+
 def uprobe_counts(workload):
     """{function: calls} from uprobes on an untraced run, or None."""
+    if not native(workload):
+        print("a program of another ISA (qemu-user): using the program's own calls")
+        return None
     perf = shutil.which("perf")
     if perf is None or os.geteuid() != 0:
         return None
