@@ -117,7 +117,8 @@ Result<RelocatedEntry> RemoteEmitter::relocate_entry(const RelocationRequest& re
     // A refusal reads as the generator's reason, not as its failure.
     Error e = bytes.take_error();
     constexpr std::string_view kPrefix = "code generator: ";
-    if (e.code == FTJIT_E_NOT_PATCHABLE && e.message.starts_with(kPrefix)) e.message.erase(0, kPrefix.size());
+    if ((e.code == FTJIT_E_NOT_PATCHABLE || e.code == FTJIT_E_OUT_OF_RANGE) && e.message.starts_with(kPrefix))
+      e.message.erase(0, kPrefix.size());
     return e;
   }
   return control::decode_relocated_entry(
