@@ -51,7 +51,7 @@ Status wait_for_grace_period(const std::function<bool(uint64_t pc)>& in_trampoli
         const auto now = std::chrono::steady_clock::now();
         if (first_outer_hit == std::chrono::steady_clock::time_point{}) first_outer_hit = now;
         if (now - first_outer_hit > kOuterHitPatience) outer_hits_stale = true;
-      } else if (t.entries - t.exits > (t.own ? 1u : 0u)) {
+      } else if (inside_beyond_own_entry(t)) {
         waiting.push_back({t.tid, t.counts_addr, t.entries, t.own ? 1u : 0u});
       } else if (in_trampoline_code(t.pc)) {
         need_resnapshot = true;  // one instruction from in or out: look again

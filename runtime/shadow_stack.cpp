@@ -744,7 +744,7 @@ Status shadow_put_back_all(int timeout_ms) {
       uint32_t failures = 0;
       auto ran = stop_the_world_if(
           [&](const ThreadSnapshot& t) {
-            return t.entries == t.exits && (t.pc < call_and_land || t.pc >= page_end);
+            return !inside_beyond_own_entry(t) && (t.pc < call_and_land || t.pc >= page_end);
           },
           [] {}, put_back_parked_self, &failures);
       if (!ran) return ran.take_error();
@@ -774,7 +774,7 @@ Status shadow_put_back_all(int timeout_ms) {
     // to be replaced by the call).
     auto ran = stop_the_world_if(
         [&](const ThreadSnapshot& t) {
-          return t.entries == t.exits && (t.pc < call_and_land || t.pc >= page_end);
+          return !inside_beyond_own_entry(t) && (t.pc < call_and_land || t.pc >= page_end);
         },
         put_back_parked);
     if (!ran) return ran.take_error();

@@ -583,6 +583,7 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
     t.entries = s.entries;
     t.exits = s.exits;
     t.counts_addr = s.counts_addr;
+    t.own = s.own;
     t.responded = true;
     proceed = may_proceed(t);
   }

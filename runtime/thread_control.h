@@ -142,6 +142,12 @@ Result<bool> stop_the_world_if(const std::function<bool(const ThreadSnapshot&)>&
                                const std::function<void()>& body, ResumeHook on_resume = nullptr,
                                uint32_t* hook_failures = nullptr);
 
+// Whether a snapshot's thread was inside a trampoline or callback: entries
+// beyond exits, less the one an own thread keeps (mark_own_thread).
+inline bool inside_beyond_own_entry(const ThreadSnapshot& t) {
+  return t.entries - t.exits > (t.own ? 1u : 0u);
+}
+
 // Takes a snapshot of every other thread (each is interrupted once).
 // `outer_pc` (optional; no allocation, no locks): also asked, by each
 // thread, of the pcs saved in the signal frames it runs on top of

@@ -113,7 +113,9 @@ def main():
         traced[entry["name"]] = entry["calls"]
     failures = 0
     for fn, want in sorted(oracle.items()):
-        got = traced.get(fn)
+        # Not listed: never called (a sanitized build's workload calls its
+        # sanitizer's malloc, not libc's; uprobes then count 0 too).
+        got = traced.get(fn, 0)
         ok = got == want or (fn == "free" and got == want + 1)
         failures += not ok
         print("%-8s %s: ftjit %s, %s %d" % ("ok" if ok else "FAIL", fn, got, source, want))
