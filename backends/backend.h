@@ -87,6 +87,9 @@ struct IsaTraits {
   uint32_t reloc_jump_slot = 0;
   uint32_t reloc_glob_dat = 0;
   uint32_t reloc_abs64 = 0;   // a data word holding S + A (personality refs)
+  // A word the loader fills with what the IFUNC resolver at the addend
+  // returns (core/ifunc_slots.h): where a process's IFUNC implementation is.
+  uint32_t reloc_irelative = 0;
   // Where the live instruction sits, from the site's start (x86-64 0;
   // arm64 4, after the `mov x9, x30` written once at init): live writes,
   // traps and encode_call/encode_jump happen at entry + live_offset.
@@ -372,6 +375,9 @@ struct RelocationRequest {
   uint64_t entry = 0;      // the function's run-time address
   uint64_t place = 0;      // where its copy will run
   uint32_t max_bytes = 0;  // room there
+  uint64_t stub = 0;       // where the entry's branch goes (the stub's first
+                           // instruction): decides its length (riscv64: jal
+                           // or auipc+jalr) and so what moves
 };
 
 class EntryRelocator {

@@ -18,6 +18,9 @@
 #if FTJIT_HAVE_ARM64_DECODER
 #include "backends/arm64/arm64_decoder.h"
 #endif
+#if FTJIT_HAVE_RISCV64_DECODER
+#include "backends/riscv64/riscv64_decoder.h"
+#endif
 
 namespace ftjit {
 
@@ -55,6 +58,9 @@ const InstructionDecoder* decoder_for(Isa isa) {
 #if FTJIT_HAVE_ARM64_DECODER
     case Isa::kArm64: return arm64::arm64_decoder_error().empty() ? &arm64::arm64_decoder() : nullptr;
 #endif
+#if FTJIT_HAVE_RISCV64_DECODER
+    case Isa::kRiscv64: return riscv64::riscv64_decoder_error().empty() ? &riscv64::riscv64_decoder() : nullptr;
+#endif
     default: return nullptr;
   }
 }
@@ -73,7 +79,8 @@ class CachingRelocator final : public EntryRelocator {
       if (!opened) return opened.take_error();
       it = modules_.emplace(request.path, std::move(opened.value())).first;
     }
-    return it->second->relocate(request.entry, request.load_bias, request.place, request.max_bytes);
+    return it->second->relocate(request.entry, request.load_bias, request.place, request.max_bytes,
+                                request.stub);
   }
 
  private:
@@ -84,7 +91,7 @@ class CachingRelocator final : public EntryRelocator {
 }  // namespace
 
 const EntryRelocator* local_entry_relocator() {
-#if FTJIT_HAVE_X86_64_DECODER || FTJIT_HAVE_ARM64_DECODER
+#if FTJIT_HAVE_X86_64_DECODER || FTJIT_HAVE_ARM64_DECODER || FTJIT_HAVE_RISCV64_DECODER
   static const CachingRelocator relocator;
   return &relocator;
 #else

@@ -42,6 +42,10 @@ if(TARGET ftjit_backend_riscv64)
     EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_riscv64 -lftjit_backend_riscv64_sites")
 endif()
+if(TARGET ftjit_backend_riscv64_decoder)
+  install(TARGETS ftjit_backend_riscv64_decoder EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND FTJIT_PC_BACKEND_LIBS " -lftjit_backend_riscv64_decoder")
+endif()
 # The LLVM MC archives the riscv64 emitter and the decoders link, by path,
 # and what they need.
 get_property(_ftjit_llvm_libs GLOBAL PROPERTY FTJIT_LLVM_LIBS)

@@ -64,6 +64,10 @@ struct DecodedInsn {
   // branch's rel8/rel32): what the relocator rewrites. 0 when none.
   uint8_t field_offset = 0;
   uint8_t field_bytes = 0;
+  // A no-op (alignment padding between functions: the flow passes through
+  // it, so what came before decides whether a function's entry is reached
+  // by falling into it).
+  bool padding = false;
 };
 
 class InstructionDecoder {
@@ -96,6 +100,16 @@ class InstructionDecoder {
   // its landing pad): x86-64 5 (jmp rel32), arm64 4 (b), riscv64 4 (jal;
   // 8 for auipc+jalr when no stub is within jal's reach).
   virtual uint32_t entry_branch_bytes() const = 0;
+
+  // The bytes append_branch writes for a branch from `from` to `to`
+  // (riscv64: 4 for a jal within +-1 MiB, else 8 for auipc+jalr): what a
+  // function's entry loses when its stub is at `to`. At most
+  // entry_branch_bytes(), which plans for the farthest stub.
+  virtual uint32_t branch_bytes(uint64_t from, uint64_t to) const {
+    (void)from;
+    (void)to;
+    return entry_branch_bytes();
+  }
 
   // What a stub runs around its sled when the function's entry keeps the
   // landing pad `pad` in place (its bytes), appended to *before and

@@ -46,26 +46,51 @@ Result<std::unique_ptr<ModuleRelocator>> ModuleRelocator::open(const std::string
                                                " code, so it relocates no entry");
   std::unique_ptr<ModuleRelocator> r(new ModuleRelocator(std::move(file.value()), std::move(image.value()), *decoder));
   // No FDE index: every function is refused (no-fde), none is guessed.
-  if (auto starts = eh_frame_function_starts(r->file_, r->image_)) r->fde_starts_ = std::move(starts.value());
-  r->refs_ = CodeReferences::sweep(r->file_, r->image_, r->decoder_);
+  if (auto ranges = eh_frame_function_ranges(r->file_, r->image_)) {
+    r->fde_ranges_ = std::move(ranges.value());
+    for (const FdeRange& f : r->fde_ranges_) r->fde_starts_.push_back(f.start);
+  }
+  r->refs_ = CodeReferences::sweep(r->file_, r->image_, r->decoder_, r->fde_ranges_);
   return r;
 }
 
-RelocationPlan ModuleRelocator::plan(uint64_t link_entry) const {
+RelocationPlan ModuleRelocator::plan(uint64_t link_entry, uint32_t branch_bytes) const {
   const ElfSymbol* fn = image_.function_at(link_entry);
   if (fn == nullptr) {
+    // No symbol: the unwind tables still say where a function starts and
+    // how long it is.
+    if (const FdeRange* fde = fde_at(fde_ranges_, link_entry); fde != nullptr && fde->size != 0) {
+      ElfSymbol unnamed;
+      unnamed.value = fde->start;
+      unnamed.size = fde->size;
+      unnamed.in_code_section = true;
+      return plan_relocation(unnamed, file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
+    }
     RelocationPlan refused;
     refused.entry = refused.patch_at = link_entry;
     refused.refusal = RelocationRefusal::kNoSize;
-    refused.why = "no function symbol starts at " + format_hex(link_entry);
+    refused.why = "no function symbol or .eh_frame FDE starts at " + format_hex(link_entry);
     return refused;
   }
-  return plan_relocation(*fn, file_, image_, decoder_, refs_, fde_starts_);
+  return plan_relocation(*fn, file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
 }
 
 Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_bias, uint64_t place,
-                                                 size_t max_bytes) const {
-  const RelocationPlan link_plan = plan(entry - load_bias);
+                                                 size_t max_bytes, uint64_t stub) const {
+  // The entry's branch's length decides what moves (riscv64: a jal to a
+  // stub within 1 MiB, else auipc+jalr); it is written after the landing
+  // pad, which the plan finds: planned again if that changes its length.
+  std::vector<uint8_t> branch;
+  RelocationPlan link_plan = plan(entry - load_bias, decoder_.branch_bytes(entry, stub));
+  for (int tries = 0; link_plan.ok() && tries < 2; ++tries) {
+    const uint64_t patch_at = link_plan.patch_at + load_bias;
+    branch.clear();
+    if (!decoder_.append_branch(patch_at, stub, &branch))
+      return make_error(FTJIT_E_OUT_OF_RANGE, "no-reach: the stub at " + format_hex(stub) +
+                                                  " is out of branch reach of " + format_hex(patch_at));
+    if (branch.size() <= link_plan.overwritten) break;
+    link_plan = plan(entry - load_bias, static_cast<uint32_t>(branch.size()));
+  }
   if (!link_plan.ok())
     return make_error(FTJIT_E_NOT_PATCHABLE,
                       std::string(relocation_refusal_name(link_plan.refusal)) + ": " + link_plan.why);
@@ -83,6 +108,9 @@ Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_b
   out.original.assign(code.begin() + static_cast<ptrdiff_t>(link_plan.patch_at - link_plan.entry), code.end());
   out.bytes.insert(out.bytes.end(), copy->bytes.begin(), copy->bytes.end());
   out.moved_to = std::move(copy->moved_to);
+  out.branch = std::move(branch);
+  if (out.branch.size() > out.overwritten)
+    return make_error(FTJIT_E_INTERNAL, "the entry's branch is longer than the bytes it replaces");
   return out;
 }
 

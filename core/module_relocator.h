@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/eh_frame_index.h"
 #include "core/elf_image.h"
 #include "core/error.h"
 #include "core/relocation_plan.h"
@@ -36,6 +37,9 @@ struct RelocatedEntry {
   std::vector<uint8_t> bytes;
   // {original instruction, its copy}, in order: where a thread's pc moves.
   std::vector<std::pair<uint64_t, uint64_t>> moved_to;
+  // The branch written at patch_at, to the stub (the decoder's
+  // append_branch): at most `overwritten` bytes, traps fill the rest.
+  std::vector<uint8_t> branch;
 };
 
 // The whole file at `path` (FTJIT_E_SYSTEM if it cannot be read).
@@ -56,12 +60,20 @@ class ModuleRelocator {
   // refused: no-fde).
   bool has_function_starts() const { return !fde_starts_.empty(); }
   // The plan of the function whose symbol is at link-time `link_entry`
-  // (kNoSize when no function symbol starts there).
-  RelocationPlan plan(uint64_t link_entry) const;
+  // or, where no function symbol starts, whose .eh_frame FDE starts there
+  // (its pc_range is the size: a stripped file's local function, such as
+  // an IFUNC's implementation); kNoSize when neither does. For a branch of
+  // `branch_bytes` at its entry (0: the farthest stub's, the decoder's
+  // entry_branch_bytes).
+  RelocationPlan plan(uint64_t link_entry, uint32_t branch_bytes = 0) const;
+  // The file's bytes (the image was parsed from them).
+  std::span<const uint8_t> file() const { return file_; }
   // The function at run-time `entry` of this module loaded at `load_bias`,
-  // relocated to run at `place` in at most `max_bytes`. A refusal is
-  // FTJIT_E_NOT_PATCHABLE, its message "<reason>: <detail>".
-  Result<RelocatedEntry> relocate(uint64_t entry, uint64_t load_bias, uint64_t place, size_t max_bytes) const;
+  // relocated to run at `place` in at most `max_bytes`, its entry branching
+  // to `stub`. A refusal is FTJIT_E_NOT_PATCHABLE, its message
+  // "<reason>: <detail>".
+  Result<RelocatedEntry> relocate(uint64_t entry, uint64_t load_bias, uint64_t place, size_t max_bytes,
+                                  uint64_t stub) const;
 
  private:
   ModuleRelocator(std::vector<uint8_t> file, ElfImage image, const InstructionDecoder& decoder)
@@ -70,6 +82,7 @@ class ModuleRelocator {
   ElfImage image_;
   const InstructionDecoder& decoder_;
   std::vector<uint64_t> fde_starts_;
+  std::vector<FdeRange> fde_ranges_;  // the same starts, with sizes
   CodeReferences refs_;
 };
 

@@ -67,7 +67,7 @@ const char* relocation_refusal_name(RelocationRefusal r) {
 }
 
 CodeReferences CodeReferences::sweep(std::span<const uint8_t> file, const ElfImage& image,
-                                     const InstructionDecoder& decoder) {
+                                     const InstructionDecoder& decoder, std::span<const FdeRange> fdes) {
   CodeReferences out;
   // [start, end) of executable, file-backed bytes, from the first function
   // to the end of the last: an executable segment may begin with the
@@ -82,6 +82,11 @@ CodeReferences CodeReferences::sweep(std::span<const uint8_t> file, const ElfIma
       lo = std::min(lo, s.value);
       hi = std::max(hi, std::min(s.value + std::max<uint64_t>(s.size, 1), seg.vaddr + seg.filesz));
     }
+    for (const FdeRange& f : fdes) {
+      if (f.start < seg.vaddr || f.start - seg.vaddr >= seg.filesz) continue;
+      lo = std::min(lo, f.start);
+      hi = std::max(hi, f.start + std::min(std::max<uint64_t>(f.size, 1), seg.vaddr + seg.filesz - f.start));
+    }
     if (lo < hi) code.emplace_back(lo, hi);
   }
   auto in_code = [&](uint64_t a) {
@@ -89,16 +94,22 @@ CodeReferences CodeReferences::sweep(std::span<const uint8_t> file, const ElfIma
       if (a >= lo && a < hi) return true;
     return false;
   };
-  // Where a decode starts again: every function symbol.
+  // Where a decode starts again: every function symbol, every FDE.
   std::vector<uint64_t> starts;
   for (const ElfSymbol& s : image.functions()) starts.push_back(s.value);
+  for (const FdeRange& f : fdes) starts.push_back(f.start);
+  std::sort(starts.begin(), starts.end());
   for (const auto& [lo, hi] : code) {
     const std::span<const uint8_t> bytes = image.code_in_file(file, lo, hi - lo);
     if (bytes.empty()) continue;
     const uint64_t end = lo + bytes.size();
     auto next_start = std::upper_bound(starts.begin(), starts.end(), lo);
     uint64_t pc = lo;
+    // Whether the flow may run on from the last instruction decoded (past
+    // any padding): unknown after bytes that decode to none.
+    bool flowing = false;
     while (pc < end) {
+      if (flowing && pc != lo && std::binary_search(starts.begin(), starts.end(), pc)) out.falls_into_.push_back(pc);
       while (next_start != starts.end() && *next_start <= pc) ++next_start;
       const uint64_t stop = next_start != starts.end() ? std::min(*next_start, end) : end;
       const DecodedInsn insn = decoder.decode(pc, bytes.subspan(pc - lo, std::min<uint64_t>(16, end - pc)));
@@ -106,17 +117,24 @@ CodeReferences CodeReferences::sweep(std::span<const uint8_t> file, const ElfIma
         // Not an instruction, or one running over a function's start: the
         // next candidate, or that start.
         pc = insn.size == 0 ? std::min(pc + decoder.resync_bytes(), stop) : stop;
+        flowing = true;
         continue;
       }
       ++out.instructions_;
       if (insn.has_target && is_code_reference(insn.cls) && in_code(insn.target))
         out.refs_.push_back({insn.target, pc});
+      if (!insn.padding) {
+        flowing = insn.cls != InsnClass::kJump && insn.cls != InsnClass::kReturn &&
+                  insn.cls != InsnClass::kIndirectJump && insn.cls != InsnClass::kTrap && insn.cls != InsnClass::kCall;
+      }
       pc += insn.size;
     }
   }
   std::sort(out.refs_.begin(), out.refs_.end(), [](const CodeReference& a, const CodeReference& b) {
     return a.target != b.target ? a.target < b.target : a.from < b.from;
   });
+  std::sort(out.falls_into_.begin(), out.falls_into_.end());
+  out.falls_into_.erase(std::unique(out.falls_into_.begin(), out.falls_into_.end()), out.falls_into_.end());
   return out;
 }
 
@@ -128,7 +146,7 @@ const CodeReference* CodeReferences::first_into(uint64_t lo, uint64_t hi) const 
 
 RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> file, const ElfImage& image,
                                const InstructionDecoder& decoder, const CodeReferences& refs,
-                               std::span<const uint64_t> fde_starts) {
+                               std::span<const uint64_t> fde_starts, uint32_t branch_bytes) {
   RelocationPlan plan;
   plan.entry = fn.value;
   plan.patch_at = fn.value;
@@ -139,14 +157,31 @@ RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> fil
     plan.overwritten = 0;
     return plan;
   };
-  if (fn.ifunc) return refuse(RelocationRefusal::kIfunc, "an IFUNC resolver: in a process, its implementation is traced");
+  if (fn.ifunc)
+    return refuse(RelocationRefusal::kIfunc, "an IFUNC: its implementation is chosen at run time, and traced there in "
+                                             "a process (`ftjit list -p PID --relocate` names it)");
   if (fn.size == 0) return refuse(RelocationRefusal::kNoSize, "the symbol has no size");
-  if (!std::binary_search(fde_starts.begin(), fde_starts.end(), fn.value))
-    return refuse(RelocationRefusal::kNotFunctionStart, "no .eh_frame FDE starts at the symbol");
+  if (!std::binary_search(fde_starts.begin(), fde_starts.end(), fn.value)) {
+    // Without an FDE (a file built without unwind tables, as Debian's
+    // riscv64 libc mostly is) the symbol says where a function starts when
+    // nothing can arrive there but a branch: no sized function symbol's
+    // range holds it, and the code before it ends in a return, a jump or
+    // a trap or a direct call (past any padding: CodeReferences::
+    // may_fall_into), so no flow runs into it.
+    for (const ElfSymbol& s : image.functions()) {
+      if (s.value >= fn.value) break;
+      if (s.value + s.size > fn.value)
+        return refuse(RelocationRefusal::kNotFunctionStart,
+                      "no .eh_frame FDE starts at the symbol, which lies inside " + s.name);
+    }
+    if (refs.may_fall_into(fn.value))
+      return refuse(RelocationRefusal::kNotFunctionStart,
+                    "no .eh_frame FDE starts at the symbol, and the code before it may run into it");
+  }
   const std::span<const uint8_t> code = image.code_in_file(file, fn.value, fn.size);
   if (code.size() != fn.size) return refuse(RelocationRefusal::kNoSize, "the symbol's size runs past its code");
 
-  const uint32_t need = decoder.entry_branch_bytes();
+  const uint32_t need = branch_bytes != 0 ? branch_bytes : decoder.entry_branch_bytes();
   uint64_t at = 0;  // from the entry
   bool flow_left = false;
   while (at - (plan.patch_at - fn.value) < need) {

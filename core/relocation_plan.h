@@ -23,11 +23,13 @@
 // bytes with traps that send a thread to the same instruction in the copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/eh_frame_index.h"
 #include "core/elf_image.h"
 #include "core/instruction_decoder.h"
 
@@ -65,10 +67,12 @@ class CodeReferences {
  public:
   // Decodes every executable PT_LOAD segment of `image` (link-time
   // addresses) from `file`, linearly, starting again at every function
-  // symbol (data or padding between functions cannot carry a decode past
-  // a function's start).
-  static CodeReferences sweep(std::span<const uint8_t> file, const ElfImage& image,
-                              const InstructionDecoder& decoder);
+  // symbol and every FDE's start in `fdes` (data or padding between
+  // functions cannot carry a decode past a function's start; a stripped
+  // file's local functions, an IFUNC's implementations among them, have
+  // an FDE and no symbol).
+  static CodeReferences sweep(std::span<const uint8_t> file, const ElfImage& image, const InstructionDecoder& decoder,
+                              std::span<const FdeRange> fdes = {});
 
   // The first reference whose target lies in [lo, hi), or nullptr.
   const CodeReference* first_into(uint64_t lo, uint64_t hi) const;
@@ -76,8 +80,19 @@ class CodeReferences {
   size_t size() const { return refs_.size(); }
   uint64_t instructions() const { return instructions_; }
 
+  // Whether the code just before `start` (a function symbol's or an FDE's)
+  // may run on into it: its last instruction before any padding does not
+  // leave (return, jump, trap, or a direct call: a call whose return
+  // address is another function's start is a compiler's call of a function
+  // that never returns, __stack_chk_fail or __assert_fail), or the decode
+  // could not tell.
+  bool may_fall_into(uint64_t start) const {
+    return std::binary_search(falls_into_.begin(), falls_into_.end(), start);
+  }
+
  private:
   std::vector<CodeReference> refs_;  // sorted by target
+  std::vector<uint64_t> falls_into_;  // sorted starts the flow may run into
   uint64_t instructions_ = 0;
 };
 
@@ -94,10 +109,12 @@ struct RelocationPlan {
 
 // The plan for `fn`, a function of `image` (link-time addresses) without a
 // sled. `fde_starts`: eh_frame_function_starts(), sorted (empty: no
-// function has a known start, every one is refused).
+// function has a known start, every one is refused). `branch_bytes`: the
+// entry's branch, when its stub is known (InstructionDecoder::
+// branch_bytes); 0 plans for the farthest (entry_branch_bytes).
 RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> file, const ElfImage& image,
                                const InstructionDecoder& decoder, const CodeReferences& refs,
-                               std::span<const uint64_t> fde_starts);
+                               std::span<const uint64_t> fde_starts, uint32_t branch_bytes = 0);
 
 // The copy of a plan's moved instructions, to run at `copy_at`: each
 // relocated, then a branch back to patch_at + overwritten (unless the last

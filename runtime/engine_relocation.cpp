@@ -13,6 +13,7 @@
 #include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/engine.h"
+#include "runtime/ifunc_resolution.h"
 #include "runtime/log.h"
 #include "runtime/module_scan.h"
 #include "runtime/relocation_traps.h"
@@ -39,7 +40,11 @@ bool never_relocated(std::string_view name) {
       "__sigsetjmp", "sigsetjmp", "longjmp", "_longjmp", "siglongjmp", "__longjmp", "__longjmp_chk",
       "vfork", "__vfork", "getcontext", "setcontext", "swapcontext", "makecontext", "__start_context",
       "_exit", "_Exit", "exit", "abort", "pthread_exit", "__libc_start_main", "__libc_start_call_main"};
-  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames) || name.starts_with("_dl_");
+  // riscv64's millicode (-msave-restore: __riscv_save_N is called with
+  // its return address in t0, which a relocated entry's branch and copy
+  // use as their scratch).
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames) || name.starts_with("_dl_") ||
+         name.starts_with("__riscv_save_") || name.starts_with("__riscv_restore_");
 }
 
 // ftjit's own objects (the agent, plugins, a shared libftjit) and the
@@ -80,10 +85,6 @@ Status Engine::relocate_matching(const Filter& filter) {
                           std::string(isa_name(backend_.traits().isa)) + " in this build, and no generator that has one)");
   }
   const IsaTraits& traits = backend_.traits();
-  if (traits.stub_use == StubUse::kEverySite) {
-    return make_error(FTJIT_E_UNSUPPORTED, std::string("relocated entries are not supported on ") +
-                                               isa_name(traits.isa) + " yet");
-  }
   relocation_notes_.clear();  // this attach's
   size_t notes_dropped = 0;
   auto note = [&](std::string line) {
@@ -123,19 +124,39 @@ Status Engine::relocate_matching(const Filter& filter) {
     struct Candidate {
       uint64_t entry;
       std::string name, demangled;
+      std::string path;  // the module file holding `entry`, loaded at load_bias
+      uint64_t load_bias;
     };
     std::vector<Candidate> wanted;
     for (SelectedFunction& fn : select_functions(image, filter, base)) {
       if (own_function(fn.named->name, fn.demangled)) continue;
-      const uint64_t entry = fn.symbol().value + obj.load_bias;
-      if (taken.count(entry) != 0) continue;
+      uint64_t entry = fn.symbol().value + obj.load_bias;
+      std::string entry_path = path;
+      uint64_t entry_bias = obj.load_bias;
+      // An IFUNC: traced at the implementation this process uses, under
+      // the IFUNC's name; two IFUNCs of one implementation make one site.
+      auto ifunc = std::find_if(fn.symbols.begin(), fn.symbols.end(), [](const ElfSymbol& s) { return s.ifunc; });
+      if (ifunc != fn.symbols.end()) {
+        auto impl = ifunc_implementation(path, main_exe ? "/proc/self/exe" : path, obj.load_bias, image, *ifunc,
+                                         traits.reloc_irelative);
+        if (!impl) {
+          note(base + "!" + fn.named->name + ": not relocated: an IFUNC: " + impl.error().message);
+          continue;
+        }
+        if (taken.count(impl->address) == 0)
+          note(base + "!" + fn.named->name + ": an IFUNC, whose implementation here is " + impl->describe);
+        entry = impl->address;
+        entry_path = std::move(impl->path);
+        entry_bias = impl->load_bias;
+      }
+      if (!taken.insert(entry).second) continue;
       bool special = false;
       for (const ElfSymbol& s : fn.symbols) special |= never_relocated(s.name);
       if (special) {
         note(base + "!" + fn.named->name + ": not relocated: it returns twice, never returns or switches stacks");
         continue;
       }
-      wanted.push_back({entry, fn.named->name, std::move(fn.demangled)});
+      wanted.push_back({entry, fn.named->name, std::move(fn.demangled), std::move(entry_path), entry_bias});
     }
     if (wanted.empty()) continue;
 
@@ -161,11 +182,12 @@ Status Engine::relocate_matching(const Filter& filter) {
       const uint64_t sled = symbol + traits.landing_pad_bytes;
       const uint64_t copy = sled + traits.site_bytes;
       RelocationRequest req;
-      req.path = path;
-      req.load_bias = obj.load_bias;
+      req.path = c.path;
+      req.load_bias = c.load_bias;
       req.entry = c.entry;
       req.place = copy;
       req.max_bytes = static_cast<uint32_t>(stub + kStubBytes - copy);
+      req.stub = symbol;
       auto reloc = relocator_->relocate_entry(req);
       if (reloc && std::memcmp(reinterpret_cast<const void*>(reloc->patch_at), reloc->original.data(),
                                reloc->original.size()) != 0) {
@@ -174,6 +196,9 @@ Status Engine::relocate_matching(const Filter& filter) {
       }
       if (reloc && reloc->before_sled.size() > traits.landing_pad_bytes) {
         reloc = make_error(FTJIT_E_INTERNAL, "what its stub must run before the sled does not fit");
+      }
+      if (reloc && (reloc->branch.empty() || reloc->branch.size() > reloc->overwritten)) {
+        reloc = make_error(FTJIT_E_INTERNAL, "the generator gave no branch for its entry");
       }
       if (!reloc) {
         arena.value()->free(stub);
@@ -195,8 +220,17 @@ Status Engine::relocate_matching(const Filter& filter) {
       } else {
         std::memcpy(rw + kSlotBytes, traits.landing_pad, traits.landing_pad_bytes);
       }
+      // The sled as a compiler leaves it where the ISA's init is its
+      // module's (riscv64: the auipc to the module's site stubs, written
+      // when the site is first used, as at any sled); else initialised.
       const Insn init = backend_.encode_init();
-      std::memcpy(rw + (sled - stub), init.bytes, traits.site_bytes);
+      if (init.size != 0) {
+        std::memcpy(rw + (sled - stub), init.bytes, traits.site_bytes);
+      } else {
+        const Insn nop = backend_.encode_nop();
+        for (uint32_t k = 0; nop.size != 0 && k + nop.size <= traits.site_bytes; k += nop.size)
+          std::memcpy(rw + (sled - stub) + k, nop.bytes, nop.size);
+      }
       std::memcpy(rw + (copy - stub), reloc->bytes.data(), reloc->bytes.size());
       FTJIT_TRY(publish_code(stub, kStubBytes));
 
@@ -206,19 +240,13 @@ Status Engine::relocate_matching(const Filter& filter) {
       f.stub = stub;
       f.sled = sled;
       f.reloc = std::move(reloc.value());
-      // Written at the entry: the branch to the sled, traps after it.
-      // To the stub's first instruction (its landing pad, or what stands
-      // in its place), then the sled.
-      Insn branch;
-      if (!backend_.encode_jump(f.reloc.patch_at, symbol, &branch)) {
-        arena.value()->free(stub);
-        note(base + "!" + c.name + ": not relocated: its stub is out of branch reach");
-        continue;
-      }
-      f.branch_bytes = branch.size;
+      // Written at the entry: the branch to the stub's first instruction
+      // (its landing pad, or what stands in its place), then the sled;
+      // traps after it.
+      f.branch_bytes = static_cast<uint32_t>(f.reloc.branch.size());
       f.written.assign(f.reloc.overwritten, 0);
       arch::fill_with_traps(f.written.data(), f.written.size());
-      std::memcpy(f.written.data(), branch.bytes, branch.size);
+      std::memcpy(f.written.data(), f.reloc.branch.data(), f.reloc.branch.size());
 
       DiscoveredSite d;
       d.record = d.entry = sled;

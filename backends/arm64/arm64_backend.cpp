@@ -170,6 +170,7 @@ class Arm64Backend final : public Backend {
     t.reloc_jump_slot = 1026;  // R_AARCH64_JUMP_SLOT
     t.reloc_glob_dat = 1025;   // R_AARCH64_GLOB_DAT
     t.reloc_abs64 = 257;       // R_AARCH64_ABS64
+    t.reloc_irelative = 1032;  // R_AARCH64_IRELATIVE
     t.live_offset = kLiveOffset;
     t.site_bytes = kSiteBytes;
     t.site_flags = "-fpatchable-function-entry=2 or =4,2 -falign-functions=8";

@@ -131,6 +131,7 @@ class Arm64Decoder final : public InstructionDecoder {
       }
     } else {
       out.cls = InsnClass::kPlain;
+      out.padding = w == 0xd503201f;  // nop
     }
     return out;
   }

@@ -109,6 +109,7 @@ class Riscv64Backend final : public Backend {
     t.reloc_jump_slot = 5;     // R_RISCV_JUMP_SLOT
     t.reloc_glob_dat = 2;      // R_RISCV_64 (riscv has no GLOB_DAT)
     t.reloc_abs64 = 2;         // R_RISCV_64
+    t.reloc_irelative = 58;    // R_RISCV_IRELATIVE
     t.live_offset = kLiveOffset;
     t.site_bytes = kSiteBytes;
     t.site_flags = "-fpatchable-function-entry=8,4 (rv64gc) or =4,2 (rv64g) -falign-functions=8";

@@ -178,6 +178,7 @@ class X86_64Backend final : public Backend {
     t.reloc_jump_slot = 7;  // R_X86_64_JUMP_SLOT
     t.reloc_glob_dat = 6;   // R_X86_64_GLOB_DAT
     t.reloc_abs64 = 1;      // R_X86_64_64
+    t.reloc_irelative = 37;  // R_X86_64_IRELATIVE
     t.live_offset = 0;
     t.site_bytes = kSiteBytes;
     t.site_flags = "-fpatchable-function-entry=5 or =13,8";

@@ -179,6 +179,7 @@ class X86Decoder final : public InstructionDecoder {
       out.cls = InsnClass::kPcRelative;
     } else {
       out.cls = InsnClass::kPlain;
+      out.padding = name.starts_with("NOOP");  // nop, and the multi-byte nopw/nopl padding
     }
     if (r->branch_target) {
       out.target = *r->branch_target;

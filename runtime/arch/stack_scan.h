@@ -51,22 +51,28 @@ inline ssize_t read_own_memory(uint64_t addr, void* out, size_t n) {
   return read_own_memory_through_pipe(addr, out, n);
 }
 
-// Calls at_word(address) for each 8-byte word equal to `marker` in the
-// first 64 KiB from `base` (8-aligned) up, until one returns true: true
-// then, false once the stack (or the 64 KiB) ends.
+// Calls at_word(address, value) for each 8-byte word in the first 64 KiB
+// from `base` (8-aligned) up, until one returns true: true then, false
+// once the stack (or the 64 KiB) ends.
 template <typename AtWord>
-inline bool any_marked_stack_word(uint64_t base, uint64_t marker, AtWord&& at_word) {
+inline bool any_stack_word(uint64_t base, AtWord&& at_word) {
   constexpr size_t kScanBytes = 64 * 1024;
   uint64_t words[256];
   for (size_t done = 0; done < kScanBytes; done += sizeof words) {
     const ssize_t got = read_own_memory(base + done, words, sizeof words);
     if (got <= 0) return false;
     for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i) {
-      if (words[i] == marker && at_word(base + done + i * 8)) return true;
+      if (at_word(base + done + i * 8, words[i])) return true;
     }
     if (static_cast<size_t>(got) < sizeof words) return false;
   }
   return false;
+}
+
+// The same for the words equal to `marker`: at_word(address).
+template <typename AtWord>
+inline bool any_marked_stack_word(uint64_t base, uint64_t marker, AtWord&& at_word) {
+  return any_stack_word(base, [&](uint64_t at, uint64_t value) { return value == marker && at_word(at); });
 }
 
 }  // namespace ftjit::arch::detail

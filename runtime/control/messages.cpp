@@ -267,6 +267,7 @@ std::string encode(const Generate& m) {
   w.put(m.relocation.entry);
   w.put(m.relocation.place);
   w.put(m.relocation.max_bytes);
+  w.put(m.relocation.stub);
   return w.take();
 }
 
@@ -319,6 +320,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.relocation.entry = r.get<uint64_t>();
   m.relocation.place = r.get<uint64_t>();
   m.relocation.max_bytes = r.get<uint32_t>();
+  m.relocation.stub = r.get<uint64_t>();
   return r.finish("generate", std::move(m));
 }
 
@@ -362,6 +364,7 @@ std::string encode_relocated_entry(const RelocatedEntry& e) {
   w.str(std::string(e.original.begin(), e.original.end()));
   w.str(std::string(e.before_sled.begin(), e.before_sled.end()));
   w.str(std::string(e.bytes.begin(), e.bytes.end()));
+  w.str(std::string(e.branch.begin(), e.branch.end()));
   w.put<uint32_t>(static_cast<uint32_t>(e.moved_to.size()));
   for (const auto& [from, to] : e.moved_to) {
     w.put(from);
@@ -375,10 +378,11 @@ Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
   RelocatedEntry e;
   e.patch_at = r.get<uint64_t>();
   e.overwritten = r.get<uint32_t>();
-  const std::string original = r.str(), before = r.str(), copy = r.str();
+  const std::string original = r.str(), before = r.str(), copy = r.str(), branch = r.str();
   const uint32_t n = r.get<uint32_t>();
   // An entry moves a few instructions: anything larger is not ours.
-  if (r.ok() && (n > 64 || e.overwritten != original.size() || e.overwritten > 64)) r.fail("relocated entry malformed");
+  if (r.ok() && (n > 64 || e.overwritten != original.size() || e.overwritten > 64 || branch.size() > e.overwritten))
+    r.fail("relocated entry malformed");
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     const uint64_t from = r.get<uint64_t>();
     const uint64_t to = r.get<uint64_t>();
@@ -387,6 +391,7 @@ Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
   e.original.assign(original.begin(), original.end());
   e.before_sled.assign(before.begin(), before.end());
   e.bytes.assign(copy.begin(), copy.end());
+  e.branch.assign(branch.begin(), branch.end());
   return r.finish("relocated entry", std::move(e));
 }
 

@@ -38,8 +38,9 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 7;  // 3: Reply::phases; 4: site code; 5: inline;
-                                                // 6: inline latency; 7: buffer policies, flush
+inline constexpr uint32_t kProtocolVersion = 8;  // 3: Reply::phases; 4: site code; 5: inline;
+                                                // 6: inline latency; 7: buffer policies, flush;
+                                                // 8: relocated entries' branch
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;

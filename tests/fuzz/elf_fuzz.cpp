@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: arbitrary bytes through ElfImage::parse, discover_sites,
-// the .eh_frame_hdr index (core/eh_frame_index.h),
+// the .eh_frame_hdr index and FDE ranges (core/eh_frame_index.h), IRELATIVE
+// words (core/ifunc_slots.h),
 // the compile units' producers (DWARF) and sled recovery.
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "core/dwarf_producers.h"
 #include "core/eh_frame_index.h"
 #include "core/elf_image.h"
+#include "core/ifunc_slots.h"
 #include "core/site_discovery.h"
 #include "core/sled_recovery.h"
 
@@ -39,6 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (starts.ok())
     for (size_t i = 1; i < starts->size(); ++i)
       if ((*starts)[i - 1] >= (*starts)[i]) __builtin_trap();
+  // FDE ranges: the same starts, sorted, unique; sizes that do not wrap.
+  auto ranges = ftjit::eh_frame_function_ranges(std::span<const uint8_t>(data, size), img.value());
+  if (ranges.ok() != starts.ok() || (!ranges.ok() && ranges.error().code != FTJIT_E_ELF)) __builtin_trap();
+  if (ranges.ok()) {
+    if (ranges->size() != starts->size()) __builtin_trap();
+    for (size_t i = 0; i < ranges->size(); ++i)
+      if ((*ranges)[i].start != (*starts)[i] || (*ranges)[i].start + (*ranges)[i].size < (*ranges)[i].start)
+        __builtin_trap();
+  }
+  // IRELATIVE words (x86-64's type; any number reads the same tables).
+  auto slots = ftjit::irelative_slots(std::span<const uint8_t>(data, size), img.value(), 37);
+  if (!slots.ok() && slots.error().code != FTJIT_E_ELF) __builtin_trap();
   // Producers: a list or the ELF code, nothing else.
   auto units = ftjit::compile_unit_producers(std::span<const uint8_t>(data, size), img.value());
   if (!units.ok() && units.error().code != FTJIT_E_ELF) __builtin_trap();

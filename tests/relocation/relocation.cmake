@@ -26,14 +26,21 @@ ftjit_relocation_shapes(x86_64 ${CMAKE_C_COMPILER} _reloc_shapes_x86_64)
 # relocated here, on the host, where LLVM's AArch64 decoder is.
 find_program(FTJIT_RELOCATION_A64_CC NAMES aarch64-linux-gnu-gcc REQUIRED)
 ftjit_relocation_shapes(arm64 ${FTJIT_RELOCATION_A64_CC} _reloc_shapes_arm64)
-add_custom_target(ftjit_relocation_fixtures DEPENDS ${_reloc_shapes_x86_64} ${_reloc_shapes_arm64})
+# riscv64: the same, from the riscv64 cross compiler (rv64gc: compressed
+# forms where the fixture spells them).
+find_program(FTJIT_RELOCATION_RV64_CC NAMES riscv64-linux-gnu-gcc REQUIRED)
+ftjit_relocation_shapes(riscv64 "${FTJIT_RELOCATION_RV64_CC};-march=rv64gc" _reloc_shapes_riscv64)
+add_custom_target(ftjit_relocation_fixtures DEPENDS ${_reloc_shapes_x86_64} ${_reloc_shapes_arm64}
+  ${_reloc_shapes_riscv64})
 
 add_executable(ftjit_relocation_tests ${CMAKE_CURRENT_LIST_DIR}/relocation_plan_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/relocated_copy_test.cpp ${CMAKE_CURRENT_LIST_DIR}/arm64_relocation_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/relocated_copy_test.cpp ${CMAKE_CURRENT_LIST_DIR}/arm64_relocation_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/riscv64_relocation_test.cpp)
 target_link_libraries(ftjit_relocation_tests PRIVATE ftjit_backends ftjit_core GTest::gtest_main ${CMAKE_DL_LIBS})
 target_compile_definitions(ftjit_relocation_tests PRIVATE
   FTJIT_RELOCATION_SHAPES_X86_64="${_reloc_shapes_x86_64}"
-  FTJIT_RELOCATION_SHAPES_ARM64="${_reloc_shapes_arm64}")
+  FTJIT_RELOCATION_SHAPES_ARM64="${_reloc_shapes_arm64}"
+  FTJIT_RELOCATION_SHAPES_RISCV64="${_reloc_shapes_riscv64}")
 add_dependencies(ftjit_relocation_tests ftjit_relocation_fixtures)
 gtest_discover_tests(ftjit_relocation_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
 

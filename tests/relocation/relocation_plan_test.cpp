@@ -68,6 +68,15 @@ TEST_F(X86Shapes, TheLandingPadStaysAndTheBranchGoesAfterIt) {
   EXPECT_EQ(p.overwritten, 5u);        // push %rbp; mov %rsp,%rbp; pop %rbp
 }
 
+// Without an FDE, a symbol nothing runs into is a function's start (a
+// file built without unwind tables); one the code before runs into is not.
+TEST_F(X86Shapes, WithoutAnFdeASymbolNothingRunsIntoIsAStart) {
+  const RelocationPlan& p = plan("no_fde_after_ret");
+  EXPECT_TRUE(p.ok()) << p.why;
+  EXPECT_EQ(plan("no_fde").refusal, RelocationRefusal::kNotFunctionStart);
+  EXPECT_NE(plan("no_fde").why.find("run into it"), std::string::npos) << plan("no_fde").why;
+}
+
 TEST_F(X86Shapes, AJumpThatEndsTheBytesIsTheLastMoved) {
   const RelocationPlan& p = plan("tail_jump");
   ASSERT_TRUE(p.ok()) << p.why;

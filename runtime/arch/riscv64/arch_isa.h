@@ -2,15 +2,39 @@
 // runtime/arch/arch.h for riscv64 (the RISC-V psABI, Linux).
 #pragma once
 
+#include <cstddef>
 #include <cstring>
+
+#include "runtime/arch/stack_scan.h"
 
 namespace ftjit::arch {
 
-// Init and de-init keep every instruction boundary here (arch.h): a pc
-// saved in a signal frame is never in the way.
+// Init and de-init keep every instruction boundary (arch.h); a relocated
+// entry does not: a pc saved inside its overwritten bytes is in the way.
+// riscv64's signal frame has no marker word (arm64's FPSIMD magic): it is
+//
+//   frame   [ siginfo 128 ][ ucontext: ... mcontext: pc ra sp ... fp state ]
+//   frame = (interrupted sp - sizeof frame) & ~15
+//
+// so a frame is where a word that would be its saved sp points just above
+// its own ucontext (within the frame sizes the kernel's and qemu-user's
+// layouts give), with a signal number in its siginfo. A frame wrongly
+// taken for one makes the caller wait or refuse; it never moves anything.
 template <typename Pred>
-inline bool outer_signal_frame_pc_matches(const ucontext_t*, Pred&&) {
-  return false;
+inline bool outer_signal_frame_pc_matches(const ucontext_t* uc, Pred&& pred) {
+  constexpr uint64_t kGregsAt = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, __gregs);
+  constexpr uint64_t kSpAt = kGregsAt + 2 * 8;
+  constexpr uint64_t kMin = sizeof(ucontext_t) - 256, kMax = sizeof(ucontext_t) + 1024;
+  const uint64_t own = reinterpret_cast<uint64_t>(uc);
+  return detail::any_stack_word(uc->uc_mcontext.__gregs[2] & ~uint64_t{15}, [&](uint64_t at, uint64_t value) {
+    if (at < kSpAt) return false;
+    const uint64_t frame_uc = at - kSpAt;
+    if (frame_uc == own || (frame_uc & 15) != 0 || value < frame_uc + kMin || value > frame_uc + kMax) return false;
+    int signo = 0;
+    uint64_t pc = 0;
+    return detail::read_own_memory(frame_uc - 128, &signo, sizeof signo) == sizeof signo && signo > 0 &&
+           signo <= 64 && detail::read_own_memory(frame_uc + kGregsAt, &pc, 8) == 8 && pc != 0 && pred(pc);
+  });
 }
 
 // __gregs: pc, then x1 (ra), x2 (sp), ... x31.

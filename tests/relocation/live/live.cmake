@@ -9,11 +9,14 @@
 # -mbranch-protection=standard on arm64, no sleds): no sanitizer or
 # project flag reaches it.
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/ifunc.cmake)
 function(ftjit_relocation_live_tests labels)
   set(_dir ${CMAKE_BINARY_DIR}/tests/relocation)
   set(_lib ${_dir}/libreloclive.so)
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
     set(_pads -mbranch-protection=standard)
+  elseif(CMAKE_SYSTEM_PROCESSOR STREQUAL "riscv64")
+    set(_pads -march=rv64gc)  # riscv64 has no landing pads (Zicfilp is not in Debian 12's toolchain)
   else()
     set(_pads -fcf-protection=full)
   endif()
@@ -30,6 +33,8 @@ function(ftjit_relocation_live_tests labels)
   add_dependencies(ftjit_relocation_live_tests ftjit_relocation_live_target)
   gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
+  # IFUNCs, at their implementations (ifunc.cmake): in the same legs.
+  ftjit_ifunc_tests("${labels}" ${ARGN})
 endfunction()
 
 # Debian's libc relocated under a multi-threaded workload, through the

@@ -134,4 +134,52 @@ __asm__(
     "reloc_lit32: .word 0x89abcdef\n"
     ".p2align 3\n"
     "reloc_litd: .double 2.5\n");
+#elif defined(__riscv) && __riscv_xlen == 64
+// The load at +2, inside the bytes either entry branch overwrites (jal: 4,
+// auipc+jalr: 8):
+//   +0 862a       c.mv a2, a0
+//   +2 0005a303   lw t1, 0(a1)          <- a fault here stops a thread at +2
+//   +6 00660533   add a0, a2, t1
+//   +a 8082       ret
+__asm__(
+    ".text\n"
+    ".globl reloc_fault_at_k\n"
+    ".type reloc_fault_at_k,@function\n"
+    ".p2align 2\n"
+    "reloc_fault_at_k:\n"
+    ".cfi_startproc\n"
+    "  c.mv a2, a0\n"
+    "  lw t1, 0(a1)\n"
+    "  add a0, a2, t1\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size reloc_fault_at_k,.-reloc_fault_at_k\n");
+// Entries whose first instructions use the pc (the branch moves 4 bytes
+// or 8, by the stub's distance: each shape is right either way):
+//   auipc_addi    auipc+addi of a datum's address, both moved
+//   auipc_ld      auipc+ld of a datum
+//   auipc_split   auipc at +0, its lwu at +8: moved alone (jal) or both
+//   beq_fwd       beq a0, zero, +N   (4 bytes)     forward
+//   bne_back      bne a0, zero, reloc_pc_target    backward, another function
+//   c_beqz_fwd    c.beqz a0, +N      (2 bytes)     forward
+//   c_bnez_back   c.bnez a0, reloc_pc_target       backward
+#define RV_FN(name, body) \
+  ".globl " #name "\n.type " #name ",@function\n.p2align 2\n" #name ":\n.cfi_startproc\n" body \
+  ".cfi_endproc\n.size " #name ",.-" #name "\n"
+__asm__(
+    ".text\n"
+    RV_FN(reloc_pc_target, ".Lrv_target:\n  li a0, 77\n  ret\n")
+    RV_FN(reloc_pc_auipc_addi, "1: auipc a1, %pcrel_hi(reloc_data64)\n  addi a1, a1, %pcrel_lo(1b)\n"
+                               "  ld a1, 0(a1)\n  add a0, a0, a1\n  ret\n")
+    RV_FN(reloc_pc_auipc_ld, "1: auipc a1, %pcrel_hi(reloc_data64)\n  ld a1, %pcrel_lo(1b)(a1)\n"
+                             "  add a0, a0, a1\n  ret\n")
+    RV_FN(reloc_pc_auipc_split, ".option push\n.option norvc\n"
+                                "1: auipc a1, %pcrel_hi(reloc_data32)\n  addi a2, a0, 1\n"
+                                "  lwu a1, %pcrel_lo(1b)(a1)\n  add a0, a2, a1\n.option pop\n  ret\n")
+    RV_FN(reloc_pc_beq_fwd, ".option push\n.option norvc\n  beq a0, zero, 1f\n  li a0, 2\n  ret\n"
+                            "1:\n  li a0, 1\n  ret\n.option pop\n")
+    RV_FN(reloc_pc_bne_back, ".option push\n.option norvc\n  bne a0, zero, .Lrv_target\n  li a0, 3\n"
+                             "  ret\n.option pop\n")
+    RV_FN(reloc_pc_c_beqz_fwd, "  c.beqz a0, 1f\n  c.li a0, 1\n  c.addi a0, 1\n  c.jr ra\n1:\n  c.li a0, 1\n  c.jr ra\n")
+    RV_FN(reloc_pc_c_bnez_back, "  c.bnez a0, .Lrv_target\n  c.li a0, 2\n  c.addi a0, 1\n  c.jr ra\n"));
 #endif
