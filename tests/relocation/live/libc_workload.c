@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // A multi-threaded program whose libc calls are known: kThreads threads,
-// each calling getppid, getuid, write (to /dev/null), malloc and free
-// kIterations times, between the threads' start and join. The syscall
-// wrappers are called by nothing else in libc, so their counts are exact
-// by construction; malloc and free are checked against the kernel's
-// uprobes where it allows them (libc_workload.py).
+// each calling getppid, getuid, labs, write (to /dev/null), malloc and
+// free kIterations times, between the threads' start and join. The syscall
+// wrappers and labs are called by nothing else in libc, so their counts
+// are exact by construction; malloc and free are checked against the
+// kernel's uprobes where it allows them (libc_workload.py).
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,12 +14,15 @@
 enum { kThreads = 4, kIterations = 20000 };
 
 static int g_devnull;
+// Through a pointer: the compiler would inline its builtin.
+static long (*volatile g_labs)(long) = labs;
 
 static void* work(void* arg) {
   (void)arg;
   for (int i = 0; i < kIterations; ++i) {
     (void)getppid();
     (void)getuid();
+    if (g_labs(-i) != i) abort();
     (void)!write(g_devnull, "x", 1);
     void* volatile block = malloc(64);  // volatile: the pair is not optimised away
     free(block);

@@ -31,9 +31,13 @@ import subprocess
 import sys
 import tempfile
 
-FUNCTIONS = ["getppid", "getuid", "write", "malloc", "free"]
+FUNCTIONS = ["getppid", "getuid", "labs", "write", "malloc", "free"]
 KNOWN = 4 * 20000  # libc_workload.c: kThreads * kIterations
-ONLY_THE_PROGRAM_CALLS = {"getppid", "getuid", "write"}
+ONLY_THE_PROGRAM_CALLS = {"getppid", "getuid", "labs", "write"}
+# Refused where the ISA's entry branch covers the wrapper's system call:
+# riscv64's getppid and getuid are `li a7, N; ecall; ret`, and the 8 bytes
+# of auipc+jalr (4 of a jal) hold the ecall or leave no room.
+REFUSED_BY_MACHINE = {243: {"getppid": "syscall-inside", "getuid": "syscall-inside"}}
 
 
 def libc_path():
@@ -44,12 +48,16 @@ def libc_path():
     return "/lib/x86_64-linux-gnu/libc.so.6"
 
 
-def native(path):
-    """Whether the program is this machine's ISA (ELF e_machine)."""
+def machine(path):
+    """The program's ELF e_machine."""
     with open(path, "rb") as f:
         header = f.read(20)
-    machine = int.from_bytes(header[18:20], "little")
-    return machine == {"x86_64": 62, "aarch64": 183, "riscv64": 243}.get(os.uname().machine, -1)
+    return int.from_bytes(header[18:20], "little")
+
+
+def native(path):
+    """Whether the program is this machine's ISA."""
+    return machine(path) == {"x86_64": 62, "aarch64": 183, "riscv64": 243}.get(os.uname().machine, -1)
 
 
 def uprobe_counts(workload):
@@ -112,6 +120,12 @@ def main():
     for entry in data.get("functions", []):
         traced[entry["name"]] = entry["calls"]
     failures = 0
+    for fn, reason in sorted(REFUSED_BY_MACHINE.get(machine(workload), {}).items()):
+        said = "%s: not relocated: %s" % (fn, reason) in r.stdout + r.stderr
+        ok = said and traced.get(fn, 0) == 0
+        failures += not ok
+        print("%-8s %s: refused (%s)%s" % ("ok" if ok else "FAIL", fn, reason, "" if said else ", not said"))
+        oracle.pop(fn, None)
     for fn, want in sorted(oracle.items()):
         # Not listed: never called (a sanitized build's workload calls its
         # sanitizer's malloc, not libc's; uprobes then count 0 too).
