@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,7 +18,9 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
+#include "core/elf_properties.h"
 #include "runtime/arch/arch.h"
 
 #ifndef MFD_EXEC
@@ -28,6 +31,9 @@
 #endif
 #if defined(__aarch64__) && !defined(PROT_BTI)
 #define PROT_BTI 0x10
+#endif
+#if defined(__aarch64__)
+constexpr unsigned long kHwcap2Bti = 1ul << 17;  // HWCAP2_BTI
 #endif
 
 namespace ftjit {
@@ -276,9 +282,27 @@ void privatize_after_fork(uint64_t lo, size_t size, uint64_t inode, int exec_pro
 
 namespace {
 
-// PROT_BTI if the mapping that starts at `lo` is BTI-guarded (smaps'
-// VmFlags lists "bt"), else 0. Not an arm64 process: 0.
-int bti_guard_of(uint64_t lo) {
+#if defined(__aarch64__)
+// What the loader does when the kernel's record is not to be had: a file
+// marked BTI, on a CPU with BTI, is mapped guarded (glibc's ld.so for
+// libraries, the kernel or qemu-user's loader for the program).
+int bti_guard_by_marking(const std::string& path) {
+  if (path.empty() || path[0] != '/' || (getauxval(AT_HWCAP2) & kHwcap2Bti) == 0) return 0;
+  std::ifstream file(path, std::ios::binary);
+  std::vector<uint8_t> head(64 * 1024);
+  file.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(file.gcount()));
+  return elf_marks_bti(head) ? PROT_BTI : 0;
+}
+#endif
+
+// PROT_BTI if the executable mapping that starts at `lo` (of file `path`)
+// is BTI-guarded, else 0; not an arm64 process: 0. The kernel says so in
+// smaps' VmFlags ("bt"). An smaps whose flags for this executable mapping
+// lack "ex" is not the kernel's (qemu-user writes the same few flags for
+// every mapping): then the file's marking decides, as it did for the
+// loader.
+int bti_guard_of(uint64_t lo, const std::string& path) {
 #if defined(__aarch64__)
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
@@ -293,15 +317,20 @@ int bti_guard_of(uint64_t lo) {
     if (!inside || line.compare(0, 8, "VmFlags:") != 0) continue;
     std::istringstream flags(line.substr(8));
     std::string flag;
+    bool bt = false, ex = false;
     while (flags >> flag) {
-      if (flag == "bt") return PROT_BTI;
+      bt |= flag == "bt";
+      ex |= flag == "ex";
     }
-    return 0;
+    if (!ex) return bti_guard_by_marking(path);
+    return bt ? PROT_BTI : 0;
   }
+  return bti_guard_by_marking(path);
 #else
   (void)lo;
-#endif
+  (void)path;
   return 0;
+#endif
 }
 
 }  // namespace
@@ -321,8 +350,8 @@ Result<ExecMapping> find_exec_mapping(uint64_t addr) {
     if (perms[2] != 'x') {
       return make_error(FTJIT_E_INTERNAL, "address is not in an executable mapping");
     }
-    ExecMapping m{lo, hi, off, path_at > 0 ? line.substr(static_cast<size_t>(path_at)) : "",
-                  PROT_READ | PROT_EXEC | bti_guard_of(lo)};
+    const std::string path = path_at > 0 ? line.substr(static_cast<size_t>(path_at)) : "";
+    ExecMapping m{lo, hi, off, path, PROT_READ | PROT_EXEC | bti_guard_of(lo, path)};
     return m;
   }
   return make_error(FTJIT_E_INTERNAL, "address is not mapped");

@@ -246,6 +246,14 @@ Result<size_t> Engine::refresh_locked() {
     return add_modules(std::move(modules));
   }));
   modules_generation_ = gen;
+  // The functions without a sled an ops relocating entries selects in the
+  // modules loaded since: relocated as at its attach (their relocation
+  // modules are new, and attach_new_sites gives them to it below).
+  for (const auto& r : ops_) {
+    if (r->ops == nullptr || (r->ops->flags & FTJIT_OPS_F_RELOCATE) == 0) continue;
+    if (Status st = relocate_matching(r->filter); !st)
+      ftjit::log().warn("ftjit: relocating entries of new modules: {}", st.error().message);
+  }
   // A library loaded since exit hooks were first used may throw through
   // hooked frames too; and it may dlopen in turn.
   Status hooks;

@@ -33,6 +33,24 @@ function(ftjit_relocation_live_tests labels)
   add_dependencies(ftjit_relocation_live_tests ftjit_relocation_live_target)
   gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
+  # arm64: the same on BTI-guarded pages (bti_live_test.cpp), a library
+  # marked BTI whatever the toolchain's own objects are (-z force-bti).
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(_bti ${_dir}/libreloc_bti.so)
+    add_custom_command(OUTPUT ${_bti}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}
+      COMMAND ${CMAKE_C_COMPILER} -O1 -mbranch-protection=standard -shared -fPIC -nostartfiles -Wl,-z,force-bti
+              -o ${_bti} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/bti_live_target.c
+      DEPENDS ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/bti_live_target.c
+      COMMENT "relocation BTI target")
+    add_custom_target(ftjit_relocation_bti_target DEPENDS ${_bti})
+    add_executable(ftjit_relocation_bti_tests ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/bti_live_test.cpp)
+    target_link_libraries(ftjit_relocation_bti_tests PRIVATE ftjit GTest::gtest_main ${CMAKE_DL_LIBS})
+    target_compile_definitions(ftjit_relocation_bti_tests PRIVATE FTJIT_RELOC_BTI_TARGET="${_bti}")
+    add_dependencies(ftjit_relocation_bti_tests ftjit_relocation_bti_target)
+    gtest_discover_tests(ftjit_relocation_bti_tests DISCOVERY_TIMEOUT 60
+      PROPERTIES LABELS "${labels}" TIMEOUT 300 ENVIRONMENT "${ARGN}")
+  endif()
   # IFUNCs, at their implementations (ifunc.cmake): in the same legs.
   ftjit_ifunc_tests("${labels}" ${ARGN})
 endfunction()

@@ -439,6 +439,39 @@ TEST_F(RelocatedLive, DlcloseWhileRelocated) {
   std::filesystem::remove_all(dir);
 }
 
+// A library loaded after the attach: the functions without a sled the
+// ops' filter selects in it are relocated when the engine sees it, and
+// given back when the ops goes.
+TEST_F(RelocatedLive, ALibraryLoadedLaterIsRelocatedToo) {
+  const std::string dir = ::testing::TempDir() + "reloc_later_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string copy = dir + "/libreloclater.so";
+  std::filesystem::copy_file(FTJIT_RELOC_LIVE_TARGET, copy, std::filesystem::copy_options::overwrite_existing);
+  ftjit_ops ops;
+  relocating_counter(&ops, 0);
+  const char* inc[] = {"libreloclive*!reloc_live_square", "libreloclater*!reloc_live_sum"};
+  const ftjit_filter filter{inc, 2, nullptr, 0};
+  ASSERT_EQ(ftjit_attach(engine_.e, &ops, &filter), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(ftjit_ops_site_count(engine_.e, &ops), 1);
+  void* handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto sum = reinterpret_cast<SumFn>(dlsym(handle, "reloc_live_sum"));
+  const std::vector<uint8_t> before = bytes_at(reinterpret_cast<void*>(sum));
+  EXPECT_GE(ftjit_refresh_modules(engine_.e), 0) << ftjit_last_error();
+  EXPECT_EQ(ftjit_ops_site_count(engine_.e, &ops), 2);
+  t_hits[0] = 0;
+  const long data[3] = {1, 2, 3};
+  EXPECT_EQ(sum(data, 3), 6);
+  EXPECT_EQ(target().square(3), 9);
+  EXPECT_EQ(t_hits[0], 2u);
+  ASSERT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(before, bytes_at(reinterpret_cast<void*>(sum)));
+  EXPECT_EQ(sum(data, 3), 6);
+  EXPECT_EQ(t_hits[0], 2u);
+  dlclose(handle);
+  std::filesystem::remove_all(dir);
+}
+
 // A child forked while an entry is relocated keeps its own copy of the
 // code (entry and stub) and runs right after the parent detached and
 // freed the stub.
