@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -79,6 +80,21 @@ class PlannedShapes : public ::testing::Test {
     EXPECT_NE(it, shapes_->plans.end()) << name;
     static const RelocationPlan none{0, 0, 0, {}, RelocationRefusal::kUndecodable, "not in the fixture"};
     return it == shapes_->plans.end() ? none : it->second;
+  }
+  // Each case refused for its reason, its detail a part of the message,
+  // nothing moved.
+  struct Refusal {
+    const char* function;
+    RelocationRefusal reason;
+    const char* detail;
+  };
+  void expect_refusals(std::initializer_list<Refusal> cases) {
+    for (const Refusal& c : cases) {
+      const RelocationPlan& p = plan(c.function);
+      EXPECT_EQ(p.refusal, c.reason) << c.function << ": " << relocation_refusal_name(p.refusal) << ", " << p.why;
+      EXPECT_NE(p.why.find(c.detail), std::string::npos) << c.function << ": " << p.why;
+      EXPECT_TRUE(p.moved.empty()) << c.function;
+    }
   }
   static inline Planned* shapes_ = nullptr;
 };

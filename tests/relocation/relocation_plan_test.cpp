@@ -85,14 +85,8 @@ TEST_F(X86Shapes, AJumpThatEndsTheBytesIsTheLastMoved) {
   EXPECT_EQ(p.moved[0].target, plan("plain_prologue").entry);
 }
 
-struct Refusal {
-  const char* function;
-  RelocationRefusal reason;
-  const char* detail;  // a part of the message
-};
-
 TEST_F(X86Shapes, EachRefusalNamesItsReason) {
-  const Refusal cases[] = {
+  expect_refusals({
       {"too_short", RelocationRefusal::kTooShort, "flow leaves after 3 bytes"},
       {"loop_back", RelocationRefusal::kBranchInside, "(loop_back+0x6) lands at +0x2"},
       {"entered_at_4", RelocationRefusal::kBranchInside, "(enters_at_4+0) lands at +0x4"},
@@ -102,13 +96,7 @@ TEST_F(X86Shapes, EachRefusalNamesItsReason) {
       {"trap_inside", RelocationRefusal::kUnhandled, "(0f 0b)"},
       {"no_fde", RelocationRefusal::kNotFunctionStart, "FDE"},
       {"no_size", RelocationRefusal::kNoSize, "no size"},
-  };
-  for (const Refusal& c : cases) {
-    const RelocationPlan& p = plan(c.function);
-    EXPECT_EQ(p.refusal, c.reason) << c.function << ": " << relocation_refusal_name(p.refusal) << ", " << p.why;
-    EXPECT_NE(p.why.find(c.detail), std::string::npos) << c.function << ": " << p.why;
-    EXPECT_TRUE(p.moved.empty()) << c.function;
-  }
+  });
 }
 
 TEST(EhFrameIndex, TruncatedOrForeignTablesAreErrorsNotCrashes) {

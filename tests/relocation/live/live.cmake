@@ -60,15 +60,25 @@ endfunction()
 # uprobes where they work, else against the program's known calls
 # (libc_workload.py). Built like a user's program (a sanitized build's
 # workload carries its sanitizer, which the agent needs first; the oracle
-# runs the same binary).
+# runs the same binary). A cross leg names its test with its prefix and
+# runs the host's `ftjit` on its ISA's program:
+#   ftjit_relocation_workload_test([PREFIX aarch64.] [LABELS aarch64] [CLI path])
 function(ftjit_relocation_workload_test)
+  cmake_parse_arguments(W "" "PREFIX;LABELS;CLI" "" ${ARGN})
+  if(NOT W_LABELS)
+    set(W_LABELS e2e)
+  endif()
+  if(NOT W_CLI)
+    set(W_CLI $<TARGET_FILE:ftjit-cli>)
+  endif()
   find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  find_package(Threads REQUIRED)
   add_executable(ftjit_libc_workload ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/libc_workload.c)
   target_compile_options(ftjit_libc_workload PRIVATE -O2)
   target_link_libraries(ftjit_libc_workload PRIVATE Threads::Threads)
-  add_test(NAME relocation.libc_workload
+  add_test(NAME ${W_PREFIX}relocation.libc_workload
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/libc_workload.py
-            $<TARGET_FILE:ftjit-cli> $<TARGET_FILE:ftjit_libc_workload>)
-  set_tests_properties(relocation.libc_workload PROPERTIES LABELS e2e TIMEOUT 300
+            ${W_CLI} $<TARGET_FILE:ftjit_libc_workload>)
+  set_tests_properties(${W_PREFIX}relocation.libc_workload PROPERTIES LABELS ${W_LABELS} TIMEOUT 300
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:halt_on_error=1;UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
 endfunction()
