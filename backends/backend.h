@@ -73,6 +73,10 @@ struct IsaTraits {
   uint32_t slot_bytes = 0;     // size of the ops slot before the entry
   uint32_t slot_align = 0;     // alignment the slot needs for atomic stores
   int64_t branch_reach = 0;    // +- reach of the site's call instruction
+  // +- reach of the shortest branch a relocated entry can be (riscv64: a
+  // jal, 4 bytes where auipc+jalr takes 8), where a stub is tried first;
+  // 0 where every entry branch is the same.
+  int64_t short_entry_reach = 0;
   uint32_t code_align = 0;     // alignment of emitted trampolines
   // Stubs (StubUse): the code of one is stub_bytes long; the word that
   // holds its trampoline is at stub + stub_word_offset (before the code on

@@ -427,6 +427,21 @@ TextAlias::~TextAlias() {
 Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t reach,
                                                           size_t size) {
   size = (size + page_size() - 1) & ~(page_size() - 1);
+  // Probe hints outwards from `near`, below first (where the gap before a
+  // PIE or a library usually is), until within reach: in 32 MiB steps,
+  // keeping 64 MiB of margin, for the reach of a call (x86-64 +-2 GiB,
+  // arm64 +-128 MiB); for a short one (riscv64's jal, +-1 MiB) in steps of
+  // a sixteenth of it, keeping a quarter.
+  const uint64_t r = static_cast<uint64_t>(reach);
+  const bool short_reach = r < (96ull << 20);
+  const uint64_t margin = short_reach ? r / 4 : 64ull << 20;
+  if (r <= size + margin) {
+    return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline memory of " + std::to_string(size) +
+                                                " bytes cannot lie within " + std::to_string(r) + " bytes");
+  }
+  const uint64_t limit = r - size - margin;
+  const uint64_t step =
+      short_reach ? std::max<uint64_t>(page_size(), (limit / 16) & ~(uint64_t{page_size()} - 1)) : 32ull << 20;
   int fd = make_exec_memfd("ftjit-trampolines", size);
   if (fd < 0) return sys_error("memfd_create for trampolines");
   void* rw = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -434,10 +449,6 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
     close(fd);
     return sys_error("mmap of trampoline alias");
   }
-  // Probe hints outwards from `near`, below first (where the gap before a
-  // PIE or a library usually is), in 32 MiB steps, until within reach.
-  const uint64_t step = 32ull << 20;
-  const uint64_t limit = static_cast<uint64_t>(reach) - size - (64ull << 20);
   void* rx = MAP_FAILED;
   int probes = 0, taken = 0, last_errno = 0;
   for (uint64_t dist = step; dist < limit && rx == MAP_FAILED; dist += step) {

@@ -317,8 +317,10 @@ class Engine {
   // Removes the sites of gone modules from `sites` (sorted).
   void drop_gone_sites(std::vector<uint32_t>* sites) const;
   // Trampoline memory within reach of `entry`, whose trampolines keep
-  // every call-clobbered register (saves_all) or the psABI's only.
-  Result<CodeArena*> arena_for(uint64_t entry, bool saves_all);
+  // every call-clobbered register (saves_all) or the psABI's only; within
+  // `prefer_reach` of it where there is or can be (a relocated entry's
+  // shorter branch: IsaTraits::short_entry_reach).
+  Result<CodeArena*> arena_for(uint64_t entry, bool saves_all, int64_t prefer_reach = 0);
   bool module_saves_all(const ModuleRecord& m) const;
   Result<uint64_t> generated_trampoline(OpsRecord* rec, CodeArena* arena);
   // What `rec`'s generated trampoline in `arena` is emitted from.

@@ -47,7 +47,19 @@ Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
   return aliases_.back()->rw(addr);
 }
 
-Result<CodeArena*> Engine::arena_for(uint64_t entry, bool saves_all) {
+Result<CodeArena*> Engine::arena_for(uint64_t entry, bool saves_all, int64_t prefer_reach) {
+  if (prefer_reach > 0) {
+    for (const auto& a : arenas_) {
+      if (a->reaches(entry, prefer_reach) && arena_saves_all_[a.get()] == saves_all) return a.get();
+    }
+    // Smaller than a call's arena: it must fit within the short reach with
+    // room to spare (512 relocated entries' stubs).
+    if (auto a = CodeArena::create_near(entry, prefer_reach, kArenaBytes / 16)) {
+      arena_saves_all_[a.value().get()] = saves_all;
+      arenas_.push_back(std::move(a.value()));
+      return arenas_.back().get();
+    }
+  }
   int64_t reach = backend_.traits().branch_reach;
   for (const auto& a : arenas_) {
     if (a->reaches(entry, reach) && arena_saves_all_[a.get()] == saves_all) return a.get();

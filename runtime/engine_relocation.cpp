@@ -168,12 +168,18 @@ Status Engine::relocate_matching(const Filter& filter) {
     std::map<CodeArena*, std::vector<RelocatedFunction>> by_arena;
     std::map<CodeArena*, DiscoveredModule> modules;
     for (Candidate& c : wanted) {
-      auto arena = arena_for(c.entry, saves_all);
+      // Within the shorter branch's reach where there is room (riscv64: a
+      // jal, 4 bytes overwritten rather than 8), else the call's.
+      auto arena = arena_for(c.entry, saves_all, traits.short_entry_reach);
+      uint64_t stub = arena ? arena.value()->allocate(kStubBytes, 16) : 0;
+      if (stub == 0 && traits.short_entry_reach != 0) {
+        arena = arena_for(c.entry, saves_all);
+        stub = arena ? arena.value()->allocate(kStubBytes, 16) : 0;
+      }
       if (!arena) {
         note(base + "!" + c.name + ": not relocated: no stub memory in reach: " + arena.error().message);
         continue;
       }
-      const uint64_t stub = arena.value()->allocate(kStubBytes, 16);
       if (stub == 0) {
         note(base + "!" + c.name + ": not relocated: no stub memory in reach (arena full)");
         continue;

@@ -101,6 +101,7 @@ class Riscv64Backend final : public Backend {
     t.slot_align = 8;
     // auipc+jalr: +-2 GiB; 4 KiB of margin, as on the other ISAs.
     t.branch_reach = (int64_t{1} << 31) - 4096;
+    t.short_entry_reach = (int64_t{1} << 20) - 4096;  // jal
     t.code_align = 16;
     t.stub_use = StubUse::kEverySite;
     t.stub_bytes = 12;         // auipc t1, 0; ld t1, -8(t1); jr t1

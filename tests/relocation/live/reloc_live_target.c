@@ -182,4 +182,13 @@ __asm__(
                              "  ret\n.option pop\n")
     RV_FN(reloc_pc_c_beqz_fwd, "  c.beqz a0, 1f\n  c.li a0, 1\n  c.addi a0, 1\n  c.jr ra\n1:\n  c.li a0, 1\n  c.jr ra\n")
     RV_FN(reloc_pc_c_bnez_back, "  c.bnez a0, .Lrv_target\n  c.li a0, 2\n  c.addi a0, 1\n  c.jr ra\n"));
+// A function 1.5 MiB from either end of the library's text: no stub can be
+// within a jal's +-1 MiB of it (the library's own pages are there), so its
+// entry becomes auipc+jalr, where the others' is a jal to a stub nearby.
+// The padding is zeros (c.unimp: no flow runs through it into the entry).
+__asm__(
+    ".text\n"
+    RV_FN(reloc_far_pad_before, "  ret\n  .skip 0x180000\n")
+    RV_FN(reloc_far_entry, "  addi a0, a0, 1\n  addi a0, a0, 2\n  addi a0, a0, 3\n  addi a0, a0, 4\n  ret\n")
+    RV_FN(reloc_far_pad_after, "  ret\n  .skip 0x180000\n"));
 #endif

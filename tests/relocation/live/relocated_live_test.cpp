@@ -526,6 +526,50 @@ TEST_F(RelocatedLive, SetFilterMovesRelocatedEntries) {
   EXPECT_EQ(sum_before, bytes_at(reinterpret_cast<void*>(t.sum), 16));
 }
 
+#if defined(__riscv)
+// riscv64's two entry branches: a jal (4 bytes) to a stub within +-1 MiB,
+// where the engine puts one when it can, else auipc t0 + jalr x0 (8 bytes)
+// to one within +-2 GiB (reloc_far_entry: 1.5 MiB of the library's own
+// text on each side). Both run, count and are written back.
+TEST_F(RelocatedLive, Riscv64EntriesBranchByJalOrAuipcJalrByTheStubsDistance) {
+  // Near: at the library's start, with free memory below it (the end of
+  // the library's text may have other mappings just above it).
+  void* const near_fn = dlsym(target().handle, "reloc_pc_auipc_ld");
+  void* const far_fn = dlsym(target().handle, "reloc_far_entry");
+  ASSERT_NE(near_fn, nullptr);
+  ASSERT_NE(far_fn, nullptr);
+  const auto near = reinterpret_cast<long (*)(long)>(near_fn);
+  const auto far = reinterpret_cast<long (*)(long)>(far_fn);
+  const auto word = [](const void* fn, int k) {
+    uint32_t w;
+    std::memcpy(&w, static_cast<const uint8_t*>(fn) + 4 * k, 4);
+    return w;
+  };
+  const long want = near(5);
+  const std::vector<uint8_t> near_before = bytes_at(near_fn);
+  const std::vector<uint8_t> far_before = bytes_at(far_fn);
+  ftjit_ops ops;
+  relocating_counter(&ops, 0);
+  const char* inc[] = {"libreloclive*!reloc_pc_auipc_ld", "libreloclive*!reloc_far_entry"};
+  const ftjit_filter filter{inc, 2, nullptr, 0};
+  ASSERT_EQ(ftjit_attach(engine_.e, &ops, &filter), FTJIT_OK) << ftjit_last_error();
+  ASSERT_EQ(ftjit_ops_site_count(engine_.e, &ops), 2);
+  EXPECT_EQ(word(near_fn, 0) & 0xfff, 0x06fu) << std::hex << word(near_fn, 0) << ": not jal x0";
+  EXPECT_EQ(word(far_fn, 0) & 0xfff, 0x297u) << std::hex << word(far_fn, 0) << ": not auipc t0";
+  EXPECT_EQ(word(far_fn, 1) & 0xfffff, 0x28067u) << std::hex << word(far_fn, 1) << ": not jalr x0, (t0)";
+  t_hits[0] = 0;
+  for (long i = 0; i < 100; ++i) {
+    ASSERT_EQ(near(5), want);
+    ASSERT_EQ(far(i), i + 10);
+  }
+  EXPECT_EQ(t_hits[0], 200u);
+  ASSERT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(near_before, bytes_at(near_fn));
+  EXPECT_EQ(far_before, bytes_at(far_fn));
+  EXPECT_EQ(far(1), 11);
+}
+#endif
+
 // Every PC-relative form an entry may start with, relocated into a stub
 // and run there (arm64 under qemu-aarch64): the same results as in place,
 // for each direction of a conditional branch, and one callback a call.
