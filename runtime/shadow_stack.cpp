@@ -80,7 +80,18 @@ struct ShadowStack {
   // back there (0: not known), for hooking it again after the catch.
   // Pages of it are touched only by exceptions through hooked frames.
   uint64_t home[kLinkRegister ? kCapacity : 1];
+  // And in which form (arch::return_address_forms: plain, or signed by
+  // pac-ret with key A or B).
+  int8_t home_form[kLinkRegister ? kCapacity : 1];
 };
+
+// Which of `forms` (arch::return_address_forms) `word` is, or -1.
+int form_of(uint64_t word, const uint64_t forms[3]) {
+  for (int k = 0; k < 3; ++k) {
+    if (forms[k] != 0 && word == forms[k]) return k;
+  }
+  return -1;
+}
 
 // Stacks are never unmapped: a thread that exits gives its stack back for
 // the next thread (stats may read any stack at any time, and a signal
@@ -519,10 +530,17 @@ _Unwind_Reason_Code unhook_one(_Unwind_Context* ctx, void* arg) {
   // libgcc's _Unwind_Context starts with the saved-register locations;
   // trusted only if the one for the column holds the trampoline's address
   // (a register kept by value holds the address itself there instead).
+  // Signed by the function (pac-ret) if it signs: the unwinder's IP is
+  // the address authenticated, the spill holds the signature.
   auto* loc = reinterpret_cast<uint64_t* const*>(ctx)[kColumn];
+  const uint64_t cfa = _Unwind_GetCFA(ctx);
+  uint64_t forms[3];
+  arch::return_address_forms(w->tramp, cfa, forms);
   uint64_t home = 0;
-  if (loc != nullptr && read_slot(reinterpret_cast<uint64_t>(loc)) == w->tramp) {
-    home = reinterpret_cast<uint64_t>(loc);
+  int form = 0;
+  if (loc != nullptr) {
+    form = form_of(read_slot(reinterpret_cast<uint64_t>(loc)), forms);
+    if (form >= 0) home = reinterpret_cast<uint64_t>(loc);
   }
   uint64_t real = 0;
   for (uint32_t i = 0; i < s->depth; ++i) {
@@ -531,13 +549,14 @@ _Unwind_Reason_Code unhook_one(_Unwind_Context* ctx, void* arg) {
     if (real == 0) real = e.ret;  // the oldest of a chain holds it
     e.rec |= kUnhooked;
     s->home[i] = home;
+    s->home_form[i] = static_cast<int8_t>(home != 0 ? form : 0);
   }
   if (real == 0 || real == w->tramp) {
     w->outcome = UnhookWalk::kStuck;  // not a frame of ours: leave it
     return _URC_NORMAL_STOP;
   }
   if (home != 0) {
-    write_slot(home, real);
+    write_slot(home, arch::return_address_in_form(real, form, cfa));
   } else {
     _Unwind_SetGR(ctx, kColumn, real);
   }
@@ -609,12 +628,17 @@ void shadow_rehook_after_catch(uint64_t cfa) {
     ShadowEntry& e = s->e[i];
     if ((e.rec & kUnhooked) == 0) continue;
     const uint64_t home = home_of(s, i);
+    // In the form the frame keeps it (kLinkRegister: signed where the
+    // function signs; its CFA is its key's + 8).
+    const int form = kLinkRegister ? s->home_form[i] : 0;
+    const uint64_t cfa = e.slot + 8;
     // Not ours any more (or never found): leave it to pruning.
-    if (home == 0 || read_slot(home) != e.ret) continue;
+    if (home == 0 || read_slot(home) != arch::return_address_in_form(e.ret, form, cfa)) continue;
     // Where it was hooked to: inline latency's entries to their landing.
-    write_slot(home, e.record()->kind == layout::kKindInlineLatency
-                         ? g_latency_landing.load(std::memory_order_relaxed)
-                         : tramp);
+    const uint64_t hook = e.record()->kind == layout::kKindInlineLatency
+                              ? g_latency_landing.load(std::memory_order_relaxed)
+                              : tramp;
+    write_slot(home, arch::return_address_in_form(hook, form, cfa));
     e.rec &= ~kUnhooked;
   }
   if (run) guard_leave();
@@ -691,6 +715,11 @@ bool put_back_own_frames(ucontext_t* uc, uint64_t sp) {
       const uint64_t real = s->e[j].ret;  // the oldest of a chain holds it
       if (!unhooked) {
         uint64_t found = 0, n = 0;
+        // The trampoline's address as the frame keeps it: plain, or signed
+        // by the function (pac-ret, with its CFA).
+        uint64_t forms[3];
+        arch::return_address_forms(tramp, cfa, forms);
+        int found_form = 0;
         // Each page is checked readable once, first (a range may cross
         // into another stack, or a guard page, if the entries span two
         // stacks).
@@ -700,17 +729,21 @@ bool put_back_own_frames(ucontext_t* uc, uint64_t sp) {
           if (!read_remote_word(reinterpret_cast<const uint64_t*>(at), &probe)) return false;
         }
         for (uint64_t a = lo; a < cfa; a += 8) {
-          if (*reinterpret_cast<const uint64_t*>(a) == tramp) {
+          const int f = form_of(*reinterpret_cast<const uint64_t*>(a), forms);
+          if (f >= 0) {
             found = a;
+            found_form = f;
             ++n;
           }
         }
-        const bool in_register =
-            innermost && uc != nullptr && arch::context_link_register(uc) == tramp;
+        const int register_form =
+            innermost && uc != nullptr ? form_of(arch::context_link_register(uc), forms) : -1;
+        const bool in_register = register_form >= 0;
         if (n > 1 || (n == 0 && !in_register) || real == tramp) return false;
         if (write == 1) {
-          if (n == 1) *reinterpret_cast<uint64_t*>(found) = real;
-          if (in_register) arch::set_context_link_register(uc, real);
+          if (n == 1) *reinterpret_cast<uint64_t*>(found) = arch::return_address_in_form(real, found_form, cfa);
+          if (in_register)
+            arch::set_context_link_register(uc, arch::return_address_in_form(real, register_form, cfa));
         }
       }
       lo = cfa;

@@ -86,6 +86,16 @@ constexpr int return_address_dwarf_column();
 inline uint64_t context_link_register(const ucontext_t* uc);
 inline void set_context_link_register(ucontext_t* uc, uint64_t value);
 
+// kLinkRegister: the words a frame's spill (or link register) may hold for
+// the return address `plain`, by form: [0] `plain` itself, [1] and [2] as
+// arm64's pac-ret signs it (paciasp with key A, pacibsp with key B; the
+// modifier is the sp at the entry, the frame's CFA `cfa`); 0 for a form
+// the CPU does not have (riscv64, an arm64 without PAC). And `value` in
+// form `form` of that frame: what an exception's or a detach's put-back
+// writes there, which the function's autiasp then checks.
+inline void return_address_forms(uint64_t plain, uint64_t cfa, uint64_t forms[3]);
+inline uint64_t return_address_in_form(uint64_t value, int form, uint64_t cfa);
+
 // ---------------------------------------------------------------------------
 // The cycle counter
 // ---------------------------------------------------------------------------

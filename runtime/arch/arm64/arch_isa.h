@@ -2,6 +2,8 @@
 // runtime/arch/arch.h for arm64 (AAPCS64, Linux).
 #pragma once
 
+#include <sys/auxv.h>
+
 #include <cstddef>
 #include <cstring>
 
@@ -52,6 +54,32 @@ constexpr ReturnAddressHome return_address_home() { return ReturnAddressHome::kL
 inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp - 8; }
 inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
 constexpr int return_address_dwarf_column() { return 30; }
+
+// pac-ret (arch.h): PACIA/PACIB x16, x17 by their encodings (the
+// toolchain's default -march has no ARMv8.3 mnemonics), only where the
+// CPU has PAC (HWCAP_PACA; elsewhere they would be undefined).
+inline bool cpu_has_pac() {
+  static const bool pac = (getauxval(AT_HWCAP) & (1ul << 30)) != 0;  // HWCAP_PACA
+  return pac;
+}
+inline uint64_t pac_sign(uint64_t value, uint64_t modifier, bool key_b) {
+  register uint64_t x16 asm("x16") = value;
+  register uint64_t x17 asm("x17") = modifier;
+  if (key_b) {
+    asm volatile(".inst 0xdac10630" : "+r"(x16) : "r"(x17));  // pacib x16, x17
+  } else {
+    asm volatile(".inst 0xdac10230" : "+r"(x16) : "r"(x17));  // pacia x16, x17
+  }
+  return x16;
+}
+inline void return_address_forms(uint64_t plain, uint64_t cfa, uint64_t forms[3]) {
+  forms[0] = plain;
+  forms[1] = cpu_has_pac() ? pac_sign(plain, cfa, false) : 0;
+  forms[2] = cpu_has_pac() ? pac_sign(plain, cfa, true) : 0;
+}
+inline uint64_t return_address_in_form(uint64_t value, int form, uint64_t cfa) {
+  return form == 0 || !cpu_has_pac() ? value : pac_sign(value, cfa, form == 2);
+}
 inline uint64_t context_link_register(const ucontext_t* uc) { return uc->uc_mcontext.regs[30]; }
 inline void set_context_link_register(ucontext_t* uc, uint64_t value) { uc->uc_mcontext.regs[30] = value; }
 

@@ -60,6 +60,12 @@ inline uint64_t return_slot_at_entry(uint64_t entry_sp) { return entry_sp; }
 inline uint64_t return_slot_below_cfa(uint64_t cfa) { return cfa - 8; }
 // The return-address column (rip); unused with kStackWordAtEntrySp.
 constexpr int return_address_dwarf_column() { return 16; }
+// No signed return addresses (arch.h): the plain form only.
+inline void return_address_forms(uint64_t plain, uint64_t, uint64_t forms[3]) {
+  forms[0] = plain;
+  forms[1] = forms[2] = 0;
+}
+inline uint64_t return_address_in_form(uint64_t value, int, uint64_t) { return value; }
 inline uint64_t context_link_register(const ucontext_t*) { return 0; }
 inline void set_context_link_register(ucontext_t*, uint64_t) {}
 

@@ -22,7 +22,7 @@ function(ftjit_relocation_live_tests labels)
   endif()
   add_custom_command(OUTPUT ${_lib}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}
-    COMMAND ${CMAKE_C_COMPILER} -O1 -fno-omit-frame-pointer ${_pads} -shared -fPIC
+    COMMAND ${CMAKE_C_COMPILER} -O1 -fno-omit-frame-pointer -fexceptions ${_pads} -shared -fPIC
             -o ${_lib} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/reloc_live_target.c
     DEPENDS ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/reloc_live_target.c
     COMMENT "relocation live target")

@@ -25,6 +25,14 @@ __attribute__((noinline)) long reloc_live_sum(const long* p, long n) {
   return s;
 }
 
+// fn(x) + 1: a frame between its caller and fn, which may throw or
+// longjmp out through it (built with -fexceptions, as C code that C++
+// calls back through is).
+__attribute__((noinline)) long reloc_throw_through(long (*fn)(long), long x) {
+  volatile long r = fn(x);
+  return r + 1;
+}
+
 __attribute__((noinline)) long reloc_live_mix(long a, long b) {
   volatile long t = a ^ (b << 3);
   return t + reloc_live_square(b);

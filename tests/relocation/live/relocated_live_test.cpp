@@ -28,7 +28,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <csetjmp>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -437,6 +439,52 @@ TEST_F(RelocatedLive, DlcloseWhileRelocated) {
   EXPECT_EQ(square(5), 25);
   dlclose(handle);
   std::filesystem::remove_all(dir);
+}
+
+// A relocated function whose callee throws, or longjmps, out through it,
+// with entry and exit hooks attached (the exit hook has replaced its
+// return address): the exception finds its handler, the longjmp its
+// setjmp, each frame reports its exit, and the function then returns
+// through its exit hook as before.
+jmp_buf g_jump_out;
+TEST_F(RelocatedLive, ExceptionsAndLongjmpLeaveThroughARelocatedFrame) {
+  using ThroughFn = long (*)(long (*)(long), long);
+  const auto through = reinterpret_cast<ThroughFn>(dlsym(target().handle, "reloc_throw_through"));
+  ASSERT_NE(through, nullptr);
+  const std::vector<uint8_t> before = bytes_at(reinterpret_cast<void*>(through));
+  ftjit_ops ops;
+  relocating_counter(&ops, 0);
+  ops.exit_func = count_exit;
+  ASSERT_EQ(attach(engine_.e, &ops, "libreloclive*!reloc_throw_through"), FTJIT_OK) << ftjit_last_error();
+  t_hits[0] = t_exits[0] = 0;
+  auto twice = +[](long x) -> long { return 2 * x; };
+  auto thrower = +[](long x) -> long { throw std::runtime_error(std::to_string(x)); };
+  auto jumper = +[](long x) -> long { longjmp(g_jump_out, static_cast<int>(x) + 1); };
+  EXPECT_EQ(through(twice, 5), 11);
+  EXPECT_EQ(t_exits[0], 1u);
+  int caught = 0, jumped = 0;
+  for (long i = 0; i < 100; ++i) {
+    try {
+      through(thrower, i);
+    } catch (const std::runtime_error& e) {
+      caught += e.what() == std::to_string(i);
+    }
+    if (setjmp(g_jump_out) == 0) {
+      through(jumper, i);
+    } else {
+      ++jumped;
+    }
+    ASSERT_EQ(through(twice, i), 2 * i + 1);
+  }
+  EXPECT_EQ(caught, 100);
+  EXPECT_EQ(jumped, 100);
+  EXPECT_EQ(t_hits[0], 301u);
+  // Every frame reports its exit, also one a throw or a longjmp left (as at
+  // a sled: a trace stays complete).
+  EXPECT_EQ(t_exits[0], 301u);
+  ASSERT_EQ(ftjit_detach(engine_.e, &ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(before, bytes_at(reinterpret_cast<void*>(through)));
+  EXPECT_EQ(through(twice, 3), 7);
 }
 
 // A library loaded after the attach: the functions without a sled the
