@@ -95,6 +95,9 @@ void Engine::on_fork_child() {
   for (const auto& a : stub_arenas_) {
     privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode(), PROT_READ | PROT_EXEC);
   }
+  for (const auto& a : retired_.arenas) {
+    privatize_after_fork(a->lo(), a->hi() - a->lo(), a->inode(), PROT_READ | PROT_EXEC);
+  }
 }
 
 bool Engine::inert() const { return getpid() != owner_pid_; }
@@ -274,6 +277,7 @@ Engine::~Engine() {
     // views changes nothing for the parent); keep trampolines mapped.
     for (auto& a : arenas_) a->keep_code_mapped();
     for (auto& a : stub_arenas_) a->keep_code_mapped();
+    for (auto& a : retired_.arenas) a->keep_code_mapped();
     // The child's patched sites still reach wrappers, multiplexers and list
     // tables after this: keep them, reachable (for leak checkers) from a
     // global that outlives the engine.
@@ -311,6 +315,7 @@ Engine::~Engine() {
       ftjit::log().error("ftjit: {}; trampoline memory is kept", st.error().message);
       for (auto& a : arenas_) a.release();
       for (auto& a : stub_arenas_) a.release();
+      for (auto& a : retired_.arenas) a.release();
     } else if (inline_used_) {
       // No site reaches an inline trampoline: the next engine's slots
       // start from zero, in the same blocks.

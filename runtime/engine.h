@@ -476,9 +476,12 @@ class Engine {
     std::vector<std::pair<CodeArena*, uint64_t>> trampolines;
     std::vector<std::unique_ptr<OpsRecord>> records;
     std::vector<std::pair<CodeArena*, uint64_t>> stubs;  // relocated entries'
+    // Site stubs of relocation modules given back (riscv64's mirrors):
+    // trampoline memory until freed (in_trampoline_memory looks here too).
+    std::vector<std::unique_ptr<CodeArena>> arenas;
     bool empty() const {
       return muxes.empty() && ipsets.empty() && list_tables.empty() && trampolines.empty() &&
-             records.empty() && stubs.empty();
+             records.empty() && stubs.empty() && arenas.empty();
     }
   } retired_;
   uint64_t batches_ = 0;

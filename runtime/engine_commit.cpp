@@ -580,7 +580,7 @@ Status Engine::restore_original_sleds_in_scope() {
 // the next detach, which must have one; only a pile-up forces one earlier.
 Status Engine::release_if_much_retired() {
   size_t n = retired_.muxes.size() + retired_.ipsets.size() + retired_.list_tables.size() +
-             retired_.trampolines.size() + retired_.stubs.size();
+             retired_.trampolines.size() + retired_.stubs.size() + retired_.arenas.size();
   if (n < 4096) return {};
   return release_after_grace();
 }

@@ -87,6 +87,9 @@ bool Engine::in_trampoline_memory(uint64_t pc) const {
   for (const auto& a : stub_arenas_) {
     if (a->contains(pc)) return true;
   }
+  for (const auto& a : retired_.arenas) {
+    if (a->contains(pc)) return true;
+  }
   return false;
 }
 

@@ -412,6 +412,16 @@ void Engine::forget_relocations(uint32_t module) {
     m.gone = true;
     clear_module_sites(m);
   }
+  // Its sites' stubs (riscv64: a mirror of its stubs' span), freed after a
+  // grace period like the stubs: an attach/detach cycle must not leave one
+  // mapped each time.
+  for (auto it = stub_arenas_.begin(); m.stubs != nullptr && it != stub_arenas_.end(); ++it) {
+    if (it->get() != m.stubs) continue;
+    retired_.arenas.push_back(std::move(*it));
+    stub_arenas_.erase(it);
+    break;
+  }
+  m.stubs = nullptr;
 }
 
 void Engine::clear_module_sites(const ModuleRecord& m) {
