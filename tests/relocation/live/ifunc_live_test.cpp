@@ -6,7 +6,8 @@
 // IFUNCs the library calls itself (through an IRELATIVE word) and one it
 // does not (resolved for dlsym only); libc's strlen, memset and memcpy are
 // counted against calls whose return address lies in that library, which
-// only this test makes.
+// only this test makes (or in the sanitizer runtime that interposes them,
+// where one does: its interceptor is what calls libc's).
 #include <dlfcn.h>
 #include <link.h>
 
@@ -86,19 +87,53 @@ std::vector<uint8_t> bytes_at(const void* fn, size_t n = 32) {
   return std::vector<uint8_t>(p, p + n);
 }
 
+// libc's own definition of `name`, as libc's scope resolves it. RTLD_DEFAULT
+// finds a sanitizer runtime's interceptor first where one interposes it.
+void* libc_symbol(const char* name) {
+  static void* const libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  return libc != nullptr ? dlsym(libc, name) : nullptr;
+}
+
+struct Text {
+  uint64_t addr = 0, lo = 0, hi = 0;
+};
+int find_holder(dl_phdr_info* info, size_t, void* arg) {
+  auto* t = static_cast<Text*>(arg);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0 || t->addr < lo || t->addr >= lo + ph.p_memsz) continue;
+    t->lo = lo;
+    t->hi = lo + ph.p_memsz;
+    return 1;
+  }
+  return 0;
+}
+// The executable mapping of the module holding `addr`.
+Text text_holding(const void* addr) {
+  Text t{reinterpret_cast<uint64_t>(addr)};
+  dl_iterate_phdr(find_holder, &t);
+  return t;
+}
+
 // Per ops (private_data): every hit, and those returning into the target
-// library; the last site entered.
+// library or into the interceptor its calls may go through; the last site
+// entered.
 std::atomic<uint64_t> g_hits[3], g_from_lib[3];
 std::atomic<uint64_t> g_site[3];
+std::atomic<uint64_t> g_interceptor_lo[3], g_interceptor_hi[3];
 
 void count(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs*) {
   const auto k = reinterpret_cast<uintptr_t>(ops->private_data);
   g_hits[k].fetch_add(1, std::memory_order_relaxed);
-  if (parent_ip >= target().lo && parent_ip < target().hi) g_from_lib[k].fetch_add(1, std::memory_order_relaxed);
+  if ((parent_ip >= target().lo && parent_ip < target().hi) ||
+      (parent_ip >= g_interceptor_lo[k].load(std::memory_order_relaxed) &&
+       parent_ip < g_interceptor_hi[k].load(std::memory_order_relaxed)))
+    g_from_lib[k].fetch_add(1, std::memory_order_relaxed);
   g_site[k].store(ip, std::memory_order_relaxed);
 }
 
-void relocating_counter(ftjit_ops* ops, uintptr_t which) {
+void relocating_counter(ftjit_ops* ops, uintptr_t which, Text interceptor = {}) {
   ftjit_ops_init(ops);
   ops->func = count;
   ops->private_data = reinterpret_cast<void*>(which);
@@ -106,7 +141,20 @@ void relocating_counter(ftjit_ops* ops, uintptr_t which) {
   g_hits[which] = 0;
   g_from_lib[which] = 0;
   g_site[which] = 0;
+  g_interceptor_lo[which] = interceptor.lo;
+  g_interceptor_hi[which] = interceptor.hi;
 }
+
+// A callback built with TSan cannot run where libc's string functions are
+// first called on a new thread: TSan's state for the thread does not exist
+// yet (its shadow stack is null; __tsan_func_entry faults). Only ftjit's
+// own TSan build meets this: its callbacks are instrumented.
+#if defined(__SANITIZE_THREAD__)
+#define SKIP_LIBC_UNDER_TSAN() \
+  GTEST_SKIP() << "TSan: libc's string functions run on a new thread before TSan's state for it exists"
+#else
+#define SKIP_LIBC_UNDER_TSAN() (void)0
+#endif
 
 ftjit_status attach(ftjit_engine* e, ftjit_ops* ops, std::vector<const char*> patterns) {
   ftjit_filter f{patterns.data(), patterns.size(), nullptr, 0};
@@ -247,17 +295,35 @@ TEST_F(IfuncLive, TheImplementationIsTheOneTheProcessCalls) {
 // with AVX-512: __memmove_evex_unaligned_erms, which __mempcpy's jumps
 // into at +3): then the attach fails naming the refusal, and nothing of it
 // is written.
+//
+// Under ASan, an interposed function (strlen) may be reached from the
+// target library through ASan's interceptor: its calls are then those
+// returning into the library or the interceptor's module, which other
+// threads' calls may add to.
 TEST_F(IfuncLive, LibcStrlenMemsetAndMemcpyCountExactly) {
+  SKIP_LIBC_UNDER_TSAN();
   const Target& t = target();
-  void* impl[3] = {dlsym(RTLD_DEFAULT, "strlen"), dlsym(RTLD_DEFAULT, "memset"), dlsym(RTLD_DEFAULT, "memcpy")};
-  std::vector<uint8_t> before[3];
-  for (int k = 0; k < 3; ++k) before[k] = bytes_at(impl[k]);
   const char* names[3] = {"strlen", "memset", "memcpy"};
   const char* patterns[3] = {"libc.so*!strlen", "libc.so*!memset", "libc.so*!memcpy"};
+  void* impl[3];
+  bool interposed[3];
+  std::vector<uint8_t> before[3];
+  for (int k = 0; k < 3; ++k) {
+    impl[k] = libc_symbol(names[k]);
+    ASSERT_NE(impl[k], nullptr) << names[k];
+    interposed[k] = dlsym(RTLD_DEFAULT, names[k]) != impl[k];
+    before[k] = bytes_at(impl[k]);
+  }
   ftjit_ops ops[3];
   bool traced[3] = {};
   for (int k = 0; k < 3; ++k) {
-    relocating_counter(&ops[k], static_cast<uintptr_t>(k));
+    if (interposed[k]) {
+      const Text interceptor = text_holding(dlsym(RTLD_DEFAULT, names[k]));
+      ASSERT_NE(interceptor.lo, 0u) << names[k];
+      relocating_counter(&ops[k], static_cast<uintptr_t>(k), interceptor);
+    } else {
+      relocating_counter(&ops[k], static_cast<uintptr_t>(k));
+    }
     const ftjit_status st = attach(engine_, &ops[k], {patterns[k]});
     traced[k] = st == FTJIT_OK;
     if (traced[k]) {
@@ -291,7 +357,11 @@ TEST_F(IfuncLive, LibcStrlenMemsetAndMemcpyCountExactly) {
   EXPECT_EQ(wrong.load(), 0);
   for (int k = 0; k < 3; ++k) {
     if (!traced[k]) continue;
-    EXPECT_EQ(g_from_lib[k].load(), uint64_t{kThreads} * kCalls) << names[k];
+    if (interposed[k]) {
+      EXPECT_GE(g_from_lib[k].load(), uint64_t{kThreads} * kCalls) << names[k] << ", through its interceptor";
+    } else {
+      EXPECT_EQ(g_from_lib[k].load(), uint64_t{kThreads} * kCalls) << names[k];
+    }
     const char* site = ftjit_site_name(engine_, g_site[k].load());
     EXPECT_STREQ(site != nullptr ? site : "(none)", names[k]);
     std::printf("%s: %llu calls in all, %llu ours\n", names[k], static_cast<unsigned long long>(g_hits[k].load()),
@@ -306,12 +376,14 @@ TEST_F(IfuncLive, LibcStrlenMemsetAndMemcpyCountExactly) {
 // own scope, a module loaded at startup (a regression: its link_map is no
 // handle until dlopen made it one), while strlen is already relocated.
 TEST_F(IfuncLive, AWordlessLibcIfuncIsResolvedByTheLoader) {
+  SKIP_LIBC_UNDER_TSAN();
 #if defined(__x86_64__)
   const char* wordless = "strstr";
 #else
   const char* wordless = "memset";
 #endif
-  void* impl = dlsym(RTLD_DEFAULT, wordless);
+  void* impl = libc_symbol(wordless);
+  ASSERT_NE(impl, nullptr);
   const std::vector<uint8_t> before = bytes_at(impl);
   const std::string pattern = std::string("libc.so*!") + wordless;
   ftjit_ops a, b;
@@ -320,7 +392,7 @@ TEST_F(IfuncLive, AWordlessLibcIfuncIsResolvedByTheLoader) {
   ASSERT_EQ(attach(engine_, &a, {"libc.so*!strlen"}), FTJIT_OK) << ftjit_last_error();
   ASSERT_EQ(attach(engine_, &b, {pattern.c_str()}), FTJIT_OK) << ftjit_last_error();
   EXPECT_EQ(ftjit_ops_site_count(engine_, &b), 1);
-  EXPECT_NE(before, bytes_at(impl)) << wordless << ": not the implementation dlsym returns";
+  EXPECT_NE(before, bytes_at(impl)) << wordless << ": not the implementation libc's scope resolves it to";
   ASSERT_EQ(ftjit_detach(engine_, &b), FTJIT_OK) << ftjit_last_error();
   ASSERT_EQ(ftjit_detach(engine_, &a), FTJIT_OK) << ftjit_last_error();
   EXPECT_EQ(before, bytes_at(impl));
