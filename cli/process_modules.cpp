@@ -23,9 +23,9 @@ struct MappedModule {
   uint64_t base = 0;  // lowest address mapping file offset 0
 };
 
-// Every file of `pid` with an executable mapping, in the order of
-// /proc/PID/maps.
-Result<std::vector<MappedModule>> executable_files(pid_t pid) {
+// Every file of `pid` with an executable mapping (or, with `any_mapping`,
+// any mapping of its start), in the order of /proc/PID/maps.
+Result<std::vector<MappedModule>> executable_files(pid_t pid, bool any_mapping = false) {
   const std::string proc = "/proc/" + std::to_string(pid);
   std::ifstream maps(proc + "/maps");
   if (!maps) return make_error(FTJIT_E_INVALID_ARGUMENT, "no process " + std::to_string(pid));
@@ -57,7 +57,7 @@ Result<std::vector<MappedModule>> executable_files(pid_t pid) {
   std::vector<MappedModule> out;
   for (const std::string& path : order) {
     const Seen& s = files[path];
-    if (s.exec && s.base != UINT64_MAX) out.push_back({path, s.base});
+    if ((s.exec || any_mapping) && s.base != UINT64_MAX) out.push_back({path, s.base});
   }
   return out;
 }
@@ -86,8 +86,8 @@ Result<bool> process_has_patchable_entries(pid_t pid) {
   return false;
 }
 
-Result<std::vector<ProcessModule>> process_modules(pid_t pid) {
-  auto files = executable_files(pid);
+Result<std::vector<ProcessModule>> process_modules(pid_t pid, bool guest_code) {
+  auto files = executable_files(pid, guest_code);
   if (!files) return files.take_error();
   const std::string proc = "/proc/" + std::to_string(pid);
   std::vector<ProcessModule> out;

@@ -28,7 +28,12 @@ struct ProcessModule {
 // agent would find in it: those of its records and those recovered
 // without one (core/sled_recovery.h). Modules whose file cannot be read or
 // parsed are skipped; fails only if /proc/PID/maps cannot be read.
-Result<std::vector<ProcessModule>> process_modules(pid_t pid);
+//
+// `guest_code`: modules mapped without PROT_EXEC too. qemu-user maps a
+// program of another ISA (and its libraries) that way and runs its
+// translations: their guest addresses are the mappings' own (qemu's
+// guest_base is 0 for a 64-bit guest on a 64-bit host).
+Result<std::vector<ProcessModule>> process_modules(pid_t pid, bool guest_code = false);
 
 // One line per module of `pid` with sites recovered without a record:
 // "MODULE: N sites recovered without a record: ...", what -v of run and

@@ -179,6 +179,18 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   auto generator = GeneratorService::start(t.pid);
   if (!generator) return fail_run(generator.error().message);
   phases.end("register as code generator");
+  if (const ArgOptions arg_options = o.arg_options(); arg_options.any()) {
+    std::vector<std::string> notes;
+    auto args = build_arg_capture(t.pid, arg_options, o.include, o.exclude, &notes);
+    if (!args) return fail_run(args.error().message);
+    request->args = std::move(args.value());
+    for (const std::string& note : notes) std::fprintf(stderr, "%s: %s\n", t.command, note.c_str());
+    if (o.verbose) {
+      std::fprintf(stderr, "%s: arguments: %zu functions, %zu conditions\n", t.command,
+                   request->args.functions.size(), request->args.conditions.size());
+    }
+    phases.end("read the arguments' types (DWARF)");
+  }
   // Functions whose records the toolchain dropped, found by their sleds
   // (core/sled_recovery.h), as the agent finds them: read before the
   // attach, after which a short program may be gone.

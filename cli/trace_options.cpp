@@ -70,6 +70,22 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                                           "counts) its event. Default: 1"),
                           plugins::kMaxBufferWaitMs / 1000.0, "an hour")
       ->type_name("SECONDS");
+  o->args_option = cmd->add_option("--args", o->args.globs,
+                  "Record each traced function's arguments and return value, typed from its "
+                  "module's DWARF (in the file, by build-id or .gnu_debuglink); with GLOB, only "
+                  "for functions matching it (repeatable). Plugins that show them: trace")
+      ->expected(0, 1)
+      ->type_name("[GLOB]");
+  cmd->add_flag("--retval", o->args.retval, "Record return values (alone: without the arguments)");
+  cmd->add_option("--args-string-max", o->args.string_max,
+                  "Bytes of a char * argument copied at entry (default 32)")
+      ->check(CLI::Range(1u, kMaxStringCapture))
+      ->type_name("BYTES");
+  cmd->add_option("--when", o->args.when,
+                  "Record only calls whose arguments meet a condition: 'FUNC: PARAM OP VALUE "
+                  "[&& ...]', OP one of == != < <= > >= ^= (string prefix), VALUE an integer, "
+                  "an enumerator, true/false, 'c' or \"text\". Repeatable")
+      ->type_name("COND");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
 }
 

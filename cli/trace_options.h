@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/arg_capture_request.h"
 #include "core/error.h"
 #include "runtime/control/protocol.h"
 
@@ -39,6 +40,21 @@ struct TraceOptions {
   // loads plugins built for its ISA, not this machine's.
   std::vector<std::string> plugin_dirs;
   std::string plugin_isa;  // their ISA, for messages ("arm64")
+  // --args, --retval, --when: built per process by drive_session
+  // (arg_capture_request.h). --args may come without a GLOB: its option
+  // says whether it was given (arg_options()).
+  ArgOptions args;
+  const CLI::Option* args_option = nullptr;
+
+  ArgOptions arg_options() const {
+    ArgOptions a = args;
+    a.globs.clear();
+    for (const std::string& g : args.globs) {
+      if (!g.empty()) a.globs.push_back(g);
+    }
+    a.args = args_option != nullptr && args_option->count() > 0;
+    return a;
+  }
 };
 
 // Adds the options to `cmd`.

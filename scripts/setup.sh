@@ -24,8 +24,10 @@ cd "$(dirname "$0")/.."
 # protobuf-compiler: the tests decode the trace plugin's Perfetto output
 # with protoc, an oracle independent of our encoder.
 # uftrace: the bench's peer for whole traced programs (bench/programs.cpp).
+# libdw-dev: elfutils' DWARF reader, the CLI's source of traced functions'
+# parameter types (--args; core/dwarf_signatures.h).
 PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
-          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev
+          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev libdw-dev
           protobuf-compiler uftrace
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
           g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)

@@ -56,6 +56,7 @@ struct DescriptorSpec {
                   const void *) = nullptr;
   int (*report)(ftjit_plugin_ctx *, FILE *, const char *) = nullptr;
   const ftjit_plugin_inline *inline_work = nullptr;
+  uint32_t extra_flags = 0;  // FTJIT_PLUGIN_F_ARGS
 };
 
 //! The descriptor of a plugin of this ABI whose event path is built with
@@ -64,7 +65,7 @@ constexpr ftjit_plugin no_fp_descriptor(const DescriptorSpec &spec) {
   return {sizeof(ftjit_plugin),   FTJIT_PLUGIN_ABI_VERSION,
           spec.name,              spec.description,
           spec.options,           spec.n_options,
-          FTJIT_PLUGIN_F_NO_FP,   spec.formats,
+          FTJIT_PLUGIN_F_NO_FP | spec.extra_flags, spec.formats,
           spec.thread_storage_size, spec.event_size,
           spec.buffer_events,     0,
           spec.init,              spec.shutdown,

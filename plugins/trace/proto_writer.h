@@ -5,6 +5,7 @@
 #define FTJIT_PLUGIN_PROTO_WRITER_H
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,7 @@ namespace ftjit_trace {
 //! ProtoWriter first, because a length prefix precedes its bytes.
 class ProtoWriter {
  public:
-  enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
+  enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
   void varint_field(uint32_t field, uint64_t value) {
     tag(field, kVarint);
@@ -23,6 +24,12 @@ class ProtoWriter {
   //! int32 fields: negative values take ten bytes, as protobuf specifies.
   void int32_field(uint32_t field, int32_t value) {
     varint_field(field, uint64_t(int64_t(value)));
+  }
+  void double_field(uint32_t field, double value) {
+    tag(field, kFixed64);
+    char b[8];
+    std::memcpy(b, &value, 8);  // little endian, as protobuf's fixed64
+    bytes_.append(b, 8);
   }
   void bytes_field(uint32_t field, std::string_view bytes) {
     tag(field, kLengthDelimited);

@@ -14,6 +14,31 @@ const std::string &NameCache::name(uint64_t ip) {
   return it->second;
 }
 
+std::string ArgReader::text(uint64_t ip, const void *record) const {
+  if (record == nullptr) return {};
+  char buf[512];
+  const size_t n = g_host->args_format(ctx_, ip, record, buf, sizeof buf);
+  if (n < sizeof buf) return std::string(buf, n);
+  std::string out(n + 1, '\0');
+  g_host->args_format(ctx_, ip, record, out.data(), out.size());
+  out.resize(n);
+  return out;
+}
+
+std::vector<ArgValue> ArgReader::values(uint64_t ip, const void *record) const {
+  std::vector<ArgValue> out;
+  if (record == nullptr) return out;
+  g_host->args_visit(
+      ctx_, ip, record,
+      [](const ftjit_arg_value *v, void *arg) {
+        static_cast<std::vector<ArgValue> *>(arg)->push_back(
+            {v->name != nullptr ? v->name : "", v->type, v->i, v->u, v->d,
+             v->text != nullptr ? v->text : ""});
+      },
+      &out);
+  return out;
+}
+
 namespace {
 
 namespace support = ftjit_plugin_support;
@@ -26,8 +51,9 @@ constexpr uint32_t kBufferEvents = 65536;
 // No lock: consume never runs concurrently with itself, and report only
 // after detach drained every buffer; the event path never touches it.
 struct Instance {
-  explicit Instance(ftjit_plugin_ctx *c) : names(c) {}
+  explicit Instance(ftjit_plugin_ctx *c) : names(c), args(c) {}
   NameCache names;
+  ArgReader args;
   ProcessInfo process;
   std::unique_ptr<Writer> writer;
   FILE *out = nullptr;
@@ -50,11 +76,11 @@ int trace_init(ftjit_plugin_ctx *ctx) {
     const char *format = g_host->format(ctx);
     const std::string_view fmt = format != nullptr && *format ? format : "text";
     if (fmt == "text")
-      instance->writer = make_text_writer(instance->names);
+      instance->writer = make_text_writer(instance->names, instance->args);
     else if (fmt == "chrome")
-      instance->writer = make_chrome_writer(instance->names, instance->process);
+      instance->writer = make_chrome_writer(instance->names, instance->process, instance->args);
     else if (fmt == "perfetto")
-      instance->writer = make_perfetto_writer(instance->names, instance->process);
+      instance->writer = make_perfetto_writer(instance->names, instance->process, instance->args);
     else {
       g_host->set_error(ctx, "trace: unknown format '%s'", format);
       return 1;
@@ -84,8 +110,9 @@ void trace_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
   if (instance->finished) return;
   try {
     // The host's ring slots are 8-byte aligned, all TraceEvent needs.
-    instance->writer->write(instance->out, *thread,
-                            *static_cast<const TraceEvent *>(event));
+    const auto *e = static_cast<const TraceEvent *>(event);
+    instance->writer->write(instance->out, *thread, *e,
+                            e->has_record != 0 ? e + 1 : nullptr);
   } catch (const std::bad_alloc &) {
     g_host->log(ctx, FTJIT_LOG_ERROR, "trace: out of memory, event lost");
   }
@@ -125,6 +152,7 @@ constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .exit = on_exit,
     .consume = trace_consume,
     .report = trace_report,
+    .extra_flags = FTJIT_PLUGIN_F_ARGS,
 });
 
 }  // namespace

@@ -13,22 +13,33 @@ namespace ftjit_trace {
 enum class EventKind : uint8_t { kEntry = 1, kExit = 2, kUnwound = 3 };
 
 //! One buffered event: what a traced thread records, nothing it can look up
-//! later (thread id and name come with consume's ftjit_thread_info).
+//! later (thread id and name come with consume's ftjit_thread_info). When
+//! the session captures arguments (--args, --retval), the host's record of
+//! them follows in the same slot (args_room bytes), if `has_record`.
 struct TraceEvent {
   uint64_t timestamp_ns;
   uint64_t ip;
   uint64_t parent_ip;
   uint32_t depth;  // frames of this thread open below this one
   EventKind kind;
-  uint8_t reserved[3];
+  uint8_t has_record;
+  uint8_t reserved[2];
 };
 static_assert(sizeof(TraceEvent) == 32, "events are packed in the ring");
 static_assert(alignof(TraceEvent) <= 8,
               "event_reserve promises 8-byte alignment, no more");
 
+//! Calls whose --when conditions failed are not recorded, nor their exits:
+//! one bit per open frame says which (frames past the bits are recorded).
+constexpr uint32_t kFilterBits = 4096;
+
 //! The host's per-thread storage block.
 struct ThreadSlot {
-  uint32_t depth;
+  uint32_t depth;   // recorded frames open
+  uint32_t frames;  // every frame whose exit will come (recorded or not)
+  uint32_t args_room;  // the host's record room + 1; 0: not asked yet
+  uint32_t reserved;
+  uint64_t filtered[kFilterBits / 64];
 };
 
 //! Set once, by ftjit_plugin_v1.

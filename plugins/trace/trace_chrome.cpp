@@ -13,8 +13,8 @@ namespace {
 
 class ChromeWriter final : public Writer {
  public:
-  ChromeWriter(NameCache &names, const ProcessInfo &process)
-      : names_(names), process_(process) {}
+  ChromeWriter(NameCache &names, const ProcessInfo &process, const ArgReader &args)
+      : names_(names), process_(process), args_(args) {}
 
   void start(FILE *out) override {
     std::fprintf(out,
@@ -25,7 +25,7 @@ class ChromeWriter final : public Writer {
   }
 
   void write(FILE *out, const ftjit_thread_info &thread,
-             const TraceEvent &event) override {
+             const TraceEvent &event, const void *record) override {
     if (described_.insert(thread.tid).second)
       std::fprintf(out,
                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId32
@@ -39,13 +39,18 @@ class ChromeWriter final : public Writer {
                  event.kind == EventKind::kEntry ? 'B' : 'E',
                  event.timestamp_ns / 1000u, event.timestamp_ns % 1000u,
                  process_.pid, thread.tid, quoted_name(event.ip).c_str());
-    if (event.kind == EventKind::kEntry)
-      std::fprintf(out, ",\"args\":{\"caller\":\"0x%" PRIx64 "\"}}",
-                   event.parent_ip);
-    else if (event.kind == EventKind::kUnwound)
+    // Arguments on the B event, the return value on the E: viewers merge
+    // both into the slice's args.
+    if (event.kind == EventKind::kEntry) {
+      std::fprintf(out, ",\"args\":{\"caller\":\"0x%" PRIx64 "\"%s}}",
+                   event.parent_ip, json_members(event.ip, record).c_str());
+    } else if (event.kind == EventKind::kUnwound) {
       std::fputs(",\"args\":{\"unwound\":true}}", out);
-    else
+    } else if (record != nullptr) {
+      std::fprintf(out, ",\"args\":{%s}}", json_members(event.ip, record).c_str() + 1);
+    } else {
       std::fputc('}', out);
+    }
   }
 
   void finish(FILE *out, uint64_t dropped_events) override {
@@ -62,8 +67,31 @@ class ChromeWriter final : public Writer {
     return it->second;
   }
 
+  // ",\"fd\":3,\"path\":\"/etc\"": numbers as JSON numbers, the rest
+  // as the text shows it; a return value is "return".
+  std::string json_members(uint64_t ip, const void *record) const {
+    std::string out;
+    for (const ArgValue &v : args_.values(ip, record)) {
+      out += ',';
+      out += json_quote(v.name.empty() ? "return" : v.name);
+      out += ':';
+      switch (v.type) {
+        case FTJIT_ARG_INT: out += std::to_string(v.i); break;
+        case FTJIT_ARG_UINT: out += std::to_string(v.u); break;
+        case FTJIT_ARG_BOOL: out += v.u != 0 ? "true" : "false"; break;
+        case FTJIT_ARG_DOUBLE:
+          // JSON has no NaN or infinity.
+          out += v.d == v.d && v.d - v.d == 0 ? v.text : json_quote(v.text);
+          break;
+        default: out += json_quote(v.text);
+      }
+    }
+    return out;
+  }
+
   NameCache &names_;
   ProcessInfo process_;
+  const ArgReader &args_;
   std::unordered_set<int32_t> described_;
   std::unordered_map<uint64_t, std::string> quoted_;
 };
@@ -71,8 +99,9 @@ class ChromeWriter final : public Writer {
 }  // namespace
 
 std::unique_ptr<Writer> make_chrome_writer(NameCache &names,
-                                           const ProcessInfo &process) {
-  return std::make_unique<ChromeWriter>(names, process);
+                                           const ProcessInfo &process,
+                                           const ArgReader &args) {
+  return std::make_unique<ChromeWriter>(names, process, args);
 }
 
 }  // namespace ftjit_trace

@@ -3,6 +3,8 @@
 // exit. Built with -mgeneral-regs-only for FTJIT_PLUGIN_F_NO_FP.
 #include "trace.h"
 
+#include <cstddef>
+
 namespace ftjit_trace {
 
 const ftjit_host *g_host = nullptr;
@@ -13,16 +15,49 @@ const ftjit_host *g_host = nullptr;
 // when the event is dropped (a full ring: the host counts the drop), so
 // later events of the thread still nest right.
 
+namespace {
+
+// The host's record room in this instance's events: asked once per thread
+// (args_room is not an [event] service's price to pay per call).
+inline uint32_t args_room(ThreadSlot *slot, ftjit_plugin_ctx *ctx) {
+  if (slot->args_room == 0) {
+    const bool has = g_host->struct_size > offsetof(ftjit_host, args_room);
+    slot->args_room = 1 + (has ? g_host->args_room(ctx) : 0);
+  }
+  return slot->args_room - 1;
+}
+
+}  // namespace
+
 void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
-              ftjit_plugin_regs *) {
+              ftjit_plugin_regs *regs) {
   auto *event = static_cast<TraceEvent *>(g_host->event_reserve(ctx));
   if (event != nullptr) {
     event->ip = ip;
     event->parent_ip = parent_ip;
     event->kind = EventKind::kEntry;
+    event->has_record = 0;
   }
   auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
-  const uint32_t depth = slot != nullptr ? slot->depth++ : 0;
+  if (slot == nullptr) {
+    if (event == nullptr) return;
+    event->depth = 0;
+    event->timestamp_ns = g_host->now_ns();
+    g_host->event_commit(ctx);
+    return;
+  }
+  const uint32_t frame = slot->frames++;
+  if (frame < kFilterBits) slot->filtered[frame / 64] &= ~(uint64_t(1) << (frame % 64));
+  if (event != nullptr && args_room(slot, ctx) != 0) {
+    const uint32_t n = g_host->args_capture(ctx, ip, regs, event + 1);
+    if (n == FTJIT_ARGS_FILTERED && frame < kFilterBits) {
+      // Not committed: the next reserve takes the same slot.
+      slot->filtered[frame / 64] |= uint64_t(1) << (frame % 64);
+      return;
+    }
+    event->has_record = n != 0 && n != FTJIT_ARGS_FILTERED;
+  }
+  const uint32_t depth = slot->depth++;
   if (event == nullptr) return;
   event->depth = depth;
   event->timestamp_ns = g_host->now_ns();
@@ -31,16 +66,24 @@ void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
 
 void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
              const ftjit_plugin_ret *ret) {
+  auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
+  if (slot != nullptr && slot->frames > 0) {
+    const uint32_t frame = --slot->frames;
+    if (frame < kFilterBits && (slot->filtered[frame / 64] >> (frame % 64) & 1) != 0) return;
+  }
   auto *event = static_cast<TraceEvent *>(g_host->event_reserve(ctx));
   if (event != nullptr) {
     event->ip = ip;
     event->parent_ip = parent_ip;
     event->kind = ret != nullptr ? EventKind::kExit : EventKind::kUnwound;
+    event->has_record = 0;
   }
-  auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
   uint32_t depth = 0;
   if (slot != nullptr && slot->depth > 0) depth = --slot->depth;
   if (event == nullptr) return;
+  if (ret != nullptr && slot != nullptr && args_room(slot, ctx) != 0) {
+    event->has_record = g_host->retval_capture(ctx, ip, ret, event + 1) != 0;
+  }
   event->depth = depth;
   event->timestamp_ns = g_host->now_ns();
   g_host->event_commit(ctx);

@@ -55,7 +55,13 @@ constexpr uint32_t kInternedEventNames = 2;
 constexpr uint32_t kEventNameEntryIid = 1;  // EventName.iid
 constexpr uint32_t kEventNameName = 2;  // EventName.name
 
+// DebugAnnotation (track_event/debug_annotation.proto).
 constexpr uint32_t kAnnotationBoolValue = 2;
+constexpr uint32_t kAnnotationUintValue = 3;
+constexpr uint32_t kAnnotationIntValue = 4;
+constexpr uint32_t kAnnotationDoubleValue = 5;
+constexpr uint32_t kAnnotationStringValue = 6;
+constexpr uint32_t kAnnotationPointerValue = 7;
 constexpr uint32_t kAnnotationName = 10;
 
 // The process descriptor's sequence; threads get 2, 3, ... (any value but
@@ -64,8 +70,8 @@ constexpr uint64_t kProcessSequenceId = 1;
 
 class PerfettoWriter final : public Writer {
  public:
-  PerfettoWriter(NameCache &names, const ProcessInfo &process)
-      : names_(names), process_(process) {}
+  PerfettoWriter(NameCache &names, const ProcessInfo &process, const ArgReader &args)
+      : names_(names), process_(process), args_(args) {}
 
   void start(FILE *out) override {
     ProtoWriter process;
@@ -82,7 +88,7 @@ class PerfettoWriter final : public Writer {
   }
 
   void write(FILE *out, const ftjit_thread_info &thread,
-             const TraceEvent &event) override {
+             const TraceEvent &event, const void *record) override {
     // Events come a thread's run at a time: one lookup per run.
     if (last_ == nullptr || last_tid_ != thread.tid) {
       auto [seq, first] = sequences_.try_emplace(thread.tid);
@@ -122,6 +128,11 @@ class PerfettoWriter final : public Writer {
       annotation.varint_field(kAnnotationBoolValue, 1);
       event_.message_field(kEventDebugAnnotations, annotation);
     }
+    // Arguments on the slice's begin, the return value on its end: the
+    // UI shows both in the slice's details.
+    if (record != nullptr) {
+      for (const ArgValue &v : args_.values(event.ip, record)) annotate(v);
+    }
     packet_.message_field(kPacketTrackEvent, event_);
     emit(out);
   }
@@ -156,6 +167,20 @@ class PerfettoWriter final : public Writer {
     emit(out);
   }
 
+  void annotate(const ArgValue &v) {
+    ProtoWriter a;
+    a.bytes_field(kAnnotationName, v.name.empty() ? "return" : v.name);
+    switch (v.type) {
+      case FTJIT_ARG_INT: a.varint_field(kAnnotationIntValue, static_cast<uint64_t>(v.i)); break;
+      case FTJIT_ARG_UINT: a.varint_field(kAnnotationUintValue, v.u); break;
+      case FTJIT_ARG_BOOL: a.varint_field(kAnnotationBoolValue, v.u != 0); break;
+      case FTJIT_ARG_DOUBLE: a.double_field(kAnnotationDoubleValue, v.d); break;
+      case FTJIT_ARG_POINTER: a.varint_field(kAnnotationPointerValue, v.u); break;
+      default: a.bytes_field(kAnnotationStringValue, v.text);
+    }
+    event_.message_field(kEventDebugAnnotations, a);
+  }
+
   void emit(FILE *out) {
     frame_.clear();
     frame_.message_field(kTracePacket, packet_);
@@ -166,6 +191,7 @@ class PerfettoWriter final : public Writer {
 
   NameCache &names_;
   ProcessInfo process_;
+  const ArgReader &args_;
   // One packet sequence per traced thread, with its own interned names.
   struct Sequence {
     uint64_t id = 0;
@@ -180,8 +206,9 @@ class PerfettoWriter final : public Writer {
 }  // namespace
 
 std::unique_ptr<Writer> make_perfetto_writer(NameCache &names,
-                                             const ProcessInfo &process) {
-  return std::make_unique<PerfettoWriter>(names, process);
+                                             const ProcessInfo &process,
+                                             const ArgReader &args) {
+  return std::make_unique<PerfettoWriter>(names, process, args);
 }
 
 }  // namespace ftjit_trace

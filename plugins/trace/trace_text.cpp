@@ -22,11 +22,12 @@ struct ThreadState {
   std::vector<OpenFrame> open;  // this thread's unclosed entries, by depth
   bool has_pending = false;     // an entry not printed yet (maybe a leaf)
   TraceEvent pending{};
+  std::string pending_args;     // its arguments, shown (the record is gone)
 };
 
 class TextWriter final : public Writer {
  public:
-  explicit TextWriter(NameCache &names) : names_(names) {}
+  TextWriter(NameCache &names, const ArgReader &args) : names_(names), args_(args) {}
 
   void start(FILE *out) override {
     std::fprintf(out,
@@ -36,7 +37,7 @@ class TextWriter final : public Writer {
   }
 
   void write(FILE *out, const ftjit_thread_info &thread,
-             const TraceEvent &event) override {
+             const TraceEvent &event, const void *record) override {
     auto [it, first] = threads_.try_emplace(thread.tid);
     if (first)
       std::fprintf(out, "# thread %" PRId32 ": %s\n", thread.tid,
@@ -45,9 +46,13 @@ class TextWriter final : public Writer {
     if (event.kind == EventKind::kEntry) {
       flush_pending(out, thread.tid, state);
       state.pending = event;
+      state.pending_args = args_.text(event.ip, record);
       state.has_pending = true;
       return;
     }
+    // uftrace's form: `name(args) = value;`, `} = value; /* name */`.
+    const std::string returned =
+        record != nullptr ? " = " + args_.text(event.ip, record) : std::string();
     const std::string &name = names_.name(event.ip);
     const char *unwound = event.kind == EventKind::kUnwound ? " /* unwound */"
                                                              : "";
@@ -56,13 +61,15 @@ class TextWriter final : public Writer {
       state.has_pending = false;
       line(out, state.pending.timestamp_ns, thread.tid,
            event.timestamp_ns - state.pending.timestamp_ns, event.depth);
-      std::fprintf(out, "%s;%s\n", call_text(name).c_str(), unwound);
+      std::fprintf(out, "%s%s;%s\n", call_text(name, state.pending_args).c_str(),
+                   returned.c_str(), unwound);
       return;
     }
     flush_pending(out, thread.tid, state);
     const uint64_t duration = close_frame(state, event);
     line(out, event.timestamp_ns, thread.tid, duration, event.depth);
-    std::fprintf(out, "} /* %s */%s\n", name.c_str(), unwound);
+    std::fprintf(out, "}%s%s /* %s */%s\n", returned.c_str(),
+                 returned.empty() ? "" : ";", name.c_str(), unwound);
   }
 
   void finish(FILE *out, uint64_t dropped_events) override {
@@ -84,7 +91,8 @@ class TextWriter final : public Writer {
     const TraceEvent &entry = state.pending;
     state.open.push_back({entry.ip, entry.timestamp_ns, entry.depth});
     line(out, entry.timestamp_ns, tid, kUnknownDuration, entry.depth);
-    std::fprintf(out, "%s {\n", call_text(names_.name(entry.ip)).c_str());
+    std::fprintf(out, "%s {\n",
+                 call_text(names_.name(entry.ip), state.pending_args).c_str());
   }
 
   // Dropped events can leave frames open that never close: an exit closes
@@ -101,9 +109,21 @@ class TextWriter final : public Writer {
     return duration;
   }
 
-  // Demangled C++ names carry their parameter list already.
-  static std::string call_text(const std::string &name) {
-    return name.find('(') == std::string::npos ? name + "()" : name;
+  // Demangled C++ names carry their parameter list already: captured
+  // values take its place ("Counter::add(int)" becomes
+  // "Counter::add(this=0x..., delta=2)"), qualifiers after it kept.
+  static std::string call_text(const std::string &name, const std::string &args) {
+    const size_t close = name.rfind(')');
+    if (close == std::string::npos) return name + "(" + args + ")";
+    if (args.empty()) return name;
+    // The '(' that matches the last ')': the parameter list's.
+    int depth = 0;
+    for (size_t i = close + 1; i-- > 0;) {
+      if (name[i] == ')') ++depth;
+      if (name[i] == '(' && --depth == 0)
+        return name.substr(0, i) + "(" + args + ")" + name.substr(close + 1);
+    }
+    return name + "(" + args + ")";
   }
 
   static void line(FILE *out, uint64_t timestamp_ns, int32_t tid,
@@ -122,13 +142,14 @@ class TextWriter final : public Writer {
   }
 
   NameCache &names_;
+  const ArgReader &args_;
   std::unordered_map<int32_t, ThreadState> threads_;
 };
 
 }  // namespace
 
-std::unique_ptr<Writer> make_text_writer(NameCache &names) {
-  return std::make_unique<TextWriter>(names);
+std::unique_ptr<Writer> make_text_writer(NameCache &names, const ArgReader &args) {
+  return std::make_unique<TextWriter>(names, args);
 }
 
 }  // namespace ftjit_trace

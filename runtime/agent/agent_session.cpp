@@ -173,6 +173,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   config.include = request.include;
   config.exclude = request.exclude;
   config.relocate = request.relocate != 0;
+  config.args = request.args;
   config.strategy = static_cast<ftjit_strategy>(request.strategy);
   config.format = request.format;
   config.tids = request.tids;

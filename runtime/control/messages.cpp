@@ -53,9 +53,9 @@ class Reader {
     at_ += n;
     return s;
   }
-  uint32_t count() {
+  uint32_t count(uint32_t max = kMaxList) {
     uint32_t n = get<uint32_t>();
-    if (n > kMaxList) return fail("list too long"), 0;
+    if (n > max) return fail("list too long"), 0;
     // Every item takes at least 4 bytes: a lying count fails here, before
     // anything is reserved for it.
     if (n > (in_.size() - at_) / 4) return fail("list longer than the message"), 0;
@@ -101,6 +101,195 @@ class Reader {
   size_t at_ = 0;
   const char* error_ = nullptr;
 };
+
+// The argument capture (core/arg_capture_spec.h): types and places.
+void put_enumerators(Writer& w, const std::vector<Enumerator>& v) {
+  w.put<uint32_t>(static_cast<uint32_t>(v.size()));
+  for (const Enumerator& e : v) {
+    w.put(e.value);
+    w.str(e.name);
+  }
+}
+
+std::vector<Enumerator> get_enumerators(Reader& r) {
+  std::vector<Enumerator> v;
+  const uint32_t n = r.count();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    Enumerator e;
+    e.value = r.get<int64_t>();
+    e.name = r.str();
+    v.push_back(std::move(e));
+  }
+  return v;
+}
+
+ValueKind get_kind(Reader& r) {
+  const uint8_t k = r.get<uint8_t>();
+  if (k < static_cast<uint8_t>(ValueKind::kSigned) || k > static_cast<uint8_t>(ValueKind::kUnsupported)) {
+    r.fail("value kind out of range");
+    return ValueKind::kUnsupported;
+  }
+  return static_cast<ValueKind>(k);
+}
+
+void put_type(Writer& w, const ValueType& t) {
+  w.put(static_cast<uint8_t>(t.kind));
+  w.put(t.size);
+  w.put(t.align);
+  w.str(t.name);
+  w.put<uint8_t>(t.is_signed ? 1 : 0);
+  w.put<uint8_t>(t.opaque ? 1 : 0);
+  put_enumerators(w, t.enumerators);
+  w.put<uint32_t>(static_cast<uint32_t>(t.members.size()));
+  for (const Member& m : t.members) {
+    w.str(m.name);
+    w.put(m.offset);
+    w.put(static_cast<uint8_t>(m.kind));
+    w.put(m.size);
+    put_enumerators(w, m.enumerators);
+  }
+}
+
+ValueType get_type(Reader& r) {
+  ValueType t;
+  t.kind = get_kind(r);
+  t.size = r.get<uint32_t>();
+  t.align = r.get<uint32_t>();
+  t.name = r.str();
+  t.is_signed = r.flag() != 0;
+  t.opaque = r.flag() != 0;
+  t.enumerators = get_enumerators(r);
+  const uint32_t n = r.count();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    Member m;
+    m.name = r.str();
+    m.offset = r.get<uint32_t>();
+    m.kind = get_kind(r);
+    m.size = r.get<uint8_t>();
+    m.enumerators = get_enumerators(r);
+    if (r.ok() && m.kind == ValueKind::kStruct) r.fail("a struct member that is a struct");
+    if (r.ok() && static_cast<uint64_t>(m.offset) + m.size > t.size) r.fail("member past its struct");
+    t.members.push_back(std::move(m));
+  }
+  return t;
+}
+
+void put_place(Writer& w, const ArgPlace& p) {
+  w.put<uint32_t>(static_cast<uint32_t>(p.pieces.size()));
+  for (const ArgPiece& piece : p.pieces) {
+    w.put(static_cast<uint8_t>(piece.source));
+    w.put(piece.index);
+    w.put(piece.size);
+    w.put(piece.offset);
+  }
+  w.put<uint8_t>(p.by_reference ? 1 : 0);
+  w.put<uint8_t>(p.unavailable ? 1 : 0);
+  w.str(p.why);
+}
+
+ArgPlace get_place(Reader& r) {
+  ArgPlace p;
+  const uint32_t n = r.count();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    ArgPiece piece;
+    const uint8_t source = r.get<uint8_t>();
+    if (source < static_cast<uint8_t>(ArgSource::kIntReg) || source > static_cast<uint8_t>(ArgSource::kRetFp)) {
+      r.fail("argument source out of range");
+    }
+    piece.source = static_cast<ArgSource>(source);
+    piece.index = r.get<uint16_t>();
+    piece.size = r.get<uint8_t>();
+    piece.offset = r.get<uint16_t>();
+    if (r.ok() && (piece.size == 0 || piece.size > 16)) r.fail("argument piece size out of range");
+    p.pieces.push_back(piece);
+  }
+  p.by_reference = r.flag() != 0;
+  p.unavailable = r.flag() != 0;
+  p.why = r.str();
+  return p;
+}
+
+void put_capture(Writer& w, const ArgCaptureSpec& spec) {
+  w.put(spec.string_max);
+  w.put<uint32_t>(static_cast<uint32_t>(spec.functions.size()));
+  for (const CapturedFunction& f : spec.functions) {
+    w.put(f.ip);
+    w.put<uint8_t>(f.args ? 1 : 0);
+    w.put<uint8_t>(f.retval ? 1 : 0);
+    const FunctionSignature& sig = f.signature;
+    w.str(sig.name);
+    w.put(sig.entry);
+    w.put<uint8_t>(sig.variadic ? 1 : 0);
+    w.put<uint8_t>(sig.abi_changed ? 1 : 0);
+    w.put<uint32_t>(static_cast<uint32_t>(sig.params.size()));
+    for (size_t i = 0; i < sig.params.size(); ++i) {
+      w.str(sig.params[i].name);
+      w.put<uint8_t>(sig.params[i].artificial ? 1 : 0);
+      put_type(w, sig.params[i].type);
+      put_place(w, i < f.placed.params.size() ? f.placed.params[i] : ArgPlace{});
+    }
+    w.put<uint8_t>(sig.ret.has_value() ? 1 : 0);
+    if (sig.ret) {
+      put_type(w, *sig.ret);
+      put_place(w, f.placed.ret.value_or(ArgPlace{}));
+    }
+  }
+  w.put<uint32_t>(static_cast<uint32_t>(spec.conditions.size()));
+  for (const ArgCondition& c : spec.conditions) {
+    w.put(c.ip);
+    w.put(c.param);
+    w.put(static_cast<uint8_t>(c.op));
+    w.put(c.number);
+    w.str(c.text);
+  }
+}
+
+ArgCaptureSpec get_capture(Reader& r) {
+  ArgCaptureSpec spec;
+  spec.string_max = r.get<uint32_t>();
+  if (r.ok() && spec.string_max > kMaxStringCapture) r.fail("string capture too long");
+  const uint32_t n = r.count(kMaxCapturedFunctions);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    CapturedFunction f;
+    f.ip = r.get<uint64_t>();
+    f.args = r.flag() != 0;
+    f.retval = r.flag() != 0;
+    FunctionSignature& sig = f.signature;
+    sig.name = r.str();
+    sig.entry = r.get<uint64_t>();
+    sig.variadic = r.flag() != 0;
+    sig.abi_changed = r.flag() != 0;
+    const uint32_t n_params = r.count(kMaxCapturedParams);
+    for (uint32_t j = 0; j < n_params && r.ok(); ++j) {
+      Param p;
+      p.name = r.str();
+      p.artificial = r.flag() != 0;
+      p.type = get_type(r);
+      sig.params.push_back(std::move(p));
+      f.placed.params.push_back(get_place(r));
+    }
+    if (r.flag() != 0) {
+      sig.ret = get_type(r);
+      f.placed.ret = get_place(r);
+    }
+    spec.functions.push_back(std::move(f));
+  }
+  const uint32_t n_conditions = r.count();
+  for (uint32_t i = 0; i < n_conditions && r.ok(); ++i) {
+    ArgCondition c;
+    c.ip = r.get<uint64_t>();
+    c.param = r.get<uint32_t>();
+    const uint8_t op = r.get<uint8_t>();
+    if (op < static_cast<uint8_t>(ConditionOp::kEq) || op > static_cast<uint8_t>(ConditionOp::kPrefix)) {
+      r.fail("condition operator out of range");
+    }
+    c.op = static_cast<ConditionOp>(op);
+    c.number = r.get<int64_t>();
+    c.text = r.str();
+    spec.conditions.push_back(std::move(c));
+  }
+  return spec;
+}
 
 }  // namespace
 
@@ -152,6 +341,7 @@ std::string encode(const Attach& m) {
   w.put(m.buffer_bytes);
   w.put(m.buffer_wait_ms);
   w.put(m.relocate);
+  put_capture(w, m.args);
   return w.take();
 }
 
@@ -188,6 +378,7 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.buffer_bytes = r.get<uint64_t>();
   m.buffer_wait_ms = r.get<uint32_t>();
   m.relocate = r.flag();
+  m.args = get_capture(r);
   if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");

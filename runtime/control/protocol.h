@@ -34,17 +34,20 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/arg_capture_spec.h"
 #include "core/error.h"
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 8;  // 3: Reply::phases; 4: site code; 5: inline;
+inline constexpr uint32_t kProtocolVersion = 9;  // 3: Reply::phases; 4: site code; 5: inline;
                                                 // 6: inline latency; 7: buffer policies, flush;
-                                                // 8: relocated entries' branch
+                                                // 8: relocated entries' branch; 9: arguments
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
-inline constexpr uint32_t kMaxRequest = 1u << 20;  // what the agent accepts
+// What the agent accepts: an Attach carries the signatures of every
+// function whose arguments are captured (a few hundred bytes each).
+inline constexpr uint32_t kMaxRequest = 16u << 20;
 
 enum class MsgType : uint16_t {
   kHello = 1,
@@ -100,6 +103,8 @@ struct Attach {
   // Functions without a sled that the filter selects are traced through
   // relocated entries (FTJIT_OPS_F_RELOCATE).
   uint8_t relocate = 0;
+  // Arguments and return values to capture (--args, --retval, --when).
+  ArgCaptureSpec args;
 };
 
 struct Detach {

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/plugin_host/arg_capture.h"
 #include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::plugins::detail {
@@ -102,6 +103,8 @@ void svc_event_commit(ftjit_plugin_ctx* ctx);
 uint32_t svc_call_depth();
 size_t svc_call_stack(uint64_t* ips, size_t max);
 void* svc_instance_data(ftjit_plugin_ctx* ctx);
+uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out);
+uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out);
 
 // ---------------------------------------------------------------------------
 // Per-thread state
@@ -252,6 +255,11 @@ class Instance {
   // its ring is half full, or full under kBlock. Null: no writer.
   std::atomic<uint32_t>* writer_wake = nullptr;
   std::atomic<uint32_t> blocks_made{0};
+  // Arguments and return values: the session's plans, and the bytes of
+  // each event after the plugin's own (event_size includes them) that
+  // hold a record. Null / 0: nothing captured for this plugin.
+  const ArgCapturer* args = nullptr;
+  uint32_t args_room = 0;
 
   const char* name() const { return plugin.desc->name; }
   const OptionValue* option(const char* name) const;

@@ -13,6 +13,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -199,6 +200,65 @@ void svc_inline_histograms(ftjit_plugin_ctx* ctx, ftjit_plugin_histogram_fn visi
       &forward);
 }
 
+uint32_t svc_args_room(ftjit_plugin_ctx* ctx) {
+  return ctx != nullptr && ctx->instance != nullptr ? ctx->instance->args_room : 0;
+}
+
+// A record's size is its first u16; one larger than the room is not ours.
+uint32_t record_size(const Instance* inst, const void* record) {
+  if (inst == nullptr || inst->args == nullptr || record == nullptr) return 0;
+  uint16_t size;
+  std::memcpy(&size, record, 2);
+  return size <= inst->args_room ? size : 0;
+}
+
+size_t svc_args_format(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, char* out, size_t cap) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  const uint32_t size = record_size(inst, record);
+  const std::string text = size != 0 ? inst->args->text(ip, record, size) : std::string();
+  if (out != nullptr && cap != 0) {
+    const size_t n = std::min(text.size(), cap - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+  }
+  return text.size();
+}
+
+void svc_args_visit(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, ftjit_arg_visit_fn visit, void* arg) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  const uint32_t size = record_size(inst, record);
+  if (size == 0 || visit == nullptr) return;
+  for (const ShownValue& v : inst->args->values(ip, record, size)) {
+    ftjit_arg_value out{};
+    out.name = v.name.c_str();
+    switch (v.type) {
+      case ShownValue::Type::kInt: out.type = FTJIT_ARG_INT; break;
+      case ShownValue::Type::kUint: out.type = FTJIT_ARG_UINT; break;
+      case ShownValue::Type::kDouble: out.type = FTJIT_ARG_DOUBLE; break;
+      case ShownValue::Type::kBool: out.type = FTJIT_ARG_BOOL; break;
+      case ShownValue::Type::kString: out.type = FTJIT_ARG_STRING; break;
+      case ShownValue::Type::kPointer: out.type = FTJIT_ARG_POINTER; break;
+      case ShownValue::Type::kText: out.type = FTJIT_ARG_TEXT; break;
+    }
+    out.i = v.i;
+    out.u = v.u;
+    out.d = v.d;
+    out.text = v.text.c_str();
+    visit(&out, arg);
+  }
+}
+
+uint32_t svc_params(ftjit_plugin_ctx* ctx, uint64_t ip, ftjit_param_visit_fn visit, void* arg) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->args == nullptr) return 0;
+  const auto params = inst->args->params(ip);
+  for (const auto& p : params) {
+    const ftjit_param_info info{p.name.c_str(), p.type.c_str(), p.place.c_str(), p.size};
+    if (visit != nullptr) visit(&info, arg);
+  }
+  return static_cast<uint32_t>(params.size());
+}
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),
     FTJIT_PLUGIN_ABI_VERSION,
@@ -227,6 +287,12 @@ const ftjit_host kHost = {
     svc_process_name,
     svc_inline_counts,
     svc_inline_histograms,
+    svc_args_room,
+    svc_args_capture,
+    svc_retval_capture,
+    svc_args_format,
+    svc_args_visit,
+    svc_params,
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/arg_capture_spec.h"
 #include "core/error.h"
 #include "ftjit/ftjit.h"
 #include "ftjit/plugin.h"
@@ -108,6 +109,9 @@ struct SessionConfig {
   // Also functions without a sled, through relocated entries
   // (FTJIT_OPS_F_RELOCATE).
   bool relocate = false;
+  // Arguments and return values to capture, for plugins that declare
+  // FTJIT_PLUGIN_F_ARGS (arg_capture.h).
+  ArgCaptureSpec args;
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // DIRECT is refused
   // "" = each plugin's default; otherwise every plugin must list it.
   std::string format;
@@ -135,6 +139,7 @@ struct SessionConfig {
   bool spool = true;
 };
 
+class ArgCapturer;
 namespace detail {
 class Instance;
 class SymbolCache;
@@ -212,6 +217,7 @@ class TraceSession {
   std::vector<std::unique_ptr<detail::Instance>> instances_;
   std::unique_ptr<detail::SymbolCache> symbols_;
   std::unique_ptr<detail::Writer> writer_;
+  std::unique_ptr<ArgCapturer> args_;
   FILE* out_ = nullptr;
   bool owns_out_ = false;
   bool stopped_ = false;

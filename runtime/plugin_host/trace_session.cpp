@@ -91,6 +91,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   }
   for (const std::string& g : c.include) s->include_.push_back(g.c_str());
   for (const std::string& g : c.exclude) s->exclude_.push_back(g.c_str());
+  if (!c.args.empty()) {
+    s->args_ = std::make_unique<ArgCapturer>(c.args);
+    if (s->args_->empty()) s->args_.reset();
+  }
 
   // 1. Load and check every plugin before running any of its code but the
   //    descriptor function.
@@ -125,6 +129,13 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     // The ring's slot stride: rounded up so every slot is 8-byte aligned,
     // as plugin.h promises.
     inst->event_size = (d->event_size + 7u) & ~7u;
+    // A plugin that records arguments gets room for one record after its
+    // own event.
+    if (s->args_ != nullptr && inst->event_size != 0 && (d->flags & FTJIT_PLUGIN_F_ARGS) != 0) {
+      inst->args = s->args_.get();
+      inst->args_room = (s->args_->max_record() + 7u) & ~7u;
+      inst->event_size += inst->args_room;
+    }
     uint64_t want = c.buffer_events != 0 ? c.buffer_events
                     : d->buffer_events != 0 ? d->buffer_events
                                             : kDefaultBufferEvents;
@@ -158,7 +169,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     // place of ops: the engine calls them directly, no host frame between.
     ctx.ops.func = d->entry != nullptr ? reinterpret_cast<ftjit_func_t>(d->entry) : empty_entry;
     ctx.ops.exit_func = reinterpret_cast<ftjit_exit_func_t>(d->exit);
-    ctx.ops.flags = (d->flags & FTJIT_PLUGIN_F_NO_FP) != 0 ? FTJIT_OPS_F_NO_FP : 0;
+    // An FP argument to capture needs the FP registers saved at entry.
+    const bool reads_fp = inst->args != nullptr && inst->args->reads_fp_at_entry();
+    ctx.ops.flags = (d->flags & FTJIT_PLUGIN_F_NO_FP) != 0 && !reads_fp ? FTJIT_OPS_F_NO_FP : 0;
     if (c.relocate) ctx.ops.flags |= FTJIT_OPS_F_RELOCATE;
     ctx.ops.strategy = c.strategy;
     ctx.ops.private_data = inst.get();
@@ -344,6 +357,7 @@ TraceSession::~TraceSession() {
       (void)inst.release();
     }
     (void)writer_.release();
+    (void)args_.release();
     return;
   }
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {

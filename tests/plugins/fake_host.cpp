@@ -203,6 +203,17 @@ void host_inline_histograms(ftjit_plugin_ctx *ctx, ftjit_plugin_histogram_fn vis
   for (const ftjit_plugin_histogram &h : session_of(ctx)->inline_histograms()) visit(&h, arg);
 }
 
+// The fake host captures no arguments: its sessions have no DWARF.
+uint32_t host_args_room(ftjit_plugin_ctx *) { return 0; }
+uint32_t host_args_capture(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin_regs *, void *) { return 0; }
+uint32_t host_retval_capture(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin_ret *, void *) { return 0; }
+size_t host_args_format(ftjit_plugin_ctx *, uint64_t, const void *, char *out, size_t cap) {
+  if (out != nullptr && cap != 0) out[0] = '\0';
+  return 0;
+}
+void host_args_visit(ftjit_plugin_ctx *, uint64_t, const void *, ftjit_arg_visit_fn, void *) {}
+uint32_t host_params(ftjit_plugin_ctx *, uint64_t, ftjit_param_visit_fn, void *) { return 0; }
+
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
     host_log,              host_set_error,
@@ -218,6 +229,9 @@ const ftjit_host kHost = {
     host_instance_data,    host_process_id,
     host_process_name,     host_inline_counts,
     host_inline_histograms,
+    host_args_room,        host_args_capture,
+    host_retval_capture,   host_args_format,
+    host_args_visit,       host_params,
 };
 
 }  // namespace

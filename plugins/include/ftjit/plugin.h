@@ -60,13 +60,24 @@ extern "C" {
 typedef struct ftjit_plugin_ctx ftjit_plugin_ctx;
 
 /* Registers at a traced function's entry. A callback may change arg[]; the
- * function sees the new values. (x86-64: rdi rsi rdx rcx r8 r9 rax r10.)
- * The host's record continues past arg[]; do not copy the struct. */
+ * function sees the new values. The host's record; do not copy the struct.
+ *   arg[]  the integer argument registers: x86-64 rdi rsi rdx rcx r8 r9
+ *          (then rax r10), arm64 x0-x7, riscv64 a0-a7
+ *   sp     the stack pointer at the function's first instruction (x86-64:
+ *          its return address is at sp; stack arguments follow it)
+ *   fp[]   the FP argument registers (xmm0-7, v0-7, fa0-fa7: the low bytes
+ *          of each 16), saved only when the plugin does not declare
+ *          FTJIT_PLUGIN_F_NO_FP or the session captures an FP argument
+ *          (args_capture); otherwise not meaningful. */
 typedef struct ftjit_plugin_regs {
   uint64_t arg[8];
+  uint64_t reserved;
+  uint64_t sp;
+  uint8_t fp[8][16];
 } ftjit_plugin_regs;
 
-/* Return registers of a traced function (x86-64: rax rdx, xmm0 xmm1). */
+/* Return registers of a traced function (x86-64: rax rdx, xmm0 xmm1;
+ * arm64: x0 x1, v0 v1; riscv64: a0 a1, fa0 fa1). */
 typedef struct ftjit_plugin_ret {
   uint64_t ret[2];
   uint8_t fp[2][16];
@@ -205,6 +216,46 @@ enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
                                       touch FP/vector registers (compile
                                       them with -mgeneral-regs-only): the
                                       trampolines need not save xmm0-15 */
+#define FTJIT_PLUGIN_F_ARGS 0x2u   /* the plugin records arguments and
+                                      return values (args_capture): when the
+                                      session captures any, the host adds
+                                      args_room() bytes to each event */
+
+/* Arguments and return values (`ftjit run|attach --args/--retval`): the
+ * CLI reads each traced function's parameters from its module's DWARF,
+ * the host copies their raw bytes at entry and return into a record (the
+ * event path copies words, and strings up to a bound, never formats), and
+ * formats a record by type on the writer thread. */
+#define FTJIT_ARGS_FILTERED 0xffffffffu  /* args_capture: --when says no */
+enum {
+  FTJIT_ARG_INT = 1,      /* i */
+  FTJIT_ARG_UINT = 2,     /* u */
+  FTJIT_ARG_DOUBLE = 3,   /* d */
+  FTJIT_ARG_BOOL = 4,     /* u: 0 or 1 */
+  FTJIT_ARG_STRING = 5,   /* text: the C string's bytes, quoted and escaped;
+                             u: its address */
+  FTJIT_ARG_POINTER = 6,  /* u */
+  FTJIT_ARG_TEXT = 7      /* text only: an enumerator, a char, a struct's
+                             members, <optimised out>, NULL... */
+};
+typedef struct ftjit_arg_value {
+  const char *name;   /* the parameter's; "" for a return value */
+  uint32_t type;      /* FTJIT_ARG_* */
+  int64_t i;
+  uint64_t u;
+  double d;
+  const char *text;   /* always set: the value as text shows it */
+} ftjit_arg_value;
+typedef void (*ftjit_arg_visit_fn)(const ftjit_arg_value *value, void *arg);
+
+/* A traced function's parameter, as its DWARF and the psABI give it. */
+typedef struct ftjit_param_info {
+  const char *name;   /* "argN" when DWARF has none */
+  const char *type;   /* as C spells it: "const char *" */
+  const char *place;  /* "int arg 0", "stack+8", "<optimised out>" */
+  uint32_t size;      /* bytes */
+} ftjit_param_info;
+typedef void (*ftjit_param_visit_fn)(const ftjit_param_info *param, void *arg);
 
 /* What the host offers. Every function may be called from any thread;
  * those marked [event] are safe on the event path (no lock, no
@@ -294,6 +345,33 @@ typedef struct ftjit_host {
    * read as inline_counts are. */
   void (*inline_histograms)(ftjit_plugin_ctx *ctx,
                             ftjit_plugin_histogram_fn visit, void *arg);
+
+  /* Appended: arguments and return values (see FTJIT_PLUGIN_F_ARGS).
+   * The bytes the host added to each of the plugin's events, after its
+   * event_size rounded up to 8, for one record; 0 when the session
+   * captures nothing (or the plugin lacks FTJIT_PLUGIN_F_ARGS). */
+  uint32_t (*args_room)(ftjit_plugin_ctx *ctx);
+  /* [event] Writes the record of the call of `ip`, whose entry registers
+   * are `regs`, to `out` (args_room bytes): its size; 0 when nothing of
+   * `ip` is captured; FTJIT_ARGS_FILTERED when the session's conditions
+   * (--when) leave the call out: record nothing of it, nor of its exit. */
+  uint32_t (*args_capture)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                           const ftjit_plugin_regs *regs, void *out);
+  /* [event] The record of its return value: size, or 0. */
+  uint32_t (*retval_capture)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                             const ftjit_plugin_ret *ret, void *out);
+  /* A record as text, "fd=3, path=\"/etc/passwd\"" (entry) or "4096"
+   * (return), into out[cap] (NUL-terminated, cut to fit): the length of
+   * the whole text, as snprintf returns it. */
+  size_t (*args_format)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                        const void *record, char *out, size_t cap);
+  /* The record's values, typed, in order: one visit each. */
+  void (*args_visit)(ftjit_plugin_ctx *ctx, uint64_t ip, const void *record,
+                     ftjit_arg_visit_fn visit, void *arg);
+  /* The parameters of traced function `ip`: one visit each; returns how
+   * many (0: none known). */
+  uint32_t (*params)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                     ftjit_param_visit_fn visit, void *arg);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:

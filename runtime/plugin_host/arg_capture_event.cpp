@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+// ArgCapturer's event path: runs inside traced calls, under trampolines
+// that may not have saved the FP/vector registers (a FTJIT_PLUGIN_F_NO_FP
+// plugin's), so it is built with -mgeneral-regs-only and calls nothing of
+// libc that could use them: copies are loops over bytes and words
+// (-fno-tree-loop-distribute-patterns keeps GCC from making them memcpy
+// calls again), and memory that may be gone is read with a system call.
+#include "runtime/arch/stack_scan.h"
+#include "runtime/plugin_host/arg_capture_plan.h"
+
+namespace ftjit::plugins {
+namespace {
+
+using namespace capture;
+
+inline void copy_bytes(uint8_t* to, const uint8_t* from, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+inline void zero_words(uint8_t* to, uint32_t n) {  // n: a multiple of 8
+  for (uint32_t i = 0; i < n; i += 8) __builtin_memcpy(to + i, "\0\0\0\0\0\0\0\0", 8);
+}
+
+inline uint64_t word_at(const uint8_t* p) {
+  uint64_t v;
+  __builtin_memcpy(&v, p, 8);
+  return v;
+}
+
+const uint8_t* source_bytes(const Op& op, const ftjit_regs* regs, const ftjit_ret_regs* ret) {
+  switch (op.source) {
+    case ArgSource::kIntReg: return reinterpret_cast<const uint8_t*>(&regs->arg[op.index & 7]);
+    case ArgSource::kFpReg: return regs->fp[op.index & 7];
+    case ArgSource::kStack: return reinterpret_cast<const uint8_t*>(regs->sp + op.index);
+    case ArgSource::kRetInt: return reinterpret_cast<const uint8_t*>(&ret->ret[op.index & 1]);
+    case ArgSource::kRetFp: return ret->fp[op.index & 1];
+  }
+  return nullptr;
+}
+
+void run_ops(const std::vector<Op>& ops, const ftjit_regs* regs, const ftjit_ret_regs* ret, uint8_t* out) {
+  for (const Op& op : ops) {
+    if (op.source == ArgSource::kStack && static_cast<uint32_t>(op.index) + op.size > kDirectStackBytes) {
+      if (arch::detail::read_own_memory(regs->sp + op.index, out + op.dst, op.size) != op.size) {
+        zero_words(out + op.dst, round8(op.size));
+      }
+      continue;
+    }
+    const uint8_t* from = source_bytes(op, regs, ret);
+    if (op.size == 8) {
+      __builtin_memcpy(out + op.dst, from, 8);
+    } else {
+      copy_bytes(out + op.dst, from, op.size);
+    }
+  }
+}
+
+void run_derefs(const std::vector<Deref>& derefs, uint8_t* out) {
+  for (const Deref& d : derefs) {
+    uint8_t* slot = out + d.slot;
+    const uint64_t address = word_at(slot);
+    uint8_t* bytes = slot + (d.mode == SlotMode::kString ? kStringHeader : kAddressHeader);
+    uint8_t state = kStateRead;
+    uint16_t length = 0;
+    if (address == 0) {
+      state = kStateNull;
+    } else {
+      const ssize_t got = arch::detail::read_own_memory(address, bytes, d.bytes);
+      if (got <= 0) {
+        state = kStateUnreadable;
+      } else if (d.mode == SlotMode::kString) {
+        while (length < got && bytes[length] != 0) ++length;
+        // No NUL: the string goes on past the bound, or it ran into memory
+        // that could not be read (fewer bytes than asked).
+        if (length == got) state = static_cast<size_t>(got) < d.bytes ? kStateUnreadable : kStateLonger;
+      } else if (static_cast<size_t>(got) < d.bytes) {
+        state = kStateUnreadable;
+      }
+    }
+    if (d.mode == SlotMode::kString) {
+      __builtin_memcpy(slot + 8, &length, 2);
+      slot[10] = state;
+    } else {
+      slot[8] = state;
+    }
+  }
+}
+
+// --when conditions: integers (of the parameter's signedness), enums,
+// bools, chars and pointers by number; strings by equality and prefix.
+bool holds(const Condition& c, const Slot& s, const uint8_t* record) {
+  const uint8_t* p = record + s.offset;
+  if (s.mode == SlotMode::kString) {
+    uint16_t length;
+    __builtin_memcpy(&length, p + 8, 2);
+    const uint8_t state = p[10];
+    const bool readable = state == kStateRead || state == kStateLonger;
+    const size_t want = c.text.size();
+    const char* text = c.text.data();
+    bool prefix = readable && length >= want;
+    for (size_t i = 0; prefix && i < want; ++i) prefix = p[kStringHeader + i] == static_cast<uint8_t>(text[i]);
+    const bool equal = prefix && state == kStateRead && length == want;
+    switch (c.op) {
+      case ConditionOp::kEq: return equal;
+      case ConditionOp::kNe: return !equal;
+      case ConditionOp::kPrefix: return prefix;
+      default: return false;
+    }
+  }
+  if (s.mode != SlotMode::kValue) return false;
+  const uint32_t size = s.type.size < 8 ? s.type.size : 8;
+  uint64_t raw = 0;
+  copy_bytes(reinterpret_cast<uint8_t*>(&raw), p, size);
+  const ValueKind k = s.type.kind;
+  const bool is_signed = k == ValueKind::kSigned || ((k == ValueKind::kEnum || k == ValueKind::kChar) && s.type.is_signed);
+  if (k == ValueKind::kBool) raw = raw != 0;
+  auto compare = [&](auto value, auto bound) {
+    switch (c.op) {
+      case ConditionOp::kEq: return value == bound;
+      case ConditionOp::kNe: return value != bound;
+      case ConditionOp::kLt: return value < bound;
+      case ConditionOp::kLe: return value <= bound;
+      case ConditionOp::kGt: return value > bound;
+      case ConditionOp::kGe: return value >= bound;
+      default: return false;
+    }
+  };
+  if (!is_signed) return compare(raw, static_cast<uint64_t>(c.number));
+  // Sign-extend from the value's width.
+  const unsigned shift = 64 - 8 * size;
+  const int64_t value = static_cast<int64_t>(raw << shift) >> shift;
+  return compare(value, c.number);
+}
+
+}  // namespace
+
+const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
+  if (keys_.empty()) return nullptr;
+  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;; i = (i + 1) & mask_) {
+    if (keys_[i] == ip) return slots_[i];
+    if (keys_[i] == 0) return nullptr;
+  }
+}
+
+uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const {
+  const Plan* plan = find(ip);
+  if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap || regs == nullptr) return 0;
+  auto* record = static_cast<uint8_t*>(out);
+  zero_words(record, plan->entry_size);
+  const uint16_t size = static_cast<uint16_t>(plan->entry_size);
+  __builtin_memcpy(record, &size, 2);
+  record[2] = 1;
+  run_ops(plan->entry_ops, regs, nullptr, record);
+  if (!plan->entry_derefs.empty()) run_derefs(plan->entry_derefs, record);
+  for (const Condition& c : plan->conditions) {
+    if (!holds(c, plan->params[c.param], record)) return kArgsFiltered;
+  }
+  return plan->entry_size;
+}
+
+uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const {
+  const Plan* plan = find(ip);
+  if (plan == nullptr || plan->exit_size == 0 || plan->exit_size > cap || ret == nullptr) return 0;
+  auto* record = static_cast<uint8_t*>(out);
+  zero_words(record, plan->exit_size);
+  const uint16_t size = static_cast<uint16_t>(plan->exit_size);
+  __builtin_memcpy(record, &size, 2);
+  record[2] = 2;
+  run_ops(plan->exit_ops, nullptr, ret, record);
+  if (!plan->exit_derefs.empty()) run_derefs(plan->exit_derefs, record);
+  return plan->exit_size;
+}
+
+}  // namespace ftjit::plugins

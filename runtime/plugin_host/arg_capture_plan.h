@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// ArgCapturer's compiled plans (arg_capture.h), shared by the planner and
+// formatter (arg_capture.cpp) and the event path (arg_capture_event.cpp).
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/plugin_host/arg_capture.h"
+
+namespace ftjit::plugins {
+namespace capture {
+
+enum class SlotMode : uint8_t { kNone, kValue, kString, kByAddress };
+
+// String and by-address slots: the pointer, then what was read.
+constexpr uint32_t kStringHeader = 16;  // u64 pointer, u16 length, u8 state, pad
+constexpr uint32_t kAddressHeader = 16;  // u64 pointer, u8 state, pad
+enum : uint8_t { kStateRead = 0, kStateLonger = 1, kStateUnreadable = 2, kStateNull = 3 };
+
+// Stack arguments this far above the entry's sp are read directly: the
+// caller's frame holds them. Beyond, a wrong signature could reach past
+// the stack's end, so they are read through the kernel.
+constexpr uint32_t kDirectStackBytes = 512;
+
+inline uint32_t round8(uint32_t n) { return (n + 7u) & ~7u; }
+
+struct Op {
+  ArgSource source;
+  uint8_t size;
+  uint16_t index;
+  uint16_t dst;
+};
+
+struct Deref {
+  uint16_t slot;   // the slot's offset: its pointer is there
+  uint16_t bytes;  // at most this much is read
+  SlotMode mode;   // kString or kByAddress
+};
+
+struct Slot {
+  SlotMode mode = SlotMode::kNone;
+  uint16_t offset = 0;
+  uint16_t bytes = 0;  // value bytes kept (kValue, kByAddress) or the string bound
+  std::string name;
+  ValueType type;
+  std::string why;  // kNone: how it is shown
+  std::string place;
+};
+
+struct Condition {
+  uint32_t param;
+  ConditionOp op;
+  int64_t number;
+  std::string text;
+};
+
+}  // namespace capture
+
+struct ArgCapturer::Plan {
+  using Slot = capture::Slot;
+  using Op = capture::Op;
+  using Deref = capture::Deref;
+  using Condition = capture::Condition;
+  uint64_t ip = 0;
+  std::string name;
+  bool variadic = false;
+  std::vector<Slot> params;
+  Slot ret;
+  bool has_ret = false;
+  std::vector<Op> entry_ops, exit_ops;
+  std::vector<Deref> entry_derefs, exit_derefs;
+  uint32_t entry_size = 0, exit_size = 0;  // 0: nothing captured there
+  std::vector<Condition> conditions;
+};
+
+}  // namespace ftjit::plugins

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// The --args fixture's C++ part: a method, whose first parameter is the
+// artificial `this`.
+#include <cstdio>
+
+class Counter {
+ public:
+  __attribute__((noinline, noipa)) int add(int delta) { return total_ += delta; }
+
+ private:
+  int total_ = 40;
+};
+
+extern "C" int args_method_call(FILE *oracle) {
+  static Counter counter;
+  const int r = counter.add(2);
+  std::fprintf(oracle, "Counter::add(this=%p, delta=2) = %d;\n", static_cast<void *>(&counter), r);
+  return r;
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+// ArgCapturer (runtime/plugin_host/arg_capture.h) on registers and stacks
+// made up here: what each kind of value records and shows, bad pointers,
+// bounds, --when conditions, and the capture spec's trip through the
+// Attach message (its decoder refuses what it cannot trust).
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "runtime/control/protocol.h"
+#include "runtime/plugin_host/arg_capture.h"
+
+namespace ftjit::plugins {
+namespace {
+
+ValueType scalar(ValueKind kind, uint32_t size, const char* name, bool is_signed = false) {
+  ValueType t;
+  t.kind = kind;
+  t.size = size;
+  t.align = size;
+  t.name = name;
+  t.is_signed = is_signed;
+  return t;
+}
+
+ArgPlace reg(ArgSource source, uint16_t index, uint8_t size = 8) {
+  ArgPlace p;
+  p.pieces.push_back({source, index, size, 0});
+  return p;
+}
+
+// f(int8_t a, unsigned short b, bool ok, char c, enum color e, double d,
+//   const char *s, struct point p, long on_stack) -> long
+CapturedFunction sample(uint64_t ip) {
+  CapturedFunction f;
+  f.ip = ip;
+  FunctionSignature& sig = f.signature;
+  sig.name = "sample";
+  ValueType color = scalar(ValueKind::kEnum, 4, "enum color");
+  color.enumerators = {{0, "RED"}, {5, "GREEN"}};
+  ValueType point = scalar(ValueKind::kStruct, 8, "struct point");
+  point.members = {{"x", 0, ValueKind::kSigned, 4, {}}, {"y", 4, ValueKind::kSigned, 4, {}}};
+  sig.params = {{"a", scalar(ValueKind::kSigned, 1, "int8_t"), false},
+                {"b", scalar(ValueKind::kUnsigned, 2, "unsigned short"), false},
+                {"ok", scalar(ValueKind::kBool, 1, "bool"), false},
+                {"c", scalar(ValueKind::kChar, 1, "char", true), false},
+                {"e", color, false},
+                {"d", scalar(ValueKind::kFloat, 8, "double"), false},
+                {"s", scalar(ValueKind::kString, 8, "const char *"), false},
+                {"p", point, false},
+                {"on_stack", scalar(ValueKind::kSigned, 8, "long", true), false},
+                {"gone", scalar(ValueKind::kSigned, 4, "int", true), false}};
+  sig.ret = scalar(ValueKind::kSigned, 8, "long", true);
+  f.placed.params = {reg(ArgSource::kIntReg, 0, 1), reg(ArgSource::kIntReg, 1, 2), reg(ArgSource::kIntReg, 2, 1),
+                     reg(ArgSource::kIntReg, 3, 1), reg(ArgSource::kIntReg, 4, 4), reg(ArgSource::kFpReg, 0),
+                     reg(ArgSource::kIntReg, 5), reg(ArgSource::kIntReg, 6), reg(ArgSource::kStack, 8)};
+  ArgPlace gone;
+  gone.unavailable = true;
+  gone.why = "optimised out";
+  f.placed.params.push_back(gone);
+  f.placed.ret = reg(ArgSource::kRetInt, 0);
+  return f;
+}
+
+struct Frame {
+  ftjit_regs regs{};
+  uint64_t stack[4] = {0, 0, 0, 0};  // [0]: the return address (x86-64)
+};
+
+Frame frame_for(const char* s) {
+  Frame f;
+  f.regs.arg[0] = 0xfd;  // -3 in its low byte; the rest is junk the ABI allows
+  f.regs.arg[1] = 0xdead0000ffffull;
+  f.regs.arg[2] = 1;
+  f.regs.arg[3] = 'q';
+  f.regs.arg[4] = 5;
+  const double d = -0.75;
+  std::memcpy(f.regs.fp[0], &d, 8);
+  f.regs.arg[5] = reinterpret_cast<uint64_t>(s);
+  f.regs.arg[6] = (uint64_t{static_cast<uint32_t>(-4)} << 32) | 3u;
+  f.stack[1] = static_cast<uint64_t>(-77);
+  f.regs.sp = reinterpret_cast<uint64_t>(&f.stack[0]);
+  return f;
+}
+
+TEST(ArgCapture, EachKindIsShownByItsType) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));
+  ArgCapturer capturer(spec);
+  ASSERT_FALSE(capturer.empty());
+  EXPECT_TRUE(capturer.reads_fp_at_entry());
+  std::vector<uint8_t> record(capturer.max_record());
+  Frame f = frame_for("hi\n\"there\"");
+  const uint32_t n = capturer.capture_entry(0x1000, &f.regs, record.data(), record.size());
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(capturer.text(0x1000, record.data(), n),
+            "a=-3, b=65535, ok=true, c='q', e=GREEN, d=-0.75, s=\"hi\\n\\\"there\\\"\", p={x=3, y=-4}, "
+            "on_stack=-77, gone=<optimised out>");
+  ftjit_ret_regs ret{};
+  ret.ret[0] = static_cast<uint64_t>(-12345);
+  const uint32_t m = capturer.capture_exit(0x1000, &ret, record.data(), record.size());
+  ASSERT_GT(m, 0u);
+  EXPECT_EQ(capturer.text(0x1000, record.data(), m), "-12345");
+  // Not a captured function: nothing.
+  EXPECT_EQ(capturer.capture_entry(0x2000, &f.regs, record.data(), record.size()), 0u);
+  // No room: nothing, never a write past `cap`.
+  EXPECT_EQ(capturer.capture_entry(0x1000, &f.regs, record.data(), n - 1), 0u);
+}
+
+TEST(ArgCapture, BadStringsAreStatesNotFaults) {
+  ArgCaptureSpec spec;
+  spec.string_max = 8;
+  spec.functions.push_back(sample(0x1000));
+  ArgCapturer capturer(spec);
+  std::vector<uint8_t> record(capturer.max_record());
+  void* page = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* bytes = static_cast<char*>(page);
+  ASSERT_EQ(mprotect(bytes + 4096, 4096, PROT_NONE), 0);
+  auto shown_string = [&](const char* s) {
+    Frame f = frame_for(s);
+    const uint32_t n = capturer.capture_entry(0x1000, &f.regs, record.data(), record.size());
+    for (const ShownValue& v : capturer.values(0x1000, record.data(), n)) {
+      if (v.name == "s") return v.text;
+    }
+    return std::string("(none)");
+  };
+  EXPECT_EQ(shown_string(nullptr), "NULL");
+  EXPECT_EQ(shown_string(bytes + 4096), "<unreadable " + [&] {
+    char b[32];
+    std::snprintf(b, sizeof b, "%p", static_cast<void*>(bytes + 4096));
+    return std::string(b) + ">";
+  }());
+  std::memcpy(bytes, "0123456789", 11);
+  EXPECT_EQ(shown_string(bytes), "\"01234567\"...");  // longer than the bound
+  // Three readable bytes, no NUL, then the unreadable page.
+  std::memcpy(bytes + 4093, "abc", 3);
+  EXPECT_EQ(shown_string(bytes + 4093), "\"abc\"<unreadable>");
+  munmap(page, 8192);
+}
+
+TEST(ArgCapture, ConditionsSelectCalls) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));
+  spec.conditions.push_back({0x1000, 0, ConditionOp::kLt, -2, ""});        // a < -2
+  spec.conditions.push_back({0x1000, 6, ConditionOp::kPrefix, 0, "he"});   // s ^= "he"
+  spec.conditions.push_back({0x1000, 4, ConditionOp::kEq, 5, ""});         // e == GREEN
+  ArgCapturer capturer(spec);
+  std::vector<uint8_t> record(capturer.max_record());
+  Frame yes = frame_for("hello");
+  EXPECT_NE(capturer.capture_entry(0x1000, &yes.regs, record.data(), record.size()), kArgsFiltered);
+  Frame no = frame_for("world");
+  EXPECT_EQ(capturer.capture_entry(0x1000, &no.regs, record.data(), record.size()), kArgsFiltered);
+  Frame small = frame_for("hello");
+  small.regs.arg[0] = 0x05;  // a = 5
+  EXPECT_EQ(capturer.capture_entry(0x1000, &small.regs, record.data(), record.size()), kArgsFiltered);
+  Frame null = frame_for(nullptr);
+  EXPECT_EQ(capturer.capture_entry(0x1000, &null.regs, record.data(), record.size()), kArgsFiltered);
+}
+
+TEST(ArgCapture, TheSpecTravelsInTheAttachRequest) {
+  control::Attach a;
+  a.plugins.push_back({"/x/trace.so", {}});
+  a.args.string_max = 48;
+  a.args.functions.push_back(sample(0x1000));
+  a.args.conditions.push_back({0x1000, 6, ConditionOp::kPrefix, 0, "he"});
+  const std::string bytes = control::encode(a);
+  auto back = control::decode_attach(bytes);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->args.functions.size(), 1u);
+  ArgCapturer original(a.args), decoded(back->args);
+  Frame f = frame_for("hello");
+  std::vector<uint8_t> r1(original.max_record()), r2(decoded.max_record());
+  const uint32_t n1 = original.capture_entry(0x1000, &f.regs, r1.data(), r1.size());
+  const uint32_t n2 = decoded.capture_entry(0x1000, &f.regs, r2.data(), r2.size());
+  ASSERT_EQ(n1, n2);
+  EXPECT_EQ(original.text(0x1000, r1.data(), n1), decoded.text(0x1000, r2.data(), n2));
+  // Every truncation fails cleanly; random bytes never crash the decoder,
+  // and whatever it accepts compiles into plans that stay in their records.
+  for (size_t cut = 0; cut < bytes.size(); cut += 7) EXPECT_FALSE(control::decode_attach(bytes.substr(0, cut)).ok());
+  std::mt19937 rng(11);
+  for (int round = 0; round < 3000; ++round) {
+    std::string b = bytes;
+    for (int k = 0; k < 1 + round % 5; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    auto got = control::decode_attach(b);
+    if (!got.ok()) continue;
+    ArgCapturer c(got->args);
+    std::vector<uint8_t> r(c.max_record() + 1);
+    Frame g = frame_for("hello");
+    for (const CapturedFunction& fn : got->args.functions) {
+      const uint32_t n = c.capture_entry(fn.ip, &g.regs, r.data(), static_cast<uint32_t>(r.size()));
+      if (n != 0 && n != kArgsFiltered) {
+        ASSERT_LE(n, r.size());
+        (void)c.text(fn.ip, r.data(), n);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ftjit::plugins
