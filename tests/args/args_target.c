@@ -16,7 +16,11 @@
 
 // noipa: no clone with its own convention (.constprop), no call left out
 // because its result is unused.
+#if defined(__clang__)
+#define TRACED __attribute__((noinline, used, optnone))
+#else
 #define TRACED __attribute__((noinline, noipa, used))
+#endif
 
 enum color { RED, GREEN = 5, BLUE };
 struct point { int x; int y; };

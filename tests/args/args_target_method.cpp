@@ -5,7 +5,11 @@
 
 class Counter {
  public:
+#if defined(__clang__)
+  __attribute__((noinline, optnone)) int add(int delta) { return total_ += delta; }
+#else
   __attribute__((noinline, noipa)) int add(int delta) { return total_ += delta; }
+#endif
 
  private:
   int total_ = 40;

@@ -6,7 +6,7 @@ fixture wrote with its own printf of the same values.
 
   check_args.py --ftjit CLI --target EXE --work DIR --format text|chrome|perfetto
                 [--proto DIR] [--when COND]... [--expect-calls NAME=N,...]
-                [--qemu-ld-prefix DIR]
+                [--strip debuglink]
 
 text:     every oracle line is a line of the trace (after its `| ` columns
           and indentation), in order.
@@ -199,9 +199,24 @@ def main():
     p.add_argument('--proto')
     p.add_argument('--when', action='append', default=[])
     p.add_argument('--expect-calls', default='')
-    p.add_argument('--qemu-ld-prefix')
+    p.add_argument('--strip', choices=['debuglink'],
+                   help='trace a stripped copy whose DWARF is in a .debug file beside it')
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.strip == 'debuglink':
+        # objcopy --only-keep-debug, strip, --add-gnu-debuglink: what
+        # distributions ship (the .debug file beside the program here).
+        stripped = os.path.join(a.work, 'args_target')
+        debug = stripped + '.debug'
+        for c in (['objcopy', '--only-keep-debug', a.target, debug],
+                  ['strip', '--strip-debug', '--remove-section=.gnu_debuglink', '-o', stripped, a.target],
+                  ['objcopy', '--add-gnu-debuglink=' + debug, stripped]):
+            r = subprocess.run(c, capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f'{" ".join(c)}: {r.stderr}')
+        if subprocess.run(['readelf', '-S', stripped], capture_output=True, text=True).stdout.count('.debug_info'):
+            fail('the stripped copy still has .debug_info')
+        a.target = stripped
     oracle = os.path.join(a.work, 'oracle.txt')
     trace = os.path.join(a.work, 'trace.' + a.format)
     cmd = [a.ftjit, 'run', '--plugin', 'trace', '--format', a.format, '--args',
