@@ -15,6 +15,10 @@ extern "C" {
 int bench_leaf(int x);
 /* The same body with no sled at all: the "no ftjit compiled in" baseline. */
 int bench_leaf_untraced(int x);
+/* A traced function of four integer arguments (the --args row), and its
+ * caller, which has no sled: the loop calls the caller. */
+long bench_args4(long a, long b, long c, long d);
+int bench_args4_caller(int x);
 /* One body with a prologue, with a sled and without one: what the
  * relocated section traces at its sled and through a relocated entry. */
 int bench_body_sled(int x);

@@ -19,15 +19,21 @@
 
 #include "bench/bench.h"
 #include "bench/bench_target.h"
+#include "backends/calling_convention.h"
 #include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit_bench {
 namespace {
 
+// Which function a row traces: bench_leaf, or bench_args4 (four integer
+// arguments), without or with its arguments and return value captured.
+enum class Traced { kLeaf, kArgs4, kArgs4Captured };
+
 struct PluginRow {
   const char* spec;
   const char* format;
   int events_per_call;  // buffered events a call produces (0: none)
+  Traced traced = Traced::kLeaf;
 };
 
 // A tracer with events gets a buffer that stays in cache (256 KiB of trace
@@ -44,13 +50,42 @@ constexpr PluginRow kPlugins[] = {
     {"flame", "folded", 0},
     {"trace", "perfetto", 2},
     {"trace", "text", 2},
+    {"trace", "text", 2, Traced::kArgs4},
+    {"trace", "text", 2, Traced::kArgs4Captured},
 };
 
-std::vector<double> time_reps(const BenchOptions& opts) {
-  time_calls(&bench_leaf, warmup_calls(opts.calls), opts.cpu_clock);
+// What `ftjit run --args` sends for bench_args4 (its DWARF says four longs
+// and a long): placed by this ISA's calling convention.
+ftjit::ArgCaptureSpec args4_capture() {
+  using namespace ftjit;
+  CapturedFunction f;
+  f.ip = reinterpret_cast<uint64_t>(&bench_args4);
+  f.signature.name = "bench_args4";
+  ValueType word;
+  word.kind = ValueKind::kSigned;
+  word.size = 8;
+  word.align = 8;
+  word.name = "long";
+  word.is_signed = true;
+  for (const char* name : {"a", "b", "c", "d"}) f.signature.params.push_back({name, word, false});
+  f.signature.ret = word;
+#if defined(__x86_64__)
+  f.placed = place_arguments(Isa::kX86_64, f.signature);
+#elif defined(__aarch64__)
+  f.placed = place_arguments(Isa::kArm64, f.signature);
+#else
+  f.placed = place_arguments(Isa::kRiscv64, f.signature);
+#endif
+  ArgCaptureSpec spec;
+  spec.functions.push_back(std::move(f));
+  return spec;
+}
+
+std::vector<double> time_reps(const BenchOptions& opts, LeafFn fn = &bench_leaf) {
+  time_calls(fn, warmup_calls(opts.calls), opts.cpu_clock);
   std::vector<double> per_call;
   for (int rep = 0; rep < opts.reps; ++rep) {
-    per_call.push_back(time_calls(&bench_leaf, opts.calls, opts.cpu_clock) /
+    per_call.push_back(time_calls(fn, opts.calls, opts.cpu_clock) /
                        static_cast<double>(opts.calls));
   }
   return per_call;
@@ -59,11 +94,11 @@ std::vector<double> time_reps(const BenchOptions& opts) {
 // ns per call of `calls` calls of bench_leaf, `chunk` at a time, waiting
 // (untimed) after each chunk until the writer consumed every event.
 double time_recorded(const BenchOptions& opts, ftjit::plugins::TraceSession& session,
-                     long calls, long chunk) {
+                     long calls, long chunk, LeafFn fn) {
   double total = 0;
   for (long done = 0; done < calls; done += chunk) {
     const long n = std::min(chunk, calls - done);
-    total += time_calls(&bench_leaf, n, opts.cpu_clock);
+    total += time_calls(fn, n, opts.cpu_clock);
     while (session.totals().events_pending != 0) usleep(200);
   }
   return total / static_cast<double>(calls);
@@ -110,8 +145,12 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     uint64_t dropped;
   };
   std::vector<Measured> measured;
+  std::vector<double> untraced_args4 = time_reps(opts, &bench_args4_caller);
   for (const PluginRow& row : kPlugins) {
-    const std::string label = std::string("plugins/") + row.spec + " " + row.format;
+    const bool args4 = row.traced != Traced::kLeaf;
+    const LeafFn fn = args4 ? &bench_args4_caller : &bench_leaf;
+    const std::string label = std::string("plugins/") + row.spec + " " + row.format +
+                              (args4 ? row.traced == Traced::kArgs4Captured ? " args4 --args" : " args4" : "");
     auto spec = parse_plugin_spec(row.spec);
     if (!spec) {
       report.add_error(label + ": " + spec.error().message);
@@ -119,10 +158,11 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     }
     SessionConfig config;
     config.plugins.push_back(spec.value());
-    config.include = {"bench_leaf"};
+    config.include = {args4 ? "bench_args4" : "bench_leaf"};
+    if (row.traced == Traced::kArgs4Captured) config.args = args4_capture();
     config.strategy = FTJIT_STRATEGY_GENERATED;
     config.format = row.format;
-    config.output = std::string(dir) + "/" + row.spec + "." + row.format;
+    config.output = std::string(dir) + "/" + row.spec + (args4 ? "_args4." : ".") + row.format;
     if (row.events_per_call > 0) config.buffer_events = kEventBuffer;
     auto session = TraceSession::start(engine->get(), config);
     if (!session) {
@@ -134,9 +174,9 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     if (row.events_per_call > 0) {
       const long n = std::min(opts.calls, kEventCallsPerRep);
       const long chunk = kEventBuffer / 2 / row.events_per_call;
-      time_recorded(opts, *session.value(), warmup_calls(n), chunk);
+      time_recorded(opts, *session.value(), warmup_calls(n), chunk, fn);
       for (int rep = 0; rep < opts.reps; ++rep) {
-        per_call.push_back(time_recorded(opts, *session.value(), n, chunk));
+        per_call.push_back(time_recorded(opts, *session.value(), n, chunk, fn));
       }
       calls = static_cast<uint64_t>(n) * static_cast<uint64_t>(opts.reps) +
               static_cast<uint64_t>(warmup_calls(n));
@@ -151,6 +191,13 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
       report.add_error(label + ": " + st.error().message);
     }
     session.value().reset();
+    if (row.traced == Traced::kArgs4Captured) {
+      // The trace shows what the calls passed: the first is (x, x+1, ...).
+      const std::string got = read_file(config.output);
+      if (got.find("bench_args4(a=") == std::string::npos) {
+        report.add_error(label + ": the trace shows no arguments");
+      }
+    }
     if (std::string(row.spec) == "count") {
       const std::string want = "bench_leaf\t" + std::to_string(calls) + "\n";
       const std::string got = read_file(config.output);
@@ -163,6 +210,10 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
   std::vector<double> after = time_reps(opts);
   untraced.insert(untraced.end(), after.begin(), after.end());
   const Summary base = summarize(untraced);
+  after = time_reps(opts, &bench_args4_caller);
+  untraced_args4.insert(untraced_args4.end(), after.begin(), after.end());
+  const Summary base_args4 = summarize(untraced_args4);
+  const Summary* args4_plain = nullptr;
   table.rows.push_back(Row()
                            .set("plugin", "none (untraced)")
                            .set("format", "-")
@@ -172,10 +223,35 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
                            .set("events_dropped", 0L)
                            .set("min_ns", base.min)
                            .set("max_ns", base.max));
+  table.rows.push_back(Row()
+                           .set("plugin", "none (untraced), bench_args4")
+                           .set("format", "-")
+                           .set("per_call_ns", base_args4.median)
+                           .set("overhead_ns", 0.0)
+                           .set("per_event_ns", Value())
+                           .set("events_dropped", 0L)
+                           .set("min_ns", base_args4.min)
+                           .set("max_ns", base_args4.max));
   for (const Measured& m : measured) {
-    const double overhead = m.s.median - base.median;
+    const bool args4 = m.row->traced != Traced::kLeaf;
+    const double overhead = m.s.median - (args4 ? base_args4.median : base.median);
     Row& r = table.rows.emplace_back();
-    r.set("plugin", m.row->spec).set("format", m.row->format).set("per_call_ns", m.s.median);
+    std::string plugin = m.row->spec;
+    if (m.row->traced == Traced::kArgs4) {
+      plugin += ", bench_args4";
+      args4_plain = &m.s;
+    } else if (m.row->traced == Traced::kArgs4Captured) {
+      plugin += " --args, bench_args4";
+      if (args4_plain != nullptr) {
+        table.notes.push_back("trace --args on bench_args4 (four integer arguments and a return value "
+                              "captured) costs " + [&] {
+                                char b[32];
+                                std::snprintf(b, sizeof b, "%.2f", m.s.median - args4_plain->median);
+                                return std::string(b);
+                              }() + " ns per call more than trace on it without --args (medians, same run)");
+      }
+    }
+    r.set("plugin", plugin).set("format", m.row->format).set("per_call_ns", m.s.median);
     r.set("overhead_ns", overhead);
     if (m.row->events_per_call > 0) {
       r.set("per_event_ns", overhead / m.row->events_per_call);

@@ -45,6 +45,13 @@ out=$("$prefix/bin/ftjit" run --plugin "$build/ftjit-plugin-hello.so" -- "$build
 echo "$out"
 echo "$out" | grep -q "^$untraced\$" || fail "hello plugin under ftjit run"
 
+# The arguments services, from a plugin of our own: the program built
+# with -g, its parameters named from the DWARF, the last call's values.
+cc -O2 -g -fpatchable-function-entry=5 "$build/run_me.c" "$here/tiny_profiler/work.c" -o "$build/run_me_g"
+out=$("$prefix/bin/ftjit" run --args --plugin "$build/ftjit-plugin-lastargs.so" --filter work_fib -- "$build/run_me_g")
+echo "$out"
+echo "$out" | grep -q '^work_fib(int n): 1973 calls, last (n=[0-9]*) = [0-9]*$' || fail "lastargs plugin under ftjit run --args"
+
 # pkg-config alone, as a Makefile would.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cc -shared -fPIC $(pkg-config --cflags ftjit-plugin) "$here/hello_plugin/hello.c" -o "$build/hello-pc.so"

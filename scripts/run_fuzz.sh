@@ -5,9 +5,10 @@
 # parsers (FUZZ_SPEC_SECONDS).
 #
 # usage: scripts/run_fuzz.sh [build-dir (default build/fuzz)] [seed dir, e.g. build/tests/fixtures]
-# and the agent's control-message decoders (FUZZ_CONTROL_SECONDS).
+# and the agent's control-message decoders with the argument capture they
+# carry (FUZZ_CONTROL_SECONDS), and the DWARF reader (FUZZ_DWARF_SECONDS).
 # env:   FUZZ_SECONDS (default 60), FUZZ_SPEC_SECONDS (default 20),
-#        FUZZ_CONTROL_SECONDS (default 30),
+#        FUZZ_CONTROL_SECONDS (default 30), FUZZ_DWARF_SECONDS (default 30),
 #        FUZZ_JOBS (parallel workers, default 1),
 #        CLANGXX (default: clang++, else clang++-14)
 set -euo pipefail
@@ -18,6 +19,7 @@ seeds=${2:-}
 seconds=${FUZZ_SECONDS:-60}
 spec_seconds=${FUZZ_SPEC_SECONDS:-20}
 control_seconds=${FUZZ_CONTROL_SECONDS:-30}
+dwarf_seconds=${FUZZ_DWARF_SECONDS:-30}
 jobs=${FUZZ_JOBS:-1}
 
 cxx=${CLANGXX:-}
@@ -85,7 +87,25 @@ echo "building $control_binary with $cxx"
   -I"$root" -I"$root/include" \
   "$root/tests/fuzz/control_fuzz.cpp" "$root/runtime/control/messages.cpp" \
   "$root/runtime/control/wire.cpp" "$root/core/error.cpp" \
+  "$root/runtime/plugin_host/arg_capture.cpp" "$root/runtime/plugin_host/arg_capture_event.cpp" \
   -o "$control_binary"
 echo "fuzzing the control-message decoders for ${control_seconds}s"
 "$control_binary" -max_total_time="$control_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
   -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$build/control_corpus"
+
+# The DWARF reader (core/dwarf_signatures.h, over libdw), on the fixtures
+# its tests build with GCC and clang for every ISA.
+dwarf_binary=$build/dwarf_fuzz
+mkdir -p "$build/dwarf_corpus"
+echo "building $dwarf_binary with $cxx"
+"$cxx" -std=c++20 -g -O1 -Wall -Wextra \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+  -I"$root" -I"$root/include" \
+  "$root/tests/fuzz/dwarf_fuzz.cpp" "$root/core/dwarf_signatures.cpp" "$root/core/error.cpp" \
+  -ldw -lelf -o "$dwarf_binary"
+if [[ -n $seeds && -d $seeds/../dwarf_signatures ]]; then
+  find "$seeds/../dwarf_signatures" -maxdepth 1 -type f -size -256k -exec cp -f {} "$build/dwarf_corpus/" \;
+fi
+echo "fuzzing the DWARF reader for ${dwarf_seconds}s"
+"$dwarf_binary" -max_total_time="$dwarf_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$build/dwarf_corpus"

@@ -195,7 +195,7 @@ took "the TSan build" "$t0"
 FTJIT_STRESS_ITERATIONS=${FTJIT_TSAN_STRESS_ITERATIONS:-1000} TSAN_OPTIONS=halt_on_error=1 \
   run_ctest tsan build-tsan -L 'e2e|stress'
 
-echo "== fuzzing the ELF parser for ${FUZZ_SECONDS:=60} s, the plugin spec parser for ${FUZZ_SPEC_SECONDS:=20} s, the control messages for ${FUZZ_CONTROL_SECONDS:=30} s"
+echo "== fuzzing the ELF parser for ${FUZZ_SECONDS:=60} s, the plugin spec parser for ${FUZZ_SPEC_SECONDS:=20} s, the control messages for ${FUZZ_CONTROL_SECONDS:=30} s, the DWARF reader for ${FUZZ_DWARF_SECONDS:=30} s"
 if FUZZ_SECONDS=$FUZZ_SECONDS scripts/run_fuzz.sh build/fuzz build/tests/fixtures; then
   passed=$((passed + 1))
 else

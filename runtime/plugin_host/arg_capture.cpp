@@ -91,6 +91,15 @@ Slot lay_out(const std::string& name, const ValueType& type, const ArgPlace& pla
   return s;
 }
 
+// A struct's bytes that its pieces may leave unwritten (padding, or
+// members past what the convention put in registers) are zeroed at
+// capture, so that nothing of an older event shows through; a scalar is
+// read at its own size and a string or address slot by its header.
+void add_holes(const Slot& s, std::vector<std::pair<uint16_t, uint16_t>>* zero) {
+  if (s.type.kind != ValueKind::kStruct) return;
+  if (s.mode == SlotMode::kValue) zero->push_back({s.offset, static_cast<uint16_t>(round8(s.bytes))});
+}
+
 std::string hex(uint64_t v) {
   char b[24];
   auto r = std::to_chars(b, b + sizeof b, v, 16);
@@ -295,6 +304,7 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
         const std::string name = !p.name.empty() ? p.name : "arg" + std::to_string(i + 1);
         plan->params.push_back(
             lay_out(name, p.type, place, string_max_, &at, &plan->entry_ops, &plan->entry_derefs, &reads_fp_));
+        add_holes(plan->params.back(), &plan->entry_zero);
       }
       plan->entry_size = at;
     }
@@ -303,6 +313,7 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       bool unused_fp = false;
       plan->ret = lay_out("", *f.signature.ret, f.placed.ret.value_or(ArgPlace{}), string_max_, &at,
                           &plan->exit_ops, &plan->exit_derefs, &unused_fp);
+      add_holes(plan->ret, &plan->exit_zero);
       plan->has_ret = true;
       plan->exit_size = at;
     }

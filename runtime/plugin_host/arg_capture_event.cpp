@@ -47,10 +47,13 @@ void run_ops(const std::vector<Op>& ops, const ftjit_regs* regs, const ftjit_ret
       continue;
     }
     const uint8_t* from = source_bytes(op, regs, ret);
-    if (op.size == 8) {
-      __builtin_memcpy(out + op.dst, from, 8);
-    } else {
-      copy_bytes(out + op.dst, from, op.size);
+    switch (op.size) {
+      case 8: __builtin_memcpy(out + op.dst, from, 8); break;
+      case 4: __builtin_memcpy(out + op.dst, from, 4); break;
+      case 16: __builtin_memcpy(out + op.dst, from, 16); break;
+      case 2: __builtin_memcpy(out + op.dst, from, 2); break;
+      case 1: out[op.dst] = from[0]; break;
+      default: copy_bytes(out + op.dst, from, op.size);
     }
   }
 }
@@ -146,10 +149,10 @@ uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* o
   const Plan* plan = find(ip);
   if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap || regs == nullptr) return 0;
   auto* record = static_cast<uint8_t*>(out);
-  zero_words(record, plan->entry_size);
-  const uint16_t size = static_cast<uint16_t>(plan->entry_size);
-  __builtin_memcpy(record, &size, 2);
-  record[2] = 1;
+  // The header in one store: size, kind 1 (entry), zeros.
+  const uint64_t header = plan->entry_size | uint64_t{1} << 16;
+  __builtin_memcpy(record, &header, 8);
+  for (const auto& [at, n] : plan->entry_zero) zero_words(record + at, n);
   run_ops(plan->entry_ops, regs, nullptr, record);
   if (!plan->entry_derefs.empty()) run_derefs(plan->entry_derefs, record);
   for (const Condition& c : plan->conditions) {
@@ -162,10 +165,9 @@ uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void*
   const Plan* plan = find(ip);
   if (plan == nullptr || plan->exit_size == 0 || plan->exit_size > cap || ret == nullptr) return 0;
   auto* record = static_cast<uint8_t*>(out);
-  zero_words(record, plan->exit_size);
-  const uint16_t size = static_cast<uint16_t>(plan->exit_size);
-  __builtin_memcpy(record, &size, 2);
-  record[2] = 2;
+  const uint64_t header = plan->exit_size | uint64_t{2} << 16;
+  __builtin_memcpy(record, &header, 8);
+  for (const auto& [at, n] : plan->exit_zero) zero_words(record + at, n);
   run_ops(plan->exit_ops, nullptr, ret, record);
   if (!plan->exit_derefs.empty()) run_derefs(plan->exit_derefs, record);
   return plan->exit_size;

@@ -73,6 +73,9 @@ struct ArgCapturer::Plan {
   std::vector<Deref> entry_derefs, exit_derefs;
   uint32_t entry_size = 0, exit_size = 0;  // 0: nothing captured there
   std::vector<Condition> conditions;
+  // Byte ranges of the record that no op writes and a reader may look at
+  // (a struct's holes): zeroed at capture. Most records have none.
+  std::vector<std::pair<uint16_t, uint16_t>> entry_zero, exit_zero;
 };
 
 }  // namespace ftjit::plugins

@@ -9,11 +9,36 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "runtime/control/protocol.h"
+#include "runtime/plugin_host/arg_capture.h"
 
 using namespace ftjit::control;
 
 namespace {
+
+// An Attach's argument capture as the agent uses it: compiled into plans,
+// run on a made-up frame (its stack a buffer big enough for any stack
+// offset read directly), formatted. Pointers come from the input: they are
+// read through the kernel, never dereferenced.
+void capture(const Attach& a) {
+  ftjit::plugins::ArgCapturer capturer(a.args);
+  std::vector<uint8_t> stack(1024, 0x5a);
+  ftjit_regs regs{};
+  for (int i = 0; i < 8; ++i) regs.arg[i] = 0x1000u * (i + 1);
+  regs.sp = reinterpret_cast<uint64_t>(stack.data());
+  ftjit_ret_regs ret{};
+  std::vector<uint8_t> record(capturer.max_record());
+  for (const ftjit::CapturedFunction& f : a.args.functions) {
+    uint32_t n = capturer.capture_entry(f.ip, &regs, record.data(), static_cast<uint32_t>(record.size()));
+    if (n > record.size() && n != ftjit::plugins::kArgsFiltered) std::abort();
+    if (n != 0 && n != ftjit::plugins::kArgsFiltered) (void)capturer.text(f.ip, record.data(), n);
+    n = capturer.capture_exit(f.ip, &ret, record.data(), static_cast<uint32_t>(record.size()));
+    if (n > record.size()) std::abort();
+    if (n != 0) (void)capturer.text(f.ip, record.data(), n);
+  }
+}
 
 template <typename Decode>
 void check(std::string_view payload, Decode decode) {
@@ -36,7 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 7) {
     case 0: check(payload, decode_hello); break;
-    case 1: check(payload, decode_attach); break;
+    case 1:
+      check(payload, decode_attach);
+      if (auto a = decode_attach(payload)) capture(*a);
+      break;
     case 2: check(payload, decode_detach); break;
     case 3: check(payload, decode_status); break;
     case 4: check(payload, decode_generate); break;

@@ -347,7 +347,7 @@ typedef struct ftjit_host {
                             ftjit_plugin_histogram_fn visit, void *arg);
 
   /* Appended: arguments and return values (see FTJIT_PLUGIN_F_ARGS).
-   * The bytes the host added to each of the plugin's events, after its
+   * [event] The bytes the host added to each of the plugin's events, after its
    * event_size rounded up to 8, for one record; 0 when the session
    * captures nothing (or the plugin lacks FTJIT_PLUGIN_F_ARGS). */
   uint32_t (*args_room)(ftjit_plugin_ctx *ctx);
