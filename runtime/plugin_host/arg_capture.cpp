@@ -100,6 +100,26 @@ void add_holes(const Slot& s, std::vector<std::pair<uint16_t, uint16_t>>* zero) 
   if (s.mode == SlotMode::kValue) zero->push_back({s.offset, static_cast<uint16_t>(round8(s.bytes))});
 }
 
+// Whether a plan's entry (exit) is whole-word copies of integer registers
+// into consecutive slots, and nothing else: then the event path copies
+// words without interpreting ops.
+void find_fast_paths(ArgCapturer::Plan& plan) {
+  const bool plain = plan.entry_derefs.empty() && plan.entry_zero.empty() && plan.conditions.empty() &&
+                     !plan.entry_ops.empty() && plan.entry_ops.size() <= ArgCapturer::Plan::kMaxFast &&
+                     plan.entry_size == kArgRecordHeader + 8 * plan.entry_ops.size();
+  bool fast = plain;
+  for (size_t k = 0; fast && k < plan.entry_ops.size(); ++k) {
+    const Op& op = plan.entry_ops[k];
+    fast = op.source == ArgSource::kIntReg && op.size <= 8 && op.index < 8 && op.dst == kArgRecordHeader + 8 * k;
+    plan.fast_regs[k] = static_cast<uint8_t>(op.index);
+  }
+  plan.fast_entry = fast ? static_cast<uint8_t>(plan.entry_ops.size()) : 0;
+  plan.fast_exit = plan.exit_derefs.empty() && plan.exit_zero.empty() && plan.exit_ops.size() == 1 &&
+                   plan.exit_size == kArgRecordHeader + 8 && plan.exit_ops[0].source == ArgSource::kRetInt &&
+                   plan.exit_ops[0].index == 0 && plan.exit_ops[0].size <= 8 &&
+                   plan.exit_ops[0].dst == kArgRecordHeader;
+}
+
 std::string hex(uint64_t v) {
   char b[24];
   auto r = std::to_chars(b, b + sizeof b, v, 16);
@@ -317,6 +337,7 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       plan->has_ret = true;
       plan->exit_size = at;
     }
+    find_fast_paths(*plan);
     // A record's size is a u16, offsets too: a function whose record would
     // not fit is not captured.
     if (plan->entry_size > 0xffff || plan->exit_size > 0xffff) continue;

@@ -90,8 +90,10 @@ class ArgCapturer {
   };
   std::vector<ParamInfo> params(uint64_t ip) const;
 
+ public:
+  struct Plan;  // arg_capture_plan.h
+
  private:
-  struct Plan;
   const Plan* find(uint64_t ip) const;
 
   std::vector<std::unique_ptr<Plan>> plans_;

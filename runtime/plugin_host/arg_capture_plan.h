@@ -76,6 +76,13 @@ struct ArgCapturer::Plan {
   // Byte ranges of the record that no op writes and a reader may look at
   // (a struct's holes): zeroed at capture. Most records have none.
   std::vector<std::pair<uint16_t, uint16_t>> entry_zero, exit_zero;
+  // The common case, integers and pointers in registers: the k-th value is
+  // the whole word of integer register fast_regs[k], at header + 8k (a
+  // narrower one is read back at its own size). Nothing else to do.
+  static constexpr size_t kMaxFast = 8;
+  uint8_t fast_entry = 0;  // how many: 0 = not this case
+  uint8_t fast_regs[kMaxFast] = {};
+  bool fast_exit = false;  // the return value is ret[0]'s word, at header
 };
 
 }  // namespace ftjit::plugins

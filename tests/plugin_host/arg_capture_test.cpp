@@ -110,6 +110,37 @@ TEST(ArgCapture, EachKindIsShownByItsType) {
   EXPECT_EQ(capturer.capture_entry(0x1000, &f.regs, record.data(), n - 1), 0u);
 }
 
+// Integers and pointers in registers take the event path's fast copy
+// (whole words): a narrow value is still read back at its own size.
+TEST(ArgCapture, RegisterWordsShowAtTheirOwnWidth) {
+  CapturedFunction f;
+  f.ip = 0x3000;
+  f.signature.params = {{"i", scalar(ValueKind::kSigned, 4, "int", true), false},
+                        {"u", scalar(ValueKind::kUnsigned, 2, "unsigned short"), false},
+                        {"p", scalar(ValueKind::kPointer, 8, "void *"), false},
+                        {"l", scalar(ValueKind::kSigned, 8, "long", true), false}};
+  f.signature.ret = scalar(ValueKind::kSigned, 4, "int", true);
+  f.placed.params = {reg(ArgSource::kIntReg, 0, 4), reg(ArgSource::kIntReg, 1, 2), reg(ArgSource::kIntReg, 2),
+                     reg(ArgSource::kIntReg, 3)};
+  f.placed.ret = reg(ArgSource::kRetInt, 0, 4);
+  ArgCaptureSpec spec;
+  spec.functions.push_back(f);
+  ArgCapturer capturer(spec);
+  ftjit_regs regs{};
+  regs.arg[0] = 0xabcdef01fffffff6ull;  // -10 in the low 32 bits
+  regs.arg[1] = 0x1234000000010007ull;  // 7 in the low 16
+  regs.arg[2] = 0x7ffd1000;
+  regs.arg[3] = static_cast<uint64_t>(-5);
+  std::vector<uint8_t> record(capturer.max_record());
+  const uint32_t n = capturer.capture_entry(0x3000, &regs, record.data(), record.size());
+  ASSERT_EQ(n, kArgRecordHeader + 32);
+  EXPECT_EQ(capturer.text(0x3000, record.data(), n), "i=-10, u=7, p=0x7ffd1000, l=-5");
+  ftjit_ret_regs ret{};
+  ret.ret[0] = 0xffffffff00000029ull;
+  const uint32_t m = capturer.capture_exit(0x3000, &ret, record.data(), record.size());
+  EXPECT_EQ(capturer.text(0x3000, record.data(), m), "41");
+}
+
 TEST(ArgCapture, BadStringsAreStatesNotFaults) {
   ArgCaptureSpec spec;
   spec.string_max = 8;
