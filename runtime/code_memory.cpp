@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -429,11 +430,13 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   size = (size + page_size() - 1) & ~(page_size() - 1);
   // Probe hints outwards from `near`, below first (where the gap before a
   // PIE or a library usually is), until within reach: in 32 MiB steps,
-  // keeping 64 MiB of margin, for the reach of a call (x86-64 +-2 GiB,
-  // arm64 +-128 MiB); for a short one (riscv64's jal, +-1 MiB) in steps of
-  // a sixteenth of it, keeping a quarter.
+  // keeping 64 MiB of margin, for a reach of gigabytes (x86-64's call,
+  // +-2 GiB); for a shorter one (arm64's bl, +-128 MiB; riscv64's jal,
+  // +-1 MiB) in steps of a sixteenth of it, keeping a quarter. (arm64 had
+  // 32 MiB steps: two places, both refused at once now and then under the
+  // kernel leg's hazards.)
   const uint64_t r = static_cast<uint64_t>(reach);
-  const bool short_reach = r < (96ull << 20);
+  const bool short_reach = r < (1ull << 30);
   const uint64_t margin = short_reach ? r / 4 : 64ull << 20;
   if (r <= size + margin) {
     return make_error(FTJIT_E_OUT_OF_RANGE, "trampoline memory of " + std::to_string(size) +
@@ -451,25 +454,36 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   }
   void* rx = MAP_FAILED;
   int probes = 0, taken = 0, last_errno = 0;
-  for (uint64_t dist = step; dist < limit && rx == MAP_FAILED; dist += step) {
-    for (int dir = 0; dir < 2 && rx == MAP_FAILED; ++dir) {
-      uint64_t hint = dir == 0 ? near - dist : near + dist;
-      if (dir == 0 && dist > near) continue;
-      hint &= ~(uint64_t{page_size()} - 1);
-      void* p = code_mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
-                     MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-      ++probes;
-      if (p == MAP_FAILED) {
-        if (errno == EEXIST) ++taken;
-        last_errno = errno;
-        continue;
+  auto probe_round = [&] {
+    for (uint64_t dist = step; dist < limit && rx == MAP_FAILED; dist += step) {
+      for (int dir = 0; dir < 2 && rx == MAP_FAILED; ++dir) {
+        uint64_t hint = dir == 0 ? near - dist : near + dist;
+        if (dir == 0 && dist > near) continue;
+        hint &= ~(uint64_t{page_size()} - 1);
+        void* p = code_mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_EXEC,
+                            MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+        ++probes;
+        if (p == MAP_FAILED) {
+          if (errno == EEXIST) ++taken;
+          last_errno = errno;
+          continue;
+        }
+        if (p != reinterpret_cast<void*>(hint)) {  // old kernels treat it as a hint
+          code_munmap(p, size);
+          continue;
+        }
+        rx = p;
       }
-      if (p != reinterpret_cast<void*>(hint)) {  // old kernels treat it as a hint
-        code_munmap(p, size);
-        continue;
-      }
-      rx = p;
     }
+  };
+  // A round whose every refusal was something else than "taken" (EPERM,
+  // seen from a kernel under load while another thread dlcloses) is tried
+  // again after a moment, twice.
+  probe_round();
+  for (int round = 1; round < 3 && rx == MAP_FAILED && taken == 0; ++round) {
+    const timespec pause{0, 2'000'000};
+    nanosleep(&pause, nullptr);
+    probe_round();
   }
   const uint64_t inode = memfd_inode(fd);
   // Every fixed placement refused with something else than "taken" (seen:
