@@ -5,8 +5,11 @@
 // libc that could use them: copies are loops over bytes and words
 // (-fno-tree-loop-distribute-patterns keeps GCC from making them memcpy
 // calls again), and memory that may be gone is read with a system call.
+#include <cstddef>
+
 #include "runtime/arch/stack_scan.h"
 #include "runtime/plugin_host/arg_capture_plan.h"
+#include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins {
 namespace {
@@ -137,14 +140,6 @@ bool holds(const Condition& c, const Slot& s, const uint8_t* record) {
 
 }  // namespace
 
-const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
-  if (keys_.empty()) return nullptr;
-  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;; i = (i + 1) & mask_) {
-    if (keys_[i] == ip) [[likely]] return slots_[i];
-    if (keys_[i] == 0) return nullptr;
-  }
-}
-
 uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const {
   const Plan* plan = find(ip);
   if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap || regs == nullptr) return 0;
@@ -187,3 +182,29 @@ uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void*
 }
 
 }  // namespace ftjit::plugins
+
+// The host services, here so that the capture inlines into them: one
+// call from the plugin, none after it.
+namespace ftjit::plugins::detail {
+
+// The SDK's records are the engine's, field for field (the host hands the
+// engine's to the plugin).
+static_assert(sizeof(ftjit_plugin_regs) == sizeof(ftjit_regs));
+static_assert(offsetof(ftjit_plugin_regs, sp) == offsetof(ftjit_regs, sp));
+static_assert(offsetof(ftjit_plugin_regs, fp) == offsetof(ftjit_regs, fp));
+static_assert(sizeof(ftjit_plugin_ret) == sizeof(ftjit_ret_regs));
+static_assert(offsetof(ftjit_plugin_ret, fp) == offsetof(ftjit_ret_regs, fp));
+
+uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
+  return inst->args->capture_entry(ip, reinterpret_cast<const ftjit_regs*>(regs), out, inst->args_room);
+}
+
+uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
+  return inst->args->capture_exit(ip, reinterpret_cast<const ftjit_ret_regs*>(ret), out, inst->args_room);
+}
+
+}  // namespace ftjit::plugins::detail

@@ -85,4 +85,13 @@ struct ArgCapturer::Plan {
   bool fast_exit = false;  // the return value is ret[0]'s word, at header
 };
 
+// Inlined into both captures: the lookup is most of what they cost.
+[[gnu::always_inline]] inline const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
+  if (keys_.empty()) return nullptr;
+  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;; i = (i + 1) & mask_) {
+    if (keys_[i] == ip) [[likely]] return slots_[i];
+    if (keys_[i] == 0) return nullptr;
+  }
+}
+
 }  // namespace ftjit::plugins

@@ -223,25 +223,6 @@ size_t svc_call_stack(uint64_t* ips, size_t max) { return ftjit_shadow_stack(ips
 
 void* svc_instance_data(ftjit_plugin_ctx* ctx) { return ctx != nullptr ? ctx->plugin_data : nullptr; }
 
-// The SDK's records are the engine's, field for field (the host hands the
-// engine's to the plugin).
-static_assert(sizeof(ftjit_plugin_regs) == sizeof(ftjit_regs));
-static_assert(offsetof(ftjit_plugin_regs, sp) == offsetof(ftjit_regs, sp));
-static_assert(offsetof(ftjit_plugin_regs, fp) == offsetof(ftjit_regs, fp));
-static_assert(sizeof(ftjit_plugin_ret) == sizeof(ftjit_ret_regs));
-static_assert(offsetof(ftjit_plugin_ret, fp) == offsetof(ftjit_ret_regs, fp));
-
-uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out) {
-  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
-  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
-  return inst->args->capture_entry(ip, reinterpret_cast<const ftjit_regs*>(regs), out, inst->args_room);
-}
-
-uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {
-  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
-  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
-  return inst->args->capture_exit(ip, reinterpret_cast<const ftjit_ret_regs*>(ret), out, inst->args_room);
-}
 
 void ThreadBlock::set_name(const char* name) {
   uint64_t words[2] = {0, 0};
