@@ -84,7 +84,7 @@ mkdir -p "$build/control_corpus"
 echo "building $control_binary with $cxx"
 "$cxx" -std=c++20 -g -O1 -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-  -I"$root" -I"$root/include" \
+  -I"$root" -I"$root/include" -I"$root/plugins/include" \
   "$root/tests/fuzz/control_fuzz.cpp" "$root/runtime/control/messages.cpp" \
   "$root/runtime/control/wire.cpp" "$root/core/error.cpp" \
   "$root/runtime/plugin_host/arg_capture.cpp" "$root/runtime/plugin_host/arg_capture_event.cpp" \
