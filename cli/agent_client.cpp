@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "cli/guest_program.h"
+#include "cli/module_producers.h"
 
 namespace ftjit::cli {
 namespace {
@@ -200,6 +201,9 @@ control::Generated answer_generate(std::string_view payload, const TrampolineEmi
                      : Result<RelocatedEntry>(make_error(FTJIT_E_UNSUPPORTED, "this ftjit has no instruction decoder"));
     bytes = entry ? Result<std::string>(control::encode_relocated_entry(*entry))
                   : Result<std::string>(entry.take_error());
+  } else if (req->kind == control::GenerateKind::kProducers) {
+    auto units = read_producers(req->module, root);
+    bytes = units ? Result<std::string>(control::encode_producers(*units)) : Result<std::string>(units.take_error());
   } else if (req->kind == control::GenerateKind::kInlineTemplate) {
     auto code = emitter.emit_inline_template(req->inline_request);
     bytes = code ? Result<std::string>(std::string(code->begin(), code->end()))

@@ -22,7 +22,7 @@
 #include "cli/mapped_file.h"
 #include "cli/option_values.h"
 #include "cli/process_modules.h"
-#include "core/dwarf_producers.h"
+#include "cli/module_producers.h"
 #include "core/elf_image.h"
 #include "core/filter.h"
 #include "core/register_evidence.h"
@@ -104,7 +104,7 @@ int run_list(const ListOptions& o) {
   if (!image) return fail(o.file + ": " + image.error().message);
   auto module = discover_sites(*image, o.file, 0);
   if (!module) return fail(o.file + ": " + module.error().message);
-  auto units = compile_unit_producers(file.bytes(), *image);
+  auto units = read_producers(o.file);
   recover_unrecorded_sites(file.bytes(), *image,
                            units ? units.value() : std::vector<CompileUnitProducer>{}, *module);
   if (!module->has_patchable_section || module->sites.empty()) {
@@ -151,7 +151,7 @@ int run_list(const ListOptions& o) {
                  unusable, isa_name(module->isa), backend->traits().site_flags);
   }
   // What its trampolines keep under --saves auto, and why.
-  const SavesEvidence saves = units ? saves_evidence(units.value()) : saves_evidence(file.bytes(), *image);
+  const SavesEvidence saves = saves_evidence(units);
   std::fprintf(stderr, "saves %s: %s\n", saves.abi_is_enough ? "abi" : "all", saves.why.c_str());
   return 0;
 }

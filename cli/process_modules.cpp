@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/dwarf_producers.h"
+#include "cli/module_producers.h"
 #include "core/filter.h"
 #include "core/sled_recovery.h"
 
@@ -106,7 +106,7 @@ Result<std::vector<ProcessModule>> process_modules(pid_t pid, bool guest_code) {
     auto found = discover_sites(*image, path, m.load_bias);
     if (!found) continue;
     if (found->has_patchable_section) {
-      auto units = compile_unit_producers(file->bytes(), *image);
+      auto units = read_producers(proc + "/root" + path);
       recover_unrecorded_sites(file->bytes(), *image,
                                units ? units.value() : std::vector<CompileUnitProducer>{}, *found);
     }

@@ -22,6 +22,14 @@ install(TARGETS ftjit ftjit_runtime ftjit_core ftjit_backends ftjit_backend_x86_
   ftjit_remote_emitter ftjit_control ftjit_backend_sites
   EXPORT ftjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The engine reads its modules' DWARF producers with libdw (host builds).
+set(FTJIT_PC_DWARF_LIBS "")
+set(FTJIT_PC_DWARF_SYSLIBS "")
+if(TARGET ftjit_dwarf)
+  install(TARGETS ftjit_dwarf EXPORT ftjitTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  set(FTJIT_PC_DWARF_LIBS " -lftjit_dwarf")
+  set(FTJIT_PC_DWARF_SYSLIBS " -ldw -lelf")
+endif()
 # ftjit.pc lists every backend library ftjit_backends links.
 set(FTJIT_PC_BACKEND_LIBS "-lftjit_backend_x86_64 -lftjit_backend_x86_64_sites")
 if(TARGET ftjit_backend_x86_64_decoder)

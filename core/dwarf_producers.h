@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // What a binary says about how it was compiled: the DW_AT_producer of each
-// compile unit of its .debug_info. GCC records its command-line options
-// there (-grecord-gcc-switches is its default): whether a module was built
-// with -fpatchable-function-entry on the command line, or with the
-// attribute alone, is evidence for what a trampoline must keep (TOOLCHAIN.md
-// Q6) and that a module dropped records of its own sleds.
+// compile unit of its .debug_info, read with elfutils' libdw. GCC records
+// its command-line options there (-grecord-gcc-switches is its default):
+// whether a module was built with -fpatchable-function-entry on the command
+// line, or with the attribute alone, is evidence for what a trampoline must
+// keep (TOOLCHAIN.md Q6) and that a module dropped records of its own sleds.
+//
+// Like core/dwarf_signatures.h this is host work (library ftjit_dwarf, in
+// builds that have libdw): a traced process never reads DWARF itself; its
+// agent asks its code generator, the CLI (runtime/module_scan.h).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "core/elf_image.h"
 #include "core/error.h"
 
 namespace ftjit {
@@ -26,15 +29,15 @@ struct CompileUnitProducer {
   bool has_code = false;
 };
 
-// The producers of every compile and partial unit of `file`, whose
-// sections `image` was parsed from (the same bytes). DWARF 2 to 5, 32- and
-// 64-bit units; strings inline, in .debug_str, .debug_line_str, or through
-// .debug_str_offsets (DWARF 5's strx forms). Empty when the file has no
-// .debug_info, or when it is compressed (SHF_COMPRESSED: not read; no
-// evidence). The input is hostile: every offset, length, count and string
-// is checked before it is used, and anything malformed is FTJIT_E_ELF
-// naming what, never a crash or an unbounded loop.
-Result<std::vector<CompileUnitProducer>> compile_unit_producers(std::span<const uint8_t> file,
-                                                                const ElfImage& image);
+// The producers of every compile, partial and skeleton unit of the ELF file
+// at `path` (type units have none worth reading). Empty when the file has
+// no DWARF; sections compressed with SHF_COMPRESSED are read too. A file
+// that is not ELF, or whose DWARF libdw cannot read, is FTJIT_E_ELF naming
+// why (FTJIT_E_SYSTEM when it cannot be opened).
+Result<std::vector<CompileUnitProducer>> compile_unit_producers(const std::string& path);
+
+// The same of an ELF image in memory (tests, fuzzing); the bytes are copied
+// first, never written.
+Result<std::vector<CompileUnitProducer>> compile_unit_producers(std::span<const uint8_t> image);
 
 }  // namespace ftjit

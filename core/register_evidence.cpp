@@ -55,9 +55,8 @@ SavesEvidence saves_evidence(const std::vector<CompileUnitProducer>& units) {
                     " built by GCC with -fpatchable-function-entry (-fipa-ra off)"};
 }
 
-SavesEvidence saves_evidence(std::span<const uint8_t> file, const ElfImage& image) {
-  auto units = compile_unit_producers(file, image);
-  if (!units) return {false, "its DWARF cannot be read (" + units.error().message + ")"};
+SavesEvidence saves_evidence(const Result<std::vector<CompileUnitProducer>>& units) {
+  if (!units) return {false, "its DWARF was not read (" + units.error().message + ")"};
   return saves_evidence(units.value());
 }
 

@@ -32,8 +32,8 @@ struct SavesEvidence {
 
 SavesEvidence saves_evidence(const std::vector<CompileUnitProducer>& units);
 
-// The same read from `file`, parsed as `image`: a file whose DWARF cannot
-// be read is no evidence (all).
-SavesEvidence saves_evidence(std::span<const uint8_t> file, const ElfImage& image);
+// The same when the producers may not have been read: no producers is no
+// evidence (all), and says why.
+SavesEvidence saves_evidence(const Result<std::vector<CompileUnitProducer>>& units);
 
 }  // namespace ftjit

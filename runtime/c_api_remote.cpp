@@ -11,6 +11,7 @@
 #include "ftjit/ftjit.h"
 #include "runtime/agent/generator_process.h"
 #include "runtime/c_api_internal.h"
+#include "runtime/module_scan.h"
 
 namespace ftjit {
 namespace {
@@ -47,6 +48,8 @@ extern "C" ftjit_engine* ftjit_engine_create(const ftjit_engine_options* opts) {
       return nullptr;
     }
     generator = *g;
+    // The modules' DWARF producers come from the same generator.
+    ftjit::set_producer_reader(ftjit::agent::generator_module_producers);
   }
   return ftjit::create_engine_handle(opts, *generator->backend, generator->emitter);
 }

@@ -15,10 +15,12 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <utility>
 
 #include "core/elf_image.h"
+#include "core/module_file.h"
 #include "core/register_evidence.h"
 #include "core/site_discovery.h"
 #include "core/sled_recovery.h"
@@ -88,6 +90,27 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+std::mutex g_reader_mu;
+ProducerReader g_reader;  // guarded by g_reader_mu
+
+// The producers of a module with sites, from whoever reads DWARF for this
+// process; a file without .debug_info costs no question.
+Result<std::vector<CompileUnitProducer>> read_producers(const MappedFile& file, const ElfImage& image,
+                                                        const std::string& read_path,
+                                                        const std::string& report_path) {
+  bool has_info = false;
+  for (const ElfImage::DebugSection& d : image.debug_sections()) has_info |= d.name == ".debug_info";
+  if (!has_info) return std::vector<CompileUnitProducer>{};
+  ProducerReader reader;
+  {
+    std::lock_guard<std::mutex> lock(g_reader_mu);
+    reader = g_reader;
+  }
+  if (!reader) return make_error(FTJIT_E_UNSUPPORTED, "nothing reads DWARF for this process");
+  ModuleFile module{report_path, file.bytes().size(), file_fingerprint(file.bytes())};
+  return reader(module, read_path);
+}
+
 // Reads read_path, reports report_path: the two differ for the main
 // executable, whose name may be unreachable while /proc/self/exe is not.
 Result<DiscoveredModule> discover_path(const std::string& read_path,
@@ -108,13 +131,12 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
   if (!module || !module->has_patchable_section) return module;
   // One read of the producers serves both: what recovery takes as
   // evidence and what the trampolines must keep.
-  auto units = compile_unit_producers(file->bytes(), img.value());
+  const auto units = read_producers(*file, img.value(), read_path, report_path);
   recover_unrecorded_sites(file->bytes(), img.value(),
                            units ? units.value() : std::vector<CompileUnitProducer>{}, *module);
   if (module->recovered_sites != 0) log().debug("ftjit: {}: {}", report_path, module->recovery_why);
   if (!module->sites.empty()) {
-    const SavesEvidence evidence =
-        units ? saves_evidence(units.value()) : saves_evidence(file->bytes(), img.value());
+    const SavesEvidence evidence = saves_evidence(units);
     module->saves_abi_is_enough = evidence.abi_is_enough;
     module->saves_why = evidence.why;
   }
@@ -173,6 +195,11 @@ class ScanTimer {
 };
 
 }  // namespace
+
+void set_producer_reader(ProducerReader reader) {
+  std::lock_guard<std::mutex> lock(g_reader_mu);
+  g_reader = std::move(reader);
+}
 
 std::string self_exe_path() {
   char buf[PATH_MAX];

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/dwarf_producers.h"
 #include "core/error.h"
+#include "core/module_file.h"
 #include "core/site.h"
 
 namespace ftjit {
@@ -26,6 +29,18 @@ namespace ftjit {
 // has_patchable_section = false and no sites, so callers can tell it
 // exists. Nothing is cached: each call rescans. Currently never fails.
 [[nodiscard]] Result<std::vector<DiscoveredModule>> discover_loaded_modules();
+
+// Who reads the compile-unit producers (core/dwarf_producers.h) of a
+// module with sites and DWARF: its saves evidence and its sled-recovery
+// evidence. A process never reads DWARF itself: an agent asks its
+// generator (the CLI, which has libdw), an embedder its libdw build's
+// reader or its FTJIT_GENERATOR. `file` names the module as this process
+// does, `read_path` is where this process reads it (/proc/self/exe for
+// the main executable). Unset (the default), a module has no evidence: its
+// trampolines keep every register, as for a module without DWARF.
+using ProducerReader =
+    std::function<Result<std::vector<CompileUnitProducer>>(const ModuleFile& file, const std::string& read_path)>;
+void set_producer_reader(ProducerReader reader);
 
 // Count of objects the loader has ever added plus removed. It changes
 // whenever dlopen/dlclose changes the set of modules, and is cheap enough

@@ -43,7 +43,7 @@ echo "building $binary with $cxx"
   "$root/core/elf_image.cpp" "$root/core/dwarf_producers.cpp" "$root/core/demangle.cpp" \
   "$root/core/site_discovery.cpp" "$root/core/sled_layout.cpp" "$root/core/sled_recovery.cpp" \
   "$root/core/error.cpp" "$root/core/site.cpp" "$root/core/eh_frame_index.cpp" "$root/core/ifunc_slots.cpp" \
-  -o "$binary"
+  -ldw -lelf -o "$binary"
 
 # Real linked files are the best seeds: the fuzzer starts from valid
 # headers, tables and relocations and mutates from there.

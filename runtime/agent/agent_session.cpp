@@ -40,9 +40,14 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
-AgentSession::AgentSession() = default;
+// The process reads no DWARF: the modules' producers come from the CLI,
+// over the generator connection, as the code does.
+AgentSession::AgentSession() {
+  set_producer_reader([this](const ModuleFile& file, const std::string&) { return emitter_.module_producers(file); });
+}
 
 AgentSession::~AgentSession() {
+  set_producer_reader(nullptr);
   // Only at unload, after a detach: nothing is attached any more.
   std::lock_guard<std::mutex> lock(mu_);
   session_.reset();

@@ -86,6 +86,12 @@ Result<RemoteEmitter*> process_generator() {
   return generator;
 }
 
+Result<std::vector<CompileUnitProducer>> generator_module_producers(const ModuleFile& file, const std::string&) {
+  auto generator = process_generator();
+  if (!generator) return generator.take_error();
+  return (*generator)->module_producers(file);
+}
+
 const EntryRelocator* generator_entry_relocator() {
   static const LazyGeneratorRelocator relocator;
   return &relocator;

@@ -19,6 +19,11 @@ namespace ftjit::agent {
 // the same one, or the same error's text again).
 Result<RemoteEmitter*> process_generator();
 
+// The producers of a module's file, read by the process's generator
+// (started if need be): the reader of a build without libdw
+// (runtime/module_scan.h, set_producer_reader).
+Result<std::vector<CompileUnitProducer>> generator_module_producers(const ModuleFile& file, const std::string& read_path);
+
 // An EntryRelocator that starts the process's generator when first asked
 // (an embedder that never relocates starts none).
 const EntryRelocator* generator_entry_relocator();

@@ -125,4 +125,13 @@ Result<RelocatedEntry> RemoteEmitter::relocate_entry(const RelocationRequest& re
       std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
+Result<std::vector<CompileUnitProducer>> RemoteEmitter::module_producers(const ModuleFile& file) const {
+  control::Generate g;
+  g.kind = control::GenerateKind::kProducers;
+  g.module = file;
+  auto bytes = ask(control::encode(g));
+  if (!bytes) return bytes.take_error();
+  return control::decode_producers(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+}
+
 }  // namespace ftjit::agent

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/dwarf_producers.h"
+#include "core/module_file.h"
 
 namespace ftjit::agent {
 
@@ -32,6 +34,10 @@ class RemoteEmitter final : public TrampolineEmitter, public EntryRelocator {
   // The generator reads the module's file (through the process's root)
   // and proves and copies the entry there.
   Result<RelocatedEntry> relocate_entry(const RelocationRequest& request) const override;
+  // The generator reads the module's DWARF (it has libdw; the process
+  // reads none): its compile-unit producers, if the file it finds is the
+  // process's (runtime/module_scan.h, ProducerReader).
+  Result<std::vector<CompileUnitProducer>> module_producers(const ModuleFile& file) const;
 
   // Round trips to the CLI so far, and the microseconds they took (an
   // attach's "where the time went" subtracts two readings).

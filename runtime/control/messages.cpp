@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Encoding and checked decoding of control messages (layout: protocol.h).
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -459,6 +460,9 @@ std::string encode(const Generate& m) {
   w.put(m.relocation.place);
   w.put(m.relocation.max_bytes);
   w.put(m.relocation.stub);
+  w.str(m.module.path);
+  w.put(m.module.size);
+  w.put(m.module.fingerprint);
   return w.take();
 }
 
@@ -466,7 +470,7 @@ Result<Generate> decode_generate(std::string_view payload) {
   Reader r(payload);
   Generate m;
   const uint8_t kind = r.get<uint8_t>();
-  if (kind > static_cast<uint8_t>(GenerateKind::kRelocatedEntry)) r.fail("generate kind out of range");
+  if (kind > static_cast<uint8_t>(GenerateKind::kProducers)) r.fail("generate kind out of range");
   m.kind = static_cast<GenerateKind>(kind);
   TrampolineRequest& t = m.trampoline;
   uint8_t source = r.get<uint8_t>();
@@ -512,6 +516,9 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.relocation.place = r.get<uint64_t>();
   m.relocation.max_bytes = r.get<uint32_t>();
   m.relocation.stub = r.get<uint64_t>();
+  m.module.path = r.str();
+  m.module.size = r.get<uint64_t>();
+  m.module.fingerprint = r.get<uint64_t>();
   return r.finish("generate", std::move(m));
 }
 
@@ -584,6 +591,49 @@ Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes) {
   e.bytes.assign(copy.begin(), copy.end());
   e.branch.assign(branch.begin(), branch.end());
   return r.finish("relocated entry", std::move(e));
+}
+
+std::string encode_producers(const std::vector<CompileUnitProducer>& units) {
+  std::vector<std::pair<const CompileUnitProducer*, uint32_t>> distinct;
+  for (const CompileUnitProducer& u : units) {
+    auto same = std::find_if(distinct.begin(), distinct.end(), [&u](const auto& d) {
+      return d.first->producer == u.producer && d.first->version == u.version && d.first->has_code == u.has_code;
+    });
+    if (same != distinct.end()) {
+      ++same->second;
+    } else {
+      distinct.emplace_back(&u, 1);
+    }
+  }
+  Writer w;
+  w.put<uint32_t>(static_cast<uint32_t>(distinct.size()));
+  for (const auto& [u, n] : distinct) {
+    w.str(u->producer);
+    w.put(u->version);
+    w.put<uint8_t>(u->has_code);
+    w.put(n);
+  }
+  return w.take();
+}
+
+Result<std::vector<CompileUnitProducer>> decode_producers(std::string_view bytes) {
+  Reader r(bytes);
+  std::vector<CompileUnitProducer> units;
+  const uint32_t distinct = r.get<uint32_t>();
+  if (r.ok() && distinct > kMaxList) r.fail("too many producers");
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < distinct && r.ok(); ++i) {
+    CompileUnitProducer u;
+    u.producer = r.str();
+    u.version = r.get<uint16_t>();
+    u.has_code = r.flag() != 0;
+    const uint32_t n = r.get<uint32_t>();
+    total += n;
+    // A million units is beyond any binary's; a count past it is not ours.
+    if (r.ok() && (n == 0 || total > (1u << 20))) r.fail("producer count out of range");
+    if (r.ok()) units.insert(units.end(), n, u);
+  }
+  return r.finish("producers", std::move(units));
 }
 
 Result<Generated> decode_generated(std::string_view payload) {

@@ -35,13 +35,16 @@
 
 #include "backends/backend.h"
 #include "core/arg_capture_spec.h"
+#include "core/dwarf_producers.h"
+#include "core/module_file.h"
 #include "core/error.h"
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 9;  // 3: Reply::phases; 4: site code; 5: inline;
-                                                // 6: inline latency; 7: buffer policies, flush;
-                                                // 8: relocated entries' branch; 9: arguments
+inline constexpr uint32_t kProtocolVersion = 10;  // 3: Reply::phases; 4: site code; 5: inline;
+                                                 // 6: inline latency; 7: buffer policies, flush;
+                                                 // 8: relocated entries' branch; 9: arguments;
+                                                 // 10: producers from the generator
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -128,6 +131,10 @@ enum class GenerateKind : uint8_t {
   kRelocatedEntry = 4,  // the function at `relocation.entry`, relocated
                         // to run at relocation.place (backend.h,
                         // RelocationRequest): bytes are a RelocatedEntry
+  kProducers = 5,       // the compile-unit producers of `module`'s file
+                        // (core/dwarf_producers.h), if the file the
+                        // generator finds there has its size and
+                        // fingerprint: bytes are encode_producers'
 };
 
 struct Generate {
@@ -138,6 +145,7 @@ struct Generate {
   uint64_t entry = 0;
   InlineRequest inline_request;
   RelocationRequest relocation;
+  ModuleFile module;
 };
 
 struct Generated {
@@ -189,6 +197,10 @@ Result<SiteCode> decode_site_code(std::string_view bytes);
 // RelocatedEntry as Generated::bytes carry it (GenerateKind::kRelocatedEntry).
 std::string encode_relocated_entry(const RelocatedEntry& entry);
 Result<RelocatedEntry> decode_relocated_entry(std::string_view bytes);
+// Producers as Generated::bytes carry them (GenerateKind::kProducers):
+// each distinct unit once, with how many units share it.
+std::string encode_producers(const std::vector<CompileUnitProducer>& units);
+Result<std::vector<CompileUnitProducer>> decode_producers(std::string_view bytes);
 Result<Reply> decode_reply(std::string_view payload);
 
 // Splits the first frame off `buffer`: the frame and the bytes it used, or

@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (size == 0) return 0;
   std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0: check(payload, decode_hello); break;
     case 1:
       check(payload, decode_attach);
@@ -70,6 +70,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4: check(payload, decode_generate); break;
     case 5: check(payload, decode_generated); break;
     case 6: check(payload, decode_reply); break;
+    case 7:
+      // Not canonical (a repeated unit may come apart or merged): the
+      // list decoded, encoded and decoded again is the same list.
+      if (auto units = decode_producers(payload)) {
+        auto again = decode_producers(encode_producers(*units));
+        if (!again || again->size() != units->size()) std::abort();
+        for (size_t i = 0; i < units->size(); ++i)
+          if ((*again)[i].producer != (*units)[i].producer || (*again)[i].version != (*units)[i].version ||
+              (*again)[i].has_code != (*units)[i].has_code)
+            std::abort();
+      }
+      break;
   }
   return 0;
 }

@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto slots = ftjit::irelative_slots(std::span<const uint8_t>(data, size), img.value(), 37);
   if (!slots.ok() && slots.error().code != FTJIT_E_ELF) __builtin_trap();
   // Producers: a list or the ELF code, nothing else.
-  auto units = ftjit::compile_unit_producers(std::span<const uint8_t>(data, size), img.value());
+  auto units = ftjit::compile_unit_producers(std::span<const uint8_t>(data, size));
   if (!units.ok() && units.error().code != FTJIT_E_ELF) __builtin_trap();
 
   // A high bias makes the run-time address arithmetic wrap, which must be

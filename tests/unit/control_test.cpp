@@ -59,6 +59,37 @@ TEST(Control, GenerateRoundTrip) {
   EXPECT_EQ(d->place, g.place);
 }
 
+// The agent asks for a module's producers by name, size and fingerprint;
+// the answer keeps each distinct unit once, with its count, and decodes to
+// the same list (what saves evidence counts: units).
+TEST(Control, ProducersRoundTrip) {
+  Generate g;
+  g.kind = GenerateKind::kProducers;
+  g.module = {"/usr/lib/libx.so", 123456, 0xfeedfacecafebeefull};
+  auto d = decode_generate(encode(g));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->kind, GenerateKind::kProducers);
+  EXPECT_EQ(d->module.path, g.module.path);
+  EXPECT_EQ(d->module.size, g.module.size);
+  EXPECT_EQ(d->module.fingerprint, g.module.fingerprint);
+
+  const CompileUnitProducer a{"GNU C17 12.2.0 -O2 -fpatchable-function-entry=5", 5, true};
+  const CompileUnitProducer b{"GNU AS 2.40", 5, true};
+  const CompileUnitProducer c{"", 4, false};
+  const std::vector<CompileUnitProducer> units = {a, b, a, c, a};
+  const std::string bytes = encode_producers(units);
+  auto back = decode_producers(bytes);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->size(), units.size());
+  size_t as = 0;
+  for (const CompileUnitProducer& u : *back) as += u.producer == a.producer && u.version == 5 && u.has_code;
+  EXPECT_EQ(as, 3u);
+  EXPECT_LT(bytes.size(), 2 * a.producer.size() + b.producer.size() + 64) << "a's text is sent once";
+  EXPECT_TRUE(decode_producers(encode_producers({})).ok());
+  // Cut anywhere: refused, never a crash.
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(decode_producers(bytes.substr(0, n)).ok()) << n;
+}
+
 TEST(Control, RefusesMalformed) {
   Attach a;
   a.plugins.push_back({"/p.so", {}});

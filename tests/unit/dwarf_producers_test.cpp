@@ -3,6 +3,7 @@
 // 5 with its string offsets table, no debug info at all) and on broken
 // ones: a producer read right, or a clear FTJIT_E_ELF, never a crash.
 #include "core/dwarf_producers.h"
+#include "core/elf_image.h"
 
 #include <gtest/gtest.h>
 
@@ -17,14 +18,23 @@ namespace {
 
 using testing::read_file;
 
+// Read from the file, and from its bytes in memory: the same units.
 std::vector<CompileUnitProducer> producers_of(const std::string& name) {
-  const auto bytes = read_file(std::string(FTJIT_FIXTURE_DIR) + "/" + name);
-  auto image = ElfImage::parse(bytes);
-  EXPECT_TRUE(image) << name << ": " << image.error().message;
-  if (!image) return {};
-  auto units = compile_unit_producers(bytes, *image);
+  const std::string path = std::string(FTJIT_FIXTURE_DIR) + "/" + name;
+  auto units = compile_unit_producers(path);
   EXPECT_TRUE(units) << name << ": " << units.error().message;
-  return units ? *units : std::vector<CompileUnitProducer>{};
+  if (!units) return {};
+  auto from_memory = compile_unit_producers(read_file(path));
+  EXPECT_TRUE(from_memory) << name << ": " << from_memory.error().message;
+  if (from_memory) {
+    EXPECT_EQ(from_memory->size(), units->size());
+    for (size_t i = 0; i < units->size() && i < from_memory->size(); ++i) {
+      EXPECT_EQ((*from_memory)[i].producer, (*units)[i].producer);
+      EXPECT_EQ((*from_memory)[i].version, (*units)[i].version);
+      EXPECT_EQ((*from_memory)[i].has_code, (*units)[i].has_code);
+    }
+  }
+  return *units;
 }
 
 // The two translation units of the fixture library, each with the flag
@@ -75,19 +85,32 @@ TEST(DwarfProducers, DamagedSectionsFailCleanly) {
       for (uint8_t v : {uint8_t{0}, uint8_t{0xff}, uint8_t{0x80}}) {
         auto bytes = original;
         bytes[d.offset + i] = v;
-        auto units = compile_unit_producers(bytes, *image);
+        auto units = compile_unit_producers(bytes);
         if (!units) {
           EXPECT_EQ(units.error().code, FTJIT_E_ELF);
           ++errors;
         }
       }
     }
-    // A section shorter than it says: its place points past the bytes.
+    // The file cut in the middle of the section (its section headers,
+    // at the end, gone with the rest): no DWARF read, or FTJIT_E_ELF.
     std::vector<uint8_t> cut(original.begin(), original.begin() + static_cast<ptrdiff_t>(d.offset + d.size / 2));
-    auto units = compile_unit_producers(cut, *image);
-    ASSERT_FALSE(units);
-    EXPECT_EQ(units.error().code, FTJIT_E_ELF);
+    auto units = compile_unit_producers(cut);
+    if (units) {
+      EXPECT_TRUE(units->empty());
+    } else {
+      EXPECT_EQ(units.error().code, FTJIT_E_ELF);
+    }
   }
+  // Not ELF at all, and a file that is not there.
+  const std::vector<uint8_t> not_elf = {'n', 'o', 't', ' ', 'e', 'l', 'f'};
+  auto from_text = compile_unit_producers(not_elf);
+  ASSERT_FALSE(from_text);
+  EXPECT_EQ(from_text.error().code, FTJIT_E_ELF);
+  auto missing = compile_unit_producers(std::string(FTJIT_FIXTURE_DIR) + "/no-such-file.so");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, FTJIT_E_SYSTEM);
+  EXPECT_NE(missing.error().message.find("no-such-file.so"), std::string::npos);
   EXPECT_GT(errors, 0) << "no damage was ever noticed";
 }
 

@@ -26,7 +26,14 @@ DiscoveredModule discover(const char* name) {
     ADD_FAILURE() << "fixture missing: " << path;
     return {};
   }
+  // The producers from libdw, in this process, as an embedder's engine
+  // reads them (runtime/c_api_native.cpp); unset, a scan has none.
+  set_producer_reader([](const ModuleFile& file, const std::string& read_path) {
+    EXPECT_EQ(file.path, read_path);
+    return compile_unit_producers(read_path);
+  });
   auto module = discover_file(path);
+  set_producer_reader(nullptr);
   EXPECT_TRUE(module.ok()) << module.error().message;
   return module.ok() ? std::move(module.value()) : DiscoveredModule{};
 }
