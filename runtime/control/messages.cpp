@@ -242,6 +242,7 @@ void put_capture(Writer& w, const ArgCaptureSpec& spec) {
     w.put(c.number);
     w.str(c.text);
   }
+  w.str(spec.by_arg);
 }
 
 ArgCaptureSpec get_capture(Reader& r) {
@@ -288,6 +289,7 @@ ArgCaptureSpec get_capture(Reader& r) {
     c.text = r.str();
     spec.conditions.push_back(std::move(c));
   }
+  spec.by_arg = r.str();
   return spec;
 }
 
