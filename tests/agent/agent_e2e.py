@@ -922,7 +922,7 @@ def attach_by_arg():
                   "--filter", "fn_*")
         expect_error(r, "attach --by-arg nosuchparam",
                      r"^ftjit attach: --by-arg nosuchparam: no traced function has a parameter "
-                     r"'nosuchparam'; their parameters: long x$")
+                     r"'nosuchparam'; their parameters: long( int)? x$")
         t.check_running("after --by-arg nosuchparam")
         t.check_code(before, "after --by-arg nosuchparam")
         t.command("call 3", "called 3 ")
