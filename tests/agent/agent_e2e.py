@@ -928,7 +928,10 @@ def attach_by_arg():
         t.command("call 3", "called 3 ")
         a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
                         "--by-arg", "x", "--filter", "fn_*")
-        wait_attached(t.pid)
+        status = wait_attached(t.pid)
+        # No inline work: the callback must see each call's x.
+        routes = [l.split("\t")[1] for l in status.splitlines() if l.startswith("0x")]
+        check(routes and "inline" not in routes, "--by-arg x: routes %r" % routes)
         t.command("call 4", "called 4 ")
         t.command("call 2", "called 2 ")
         a.send_signal(signal.SIGINT)
