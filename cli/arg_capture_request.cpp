@@ -74,6 +74,40 @@ std::string param_list(const FunctionSignature& sig) {
   return out.empty() ? "none" : out;
 }
 
+// Whether parameter `p` of `function` can be --by-arg's key: an error for a
+// type whose values are not grouped; false (with a note) when it cannot be
+// read at entry, the function then being one group.
+Result<bool> by_arg_key_ok(const std::string& name, const std::string& function, const Param& p,
+                           const ArgPlace& place, std::vector<std::string>* notes) {
+  const std::string what = "--by-arg " + name + ": " + name + " of " + function + " is " +
+                           (p.type.name.empty() ? std::string("of an unknown type") : "a " + p.type.name);
+  switch (p.type.kind) {
+    case ValueKind::kSigned: case ValueKind::kUnsigned: case ValueKind::kBool: case ValueKind::kChar:
+    case ValueKind::kEnum: case ValueKind::kPointer: case ValueKind::kString:
+      break;
+    case ValueKind::kFloat:
+      return make_error(FTJIT_E_INVALID_ARGUMENT, what + ": floating-point values are not grouped (integers, "
+                                                         "bools, chars, enums, pointers and strings are; "
+                                                         "--exclude the function to group the others)");
+    case ValueKind::kStruct:
+      return make_error(FTJIT_E_INVALID_ARGUMENT, what + ": structs are not grouped (integers, bools, chars, "
+                                                         "enums, pointers and strings are; --exclude the "
+                                                         "function to group the others)");
+    default:
+      return make_error(FTJIT_E_INVALID_ARGUMENT, what + ": its values are not shown, so not grouped "
+                                                         "(--exclude the function to group the others)");
+  }
+  if (place.unavailable || place.by_reference || place.pieces.size() != 1 || p.type.size > 8) {
+    if (notes != nullptr) {
+      notes->push_back("--by-arg " + name + ": " + name + " of " + function + " cannot be read at entry (" +
+                       (place.why.empty() ? std::string("not in one register or stack slot") : place.why) +
+                       "): its calls are one group");
+    }
+    return false;
+  }
+  return true;
+}
+
 // VALUE of a term, for parameter `p` of kind `kind`: the number or text
 // the condition compares with.
 Status condition_value(const WhenTerm& term, const Param& p, ArgCondition* c) {
@@ -224,6 +258,11 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   // Names matched by --when, for its errors.
   std::vector<bool> clause_matched(clauses.size(), false);
+  // --by-arg: the functions that have it, and every parameter seen, for
+  // the error when none has.
+  spec.by_arg = options.by_arg;
+  size_t by_arg_functions = 0;
+  std::vector<std::string> seen_params;
   for (const ProcessModule& m : *modules) {
     const DiscoveredModule& found = m.found;
     if (found.sites.empty()) continue;
@@ -270,6 +309,26 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
       } else {
         continue;  // DWARF without this function (assembly, say): nothing to show
       }
+      if (!options.by_arg.empty()) {
+        const auto& params = f.signature.params;
+        for (size_t i = 0; i < params.size(); ++i) {
+          const std::string name = !params[i].name.empty() ? params[i].name : "arg" + std::to_string(i + 1);
+          if (name != options.by_arg) {
+            const std::string shown = params[i].type.name + " " + name;
+            if (std::find(seen_params.begin(), seen_params.end(), shown) == seen_params.end()) {
+              seen_params.push_back(shown);
+            }
+            continue;
+          }
+          const ArgPlace place = i < f.placed.params.size() ? f.placed.params[i] : ArgPlace{};
+          if (auto st = by_arg_key_ok(options.by_arg, site->demangled, params[i], place, notes); !st) {
+            return st.take_error();
+          } else if (*st) {
+            ++by_arg_functions;
+          }
+          break;
+        }
+      }
       f.args = options.args || !options.globs.empty() || !options.when.empty();
       f.retval = options.retval || options.args;
       for (size_t k = 0; k < clauses.size(); ++k) {
@@ -306,6 +365,17 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
       }
       spec.functions.push_back(std::move(f));
     }
+  }
+  if (!options.by_arg.empty() && by_arg_functions == 0) {
+    std::string listed;
+    constexpr size_t kListed = 60;
+    for (size_t i = 0; i < seen_params.size() && i < kListed; ++i) listed += (i == 0 ? "" : ", ") + seen_params[i];
+    if (seen_params.size() > kListed) listed += ", and " + std::to_string(seen_params.size() - kListed) + " more";
+    return make_error(FTJIT_E_INVALID_ARGUMENT,
+                      "--by-arg " + options.by_arg + ": no traced function has a parameter '" + options.by_arg +
+                          "'" + (spec.functions.empty() ? std::string(" (no traced function has DWARF)")
+                                                        : "; their parameters: " +
+                                                              (listed.empty() ? std::string("none") : listed)));
   }
   for (size_t k = 0; k < clauses.size(); ++k) {
     if (!clause_matched[k]) {

@@ -22,15 +22,20 @@ struct ArgOptions {
   bool retval = false;  // --retval: return values (alone: only those)
   uint32_t string_max = 32;  // --args-string-max
   std::vector<std::string> when;  // --when 'FUNC: PARAM OP VALUE [&& ...]'
+  std::string by_arg;  // --by-arg NAME: count and latency group by it
 
-  bool any() const { return args || retval || !when.empty(); }
+  bool any() const { return args || retval || !when.empty() || !by_arg.empty(); }
 };
 
 // The spec for the functions of `pid` that `include`/`exclude` select (and
 // --args GLOB, when given). Modules without DWARF get raw integer
 // registers (`arg1=0x...`), each named once in `notes`. Fails on a --when
 // that names no traced function, an unknown parameter (the function's are
-// listed), a value of the wrong kind, or no DWARF for its function.
+// listed), a value of the wrong kind, or no DWARF for its function; on a
+// --by-arg NAME that no traced function has (the parameters they have are
+// listed), or one that is a floating-point value, a struct or of a type
+// not shown (what can be a key: integers, bools, chars, enums, pointers,
+// char * by content).
 Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
                                          const std::vector<std::string>& include,
                                          const std::vector<std::string>& exclude,

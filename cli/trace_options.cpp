@@ -86,6 +86,11 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                   "[&& ...]', OP one of == != < <= > >= ^= (string prefix), VALUE an integer, "
                   "an enumerator, true/false, 'c' or \"text\". Repeatable")
       ->type_name("COND");
+  cmd->add_option("--by-arg", o->args.by_arg,
+                  "count and latency: group each traced function's calls by the value of its "
+                  "parameter NAME at entry (from DWARF: integers, bools, chars, enums by name, "
+                  "pointers, char * by its first 64 bytes); functions without one are one row")
+      ->type_name("NAME");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
 }
 
@@ -123,6 +128,19 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
                         "--opt '" + item + "': several plugins; write PLUGIN." + key + "=VALUE");
     }
     target->options.emplace_back(key, value);
+  }
+  if (!o.args.by_arg.empty()) {
+    bool groups = false;
+    std::string names;
+    for (const auto& spec : parsed) {
+      groups = groups || spec.is_path() || spec.name == "count" || spec.name == "latency";
+      names += (names.empty() ? "" : ", ") + spec.name;
+    }
+    if (!groups) {
+      return make_error(FTJIT_E_INVALID_ARGUMENT, "--by-arg " + o.args.by_arg +
+                                                      ": only the count and latency plugins group by an argument "
+                                                      "(--plugin " + names + ")");
+    }
   }
   for (const auto& spec : parsed) {
     Result<std::string> path = std::string();

@@ -42,6 +42,11 @@ struct ArgCaptureSpec {
   uint32_t string_max = 32;  // bytes of a char * copied at entry
   std::vector<CapturedFunction> functions;
   std::vector<ArgCondition> conditions;
+  // --by-arg NAME: count and latency group each function's calls by the
+  // value of its parameter NAME at entry (functions without one: one group).
+  // Empty: no grouping. Only integers, bools, chars, enums, pointers and
+  // char * (by content) are keys; the CLI refuses the others.
+  std::string by_arg;
 
   bool empty() const { return functions.empty(); }
 };
@@ -50,5 +55,7 @@ struct ArgCaptureSpec {
 inline constexpr uint32_t kMaxCapturedFunctions = 1u << 20;
 inline constexpr uint32_t kMaxCapturedParams = 64;
 inline constexpr uint32_t kMaxStringCapture = 1024;
+// A char * key (--by-arg) is its first this many bytes.
+inline constexpr uint32_t kStringKeyBytes = 64;
 
 }  // namespace ftjit

@@ -68,6 +68,13 @@ inline uint64_t home_index(const Pool &pool, uint64_t key) {
          (pool.table_size - 1);
 }
 
+//! Where (ip, key) starts probing: key 0 (no --by-arg) probes where ip
+//! alone does.
+template <class Pool>
+inline uint64_t home_index(const Pool &pool, uint64_t ip, uint64_t key) {
+  return home_index(pool, ip + key * 0xC2B2AE3D27D4EB4Full);
+}
+
 }  // namespace ftjit_plugin_support
 
 #endif

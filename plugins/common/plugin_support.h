@@ -249,6 +249,63 @@ inline void write_json_string(FILE *out, std::string_view text) {
   std::fwrite(quoted.data(), 1, quoted.size(), out);
 }
 
+// ---------------------------------------------------------------------------
+// Grouping by an argument (--by-arg NAME)
+// ---------------------------------------------------------------------------
+
+//! Whether the host has the --by-arg services (arg_key_name, arg_key,
+//! arg_key_value).
+inline bool host_has_arg_keys(const ftjit_host *host) {
+  return host->struct_size >=
+         offsetof(ftjit_host, arg_key_value) + sizeof(host->arg_key_value);
+}
+
+//! The parameter the session groups by, "" when none.
+inline std::string arg_key_name(const ftjit_host *host, ftjit_plugin_ctx *ctx) {
+  if (!host_has_arg_keys(host)) return {};
+  const char *name = host->arg_key_name(ctx);
+  return name != nullptr ? name : "";
+}
+
+//! One group's value: `text` as the trace shows it (`RED`, `-3`, `'q'`,
+//! `"a1"`, `0x7ffd...`), `json` a JSON value (a number for an integer,
+//! true/false, else a string: a string's bytes without its quotes, C
+//! escapes kept). has: the function has the parameter.
+struct ArgKeyShown {
+  bool has = false;
+  std::string text;
+  std::string json;
+};
+
+inline void visit_arg_key(const ftjit_arg_value *value, void *arg) {
+  auto *shown = static_cast<ArgKeyShown *>(arg);
+  shown->has = true;
+  shown->text = value->text != nullptr ? value->text : "";
+  switch (value->type) {
+    case FTJIT_ARG_INT: shown->json = std::to_string(value->i); break;
+    case FTJIT_ARG_UINT: shown->json = std::to_string(value->u); break;
+    case FTJIT_ARG_BOOL: shown->json = value->u != 0 ? "true" : "false"; break;
+    case FTJIT_ARG_STRING: {
+      std::string_view t = shown->text;
+      if (t.size() >= 2 && t.front() == '"') {
+        const size_t end = t.rfind('"');
+        if (end > 0) t = t.substr(1, end - 1);
+      }
+      shown->json = json_quote(t);
+      break;
+    }
+    default: shown->json = json_quote(shown->text);
+  }
+}
+
+//! The group of key `key` of traced function `ip`.
+inline ArgKeyShown arg_key_shown(const ftjit_host *host, ftjit_plugin_ctx *ctx,
+                                 uint64_t ip, uint64_t key) {
+  ArgKeyShown shown;
+  if (host_has_arg_keys(host)) host->arg_key_value(ctx, ip, key, visit_arg_key, &shown);
+  return shown;
+}
+
 }  // namespace ftjit_plugin_support
 
 #endif

@@ -34,14 +34,18 @@ const char *const kFormats[] = {"text", "json", "tsv", nullptr};
 
 struct FunctionCount {
   uint64_t ip;
+  uint64_t key;
   uint64_t calls;
   std::string name;
+  support::ArgKeyShown value;  // --by-arg: the group's value, if ip has it
 };
 
 struct Totals {
-  std::vector<FunctionCount> functions;
+  std::vector<FunctionCount> functions;  // with --by-arg: one per (function, value)
+  size_t distinct_functions = 0;
   uint64_t overflow_calls = 0;  // table full, or thread beyond max_threads
   uint64_t total_calls = 0;
+  std::string by_arg;  // --by-arg NAME, "" without
 };
 
 // ---------------------------------------------------------------------------
@@ -61,6 +65,7 @@ int count_init(ftjit_plugin_ctx *ctx) {
   Instance *instance =
       support::new_pool_instance<Instance>(g_host, ctx, "count", pool, "slots");
   if (instance == nullptr) return 1;
+  instance->keyed = !support::arg_key_name(g_host, ctx).empty();
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
@@ -78,8 +83,15 @@ void count_shutdown(ftjit_plugin_ctx *ctx) {
 const ftjit_plugin_inline kInline = {sizeof(ftjit_plugin_inline), FTJIT_PLUGIN_INLINE_VERSION,
                                      FTJIT_PLUGIN_INLINE_COUNT, FTJIT_PLUGIN_INLINE_NONE};
 
+struct Count {
+  uint64_t ip, key, calls;
+  bool operator<(const Count &o) const {
+    return ip != o.ip ? ip < o.ip : key < o.key;
+  }
+};
+
 struct MergeState {
-  std::vector<std::pair<uint64_t, uint64_t>> counts;  // (ip, calls), unsorted
+  std::vector<Count> counts;  // unsorted
   uint64_t overflow_calls = 0;
   const Instance *instance = nullptr;
 };
@@ -90,12 +102,13 @@ void visit_thread(const ftjit_thread_info *, void *storage, void *arg) {
   if (slot == nullptr || slot->state != SlotState::kClaimed) return;
   for (uint32_t i = 0; i < merge->instance->table_size; ++i)
     if (slot->entries[i].ip != 0)
-      merge->counts.emplace_back(slot->entries[i].ip, slot->entries[i].calls);
+      merge->counts.push_back(
+          {slot->entries[i].ip, slot->entries[i].key, slot->entries[i].calls});
   merge->overflow_calls += slot->header->overflow_calls;
 }
 
 void add_inline(uint64_t ip, uint64_t calls, void *arg) {
-  static_cast<MergeState *>(arg)->counts.emplace_back(ip, calls);
+  static_cast<MergeState *>(arg)->counts.push_back({ip, 0, calls});
 }
 
 Totals collect(ftjit_plugin_ctx *ctx, const Instance *instance) {
@@ -106,20 +119,30 @@ Totals collect(ftjit_plugin_ctx *ctx, const Instance *instance) {
     g_host->inline_counts(ctx, add_inline, &merge);
   std::sort(merge.counts.begin(), merge.counts.end());
   Totals totals;
-  for (const auto &[ip, calls] : merge.counts) {
-    if (!totals.functions.empty() && totals.functions.back().ip == ip)
-      totals.functions.back().calls += calls;
-    else
-      totals.functions.push_back({ip, calls, {}});
-    totals.total_calls += calls;
+  totals.by_arg = support::arg_key_name(g_host, ctx);
+  for (const Count &c : merge.counts) {
+    if (!totals.functions.empty() && totals.functions.back().ip == c.ip &&
+        totals.functions.back().key == c.key) {
+      totals.functions.back().calls += c.calls;
+    } else {
+      if (totals.functions.empty() || totals.functions.back().ip != c.ip)
+        ++totals.distinct_functions;
+      totals.functions.push_back({c.ip, c.key, c.calls, {}, {}});
+    }
+    totals.total_calls += c.calls;
   }
-  for (FunctionCount &function : totals.functions)
+  for (FunctionCount &function : totals.functions) {
     function.name = support::symbol_or_hex(g_host, ctx, function.ip);
+    if (!totals.by_arg.empty())
+      function.value = support::arg_key_shown(g_host, ctx, function.ip, function.key);
+  }
   std::sort(totals.functions.begin(), totals.functions.end(),
             [](const FunctionCount &a, const FunctionCount &b) {
               if (a.calls != b.calls) return a.calls > b.calls;
               if (a.name != b.name) return a.name < b.name;
-              return a.ip < b.ip;
+              if (a.ip != b.ip) return a.ip < b.ip;
+              if (a.value.text != b.value.text) return a.value.text < b.value.text;
+              return a.key < b.key;
             });
   totals.overflow_calls = merge.overflow_calls +
                           instance->unpooled_calls.load(std::memory_order_relaxed);
@@ -134,19 +157,36 @@ std::string tsv_field(std::string_view text) {
   return out;
 }
 
+// A row's label: the function, and with --by-arg the value of its group
+// ("args_lookup [c=RED]"); a function without the parameter is alone.
+std::string row_name(const Totals &totals, const FunctionCount &function) {
+  if (!function.value.has) return function.name;
+  return function.name + " [" + totals.by_arg + "=" + function.value.text + "]";
+}
+
 void write_text(FILE *out, const Totals &totals, uint64_t top,
                 const Instance *instance, uint64_t recursion_drops) {
   size_t shown = totals.functions.size();
   if (top != 0 && top < shown) shown = size_t(top);
-  std::fprintf(out, "%14s  %s\n", "CALLS", "FUNCTION");
+  if (totals.by_arg.empty())
+    std::fprintf(out, "%14s  %s\n", "CALLS", "FUNCTION");
+  else
+    std::fprintf(out, "%14s  %s [%s=VALUE]\n", "CALLS", "FUNCTION",
+                 totals.by_arg.c_str());
   for (size_t i = 0; i < shown; ++i)
     std::fprintf(out, "%14" PRIu64 "  %s\n", totals.functions[i].calls,
-                 totals.functions[i].name.c_str());
+                 row_name(totals, totals.functions[i]).c_str());
   if (shown < totals.functions.size())
-    std::fprintf(out, "%14s  (%zu more functions)\n", "...",
-                 totals.functions.size() - shown);
-  std::fprintf(out, "\n%" PRIu64 " calls of %zu functions\n",
-               totals.total_calls, totals.functions.size());
+    std::fprintf(out, "%14s  (%zu more %s)\n", "...",
+                 totals.functions.size() - shown,
+                 totals.by_arg.empty() ? "functions" : "rows");
+  if (totals.by_arg.empty())
+    std::fprintf(out, "\n%" PRIu64 " calls of %zu functions\n",
+                 totals.total_calls, totals.functions.size());
+  else
+    std::fprintf(out, "\n%" PRIu64 " calls of %zu functions, in %zu rows by %s\n",
+                 totals.total_calls, totals.distinct_functions,
+                 totals.functions.size(), totals.by_arg.c_str());
   if (totals.overflow_calls != 0)
     std::fprintf(out,
                  "other: %" PRIu64 " calls not attributed (a thread's table "
@@ -166,11 +206,24 @@ void write_json(FILE *out, const Totals &totals, uint64_t recursion_drops,
     const FunctionCount &function = totals.functions[i];
     std::fprintf(out, "%s\n{\"name\":", i == 0 ? "" : ",");
     support::write_json_string(out, function.name);
-    std::fprintf(out, ",\"ip\":\"0x%" PRIx64 "\",\"calls\":%" PRIu64 "}",
+    std::fprintf(out, ",\"ip\":\"0x%" PRIx64 "\",\"calls\":%" PRIu64,
                  function.ip, function.calls);
+    if (function.value.has) {
+      std::fputs(",\"arg\":", out);
+      support::write_json_string(out, totals.by_arg);
+      std::fprintf(out, ",\"value\":%s,\"text\":", function.value.json.c_str());
+      support::write_json_string(out, function.value.text);
+    }
+    std::fputs("}", out);
+  }
+  std::fputs("],\n", out);
+  if (!totals.by_arg.empty()) {
+    std::fputs("\"by_arg\":", out);
+    support::write_json_string(out, totals.by_arg);
+    std::fputs(",", out);
   }
   std::fprintf(out,
-               "],\n\"total_calls\":%" PRIu64 ",\"other_calls\":%" PRIu64
+               "\"total_calls\":%" PRIu64 ",\"other_calls\":%" PRIu64
                ",\n\"dropped\":{\"recursion\":%" PRIu64 ",\"events\":%" PRIu64
                "}}\n",
                totals.total_calls, totals.overflow_calls, recursion_drops,
@@ -187,8 +240,8 @@ int count_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
     const std::string_view fmt = format != nullptr ? format : "text";
     if (fmt == "tsv") {
       for (const FunctionCount &function : totals.functions)
-        std::fprintf(out, "%s\t%" PRIu64 "\n", tsv_field(function.name).c_str(),
-                     function.calls);
+        std::fprintf(out, "%s\t%" PRIu64 "\n",
+                     tsv_field(row_name(totals, function)).c_str(), function.calls);
     } else if (fmt == "json") {
       write_json(out, totals, recursion_drops, event_drops);
     } else if (fmt == "text") {

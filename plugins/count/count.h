@@ -11,9 +11,11 @@
 
 namespace ftjit_count {
 
-//! One function's calls on one thread. ip 0 marks an empty slot.
+//! One function's calls on one thread (with --by-arg: those with one value
+//! of the argument, `key`; else key 0). ip 0 marks an empty slot.
 struct Counter {
   uint64_t ip;
+  uint64_t key;
   uint64_t calls;
 };
 
@@ -26,7 +28,9 @@ struct TableHeader {
 
 //! One loaded instance: a pool of per-thread tables of Counters, allocated in
 //! init so that no thread allocates on its first event.
-struct Instance : ftjit_plugin_support::TablePool<Counter, TableHeader> {};
+struct Instance : ftjit_plugin_support::TablePool<Counter, TableHeader> {
+  bool keyed = false;  // --by-arg: the host gives each call's key
+};
 
 //! The host's per-thread storage block (zeroed by the host): the thread's
 //! table of Counters once claimed.

@@ -17,13 +17,13 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
 
 namespace {
 
-void count_in(ThreadSlot *slot, uint64_t ip) {
+void count_in(ThreadSlot *slot, uint64_t ip, uint64_t key) {
   const Instance *instance = slot->instance;
   const uint64_t mask = instance->table_size - 1;
-  uint64_t index = support::home_index(*instance, ip);
+  uint64_t index = support::home_index(*instance, ip, key);
   for (;;) {
     Counter &counter = slot->entries[index];
-    if (counter.ip == ip) {
+    if (counter.ip == ip && counter.key == key) {
       ++counter.calls;
       return;
     }
@@ -38,28 +38,37 @@ void count_in(ThreadSlot *slot, uint64_t ip) {
   }
   ++header->used;
   slot->entries[index].ip = ip;
+  slot->entries[index].key = key;
   slot->entries[index].calls = 1;
 }
 
 // A thread's first call claims a pooled table; a thread without one counts
 // its calls as unpooled. Out of line: the common path keeps only ip across
 // the host's call.
-__attribute__((noinline, cold)) void count_unclaimed(uint64_t ip, ftjit_plugin_ctx *ctx) {
+__attribute__((noinline, cold)) void count_unclaimed(uint64_t ip, ftjit_plugin_ctx *ctx,
+                                                     const ftjit_plugin_regs *regs) {
   ThreadSlot *slot =
       support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kCount);
-  if (slot != nullptr) count_in(slot, ip);
+  if (slot == nullptr) return;
+  uint64_t key = 0;
+  if (slot->instance->keyed) g_host->arg_key(ctx, ip, regs, &key);
+  count_in(slot, ip, key);
 }
 
 }  // namespace
 
 void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
-              ftjit_plugin_regs *) {
+              ftjit_plugin_regs *regs) {
   auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
   if (slot != nullptr && slot->state == SlotState::kClaimed) [[likely]] {
-    count_in(slot, ip);
+    uint64_t key = 0;
+    // --by-arg: the value of the argument at this entry (a register or a
+    // stack slot; a string's bytes hashed).
+    if (slot->instance->keyed) [[unlikely]] g_host->arg_key(ctx, ip, regs, &key);
+    count_in(slot, ip, key);
     return;
   }
-  count_unclaimed(ip, ctx);
+  count_unclaimed(ip, ctx, regs);
 }
 
 }  // namespace ftjit_count

@@ -41,6 +41,7 @@ int latency_init(ftjit_plugin_ctx *ctx) {
   Instance *instance = support::new_pool_instance<Instance>(
       g_host, ctx, "latency", pool, "functions");
   if (instance == nullptr) return 1;
+  instance->keyed = !support::arg_key_name(g_host, ctx).empty();
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
@@ -56,6 +57,7 @@ void latency_shutdown(ftjit_plugin_ctx *ctx) {
 struct Function {
   FunctionHistogram histogram;
   std::string name;
+  support::ArgKeyShown value;  // --by-arg: the group's value, if ip has it
   uint64_t p50_ns = 0;
   uint64_t p99_ns = 0;
 };
@@ -128,22 +130,26 @@ std::vector<Function> collect(ftjit_plugin_ctx *ctx, Merged &merged) {
     g_host->inline_histograms(ctx, add_inline, &merged);
   std::sort(merged.by_ip.begin(), merged.by_ip.end(),
             [](const FunctionHistogram &a, const FunctionHistogram &b) {
-              return a.ip < b.ip;
+              return a.ip != b.ip ? a.ip < b.ip : a.key < b.key;
             });
   std::vector<Function> functions;
   for (const FunctionHistogram &h : merged.by_ip) {
-    if (!functions.empty() && functions.back().histogram.ip == h.ip) {
+    if (!functions.empty() && functions.back().histogram.ip == h.ip &&
+        functions.back().histogram.key == h.key) {
       FunctionHistogram &sum = functions.back().histogram;
       sum.calls += h.calls;
       sum.total_ns += h.total_ns;
       sum.max_ns = std::max(sum.max_ns, h.max_ns);
       for (int b = 0; b < kBuckets; ++b) sum.buckets[b] += h.buckets[b];
     } else {
-      functions.push_back({h, {}, 0, 0});
+      functions.push_back({h, {}, {}, 0, 0});
     }
   }
+  const std::string by_arg = support::arg_key_name(g_host, ctx);
   for (Function &f : functions) {
     f.name = support::symbol_or_hex(g_host, ctx, f.histogram.ip);
+    if (!by_arg.empty())
+      f.value = support::arg_key_shown(g_host, ctx, f.histogram.ip, f.histogram.key);
     f.p50_ns = estimate_percentile(f.histogram, 50);
     f.p99_ns = estimate_percentile(f.histogram, 99);
   }
@@ -152,7 +158,8 @@ std::vector<Function> collect(ftjit_plugin_ctx *ctx, Merged &merged) {
             [](const Function &a, const Function &b) {
               if (a.histogram.total_ns != b.histogram.total_ns)
                 return a.histogram.total_ns > b.histogram.total_ns;
-              return a.name < b.name;
+              if (a.name != b.name) return a.name < b.name;
+              return a.histogram.key < b.histogram.key;
             });
   return functions;
 }
@@ -200,9 +207,14 @@ void write_histogram(FILE *out, const FunctionHistogram &h) {
 
 void write_text(FILE *out, const std::vector<Function> &functions,
                 const TableHeader &totals, uint64_t unpooled,
-                uint64_t recursion_drops) {
+                uint64_t recursion_drops, const std::string &by_arg) {
   for (const Function &f : functions) {
-    std::fprintf(out, "@%s:\n", f.name.c_str());
+    // --by-arg: "@args_lookup [c=RED]:", one histogram per value.
+    if (f.value.has)
+      std::fprintf(out, "@%s [%s=%s]:\n", f.name.c_str(), by_arg.c_str(),
+                   f.value.text.c_str());
+    else
+      std::fprintf(out, "@%s:\n", f.name.c_str());
     write_histogram(out, f.histogram);
     std::fprintf(out,
                  "count %" PRIu64 ", p50 ~%" PRIu64 " ns, p99 ~%" PRIu64
@@ -228,13 +240,26 @@ void write_text(FILE *out, const std::vector<Function> &functions,
 
 void write_json(FILE *out, const std::vector<Function> &functions,
                 const TableHeader &totals, uint64_t unpooled,
-                uint64_t recursion_drops, uint64_t event_drops) {
+                uint64_t recursion_drops, uint64_t event_drops,
+                const std::string &by_arg) {
   std::fprintf(out, "{\"unit\":\"ns\",\"percentiles\":\"estimated within "
-                    "log2 buckets\",\"functions\":[");
+                    "log2 buckets\",");
+  if (!by_arg.empty()) {
+    std::fputs("\"by_arg\":", out);
+    support::write_json_string(out, by_arg);
+    std::fputs(",", out);
+  }
+  std::fputs("\"functions\":[", out);
   for (size_t i = 0; i < functions.size(); ++i) {
     const Function &f = functions[i];
     std::fprintf(out, "%s\n{\"name\":", i == 0 ? "" : ",");
     support::write_json_string(out, f.name);
+    if (f.value.has) {
+      std::fputs(",\"arg\":", out);
+      support::write_json_string(out, by_arg);
+      std::fprintf(out, ",\"value\":%s,\"text\":", f.value.json.c_str());
+      support::write_json_string(out, f.value.text);
+    }
     std::fprintf(out,
                  ",\"ip\":\"0x%" PRIx64 "\",\"count\":%" PRIu64
                  ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
@@ -280,10 +305,11 @@ int latency_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
     g_host->drop_counts(ctx, &recursion_drops, &event_drops);
     const std::string_view fmt = format != nullptr ? format : "text";
     if (fmt == "text") {
-      write_text(out, functions, merged.totals, unpooled, recursion_drops);
+      write_text(out, functions, merged.totals, unpooled, recursion_drops,
+                 support::arg_key_name(g_host, ctx));
     } else if (fmt == "json") {
       write_json(out, functions, merged.totals, unpooled, recursion_drops,
-                 event_drops);
+                 event_drops, support::arg_key_name(g_host, ctx));
     } else {
       g_host->set_error(ctx, "latency: unknown format '%s'", format);
       return 1;

@@ -19,6 +19,7 @@ inline int bucket_of(uint64_t ns) { return ns == 0 ? 0 : 64 - __builtin_clzll(ns
 //! One function's durations on one thread. ip 0 marks an empty slot.
 struct FunctionHistogram {
   uint64_t ip;
+  uint64_t key;  // --by-arg: the argument's value at entry; else 0
   uint64_t calls;
   uint64_t total_ns;
   uint64_t max_ns;
@@ -40,11 +41,14 @@ constexpr uint32_t kMaxDepth = 128;
 
 struct Frame {
   uint64_t ip;
+  uint64_t key;
   uint64_t start_ns;
 };
 
 //! One loaded instance: a pool of per-thread tables of FunctionHistograms.
-struct Instance : ftjit_plugin_support::TablePool<FunctionHistogram, TableHeader> {};
+struct Instance : ftjit_plugin_support::TablePool<FunctionHistogram, TableHeader> {
+  bool keyed = false;  // --by-arg: the host gives each call's key
+};
 
 //! The host's per-thread storage block (zeroed by the host): the thread's
 //! table once claimed, and its open calls.

@@ -18,14 +18,14 @@ Instance *instance_of(ftjit_plugin_ctx *ctx) {
 
 namespace {
 
-void record(ThreadSlot *slot, uint64_t ip, uint64_t duration_ns) {
+void record(ThreadSlot *slot, uint64_t ip, uint64_t key, uint64_t duration_ns) {
   const Instance *instance = slot->instance;
   const uint64_t mask = instance->table_size - 1;
-  uint64_t index = support::home_index(*instance, ip);
+  uint64_t index = support::home_index(*instance, ip, key);
   FunctionHistogram *histogram;
   for (;;) {
     histogram = &slot->entries[index];
-    if (histogram->ip == ip) break;
+    if (histogram->ip == ip && histogram->key == key) break;
     if (histogram->ip == 0) {
       // The load limit keeps an empty slot in every probe sequence.
       if (slot->header->used >= instance->load_limit) {
@@ -34,6 +34,7 @@ void record(ThreadSlot *slot, uint64_t ip, uint64_t duration_ns) {
       }
       ++slot->header->used;
       histogram->ip = ip;
+      histogram->key = key;
       break;
     }
     index = (index + 1) & mask;
@@ -47,7 +48,7 @@ void record(ThreadSlot *slot, uint64_t ip, uint64_t duration_ns) {
 }  // namespace
 
 void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
-              ftjit_plugin_regs *) {
+              ftjit_plugin_regs *regs) {
   // A thread's first event claims a pooled table.
   ThreadSlot *slot =
       support::claimed_slot<ThreadSlot>(g_host, ctx, support::Unpooled::kIgnore);
@@ -55,6 +56,10 @@ void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
   const uint32_t depth = slot->depth++;
   if (depth >= kMaxDepth) return;
   slot->stack[depth].ip = ip;
+  // --by-arg: the argument's value at entry, kept for the exit.
+  uint64_t key = 0;
+  if (slot->instance->keyed) g_host->arg_key(ctx, ip, regs, &key);
+  slot->stack[depth].key = key;
   // Read the clock last so that the plugin's own work is not timed.
   slot->stack[depth].start_ns = g_host->now_ns();
 }
@@ -85,7 +90,7 @@ void on_exit(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
     ++header->unwound;
     return;
   }
-  record(slot, ip, now - slot->stack[depth - 1].start_ns);
+  record(slot, ip, slot->stack[depth - 1].key, now - slot->stack[depth - 1].start_ns);
 }
 
 }  // namespace ftjit_latency

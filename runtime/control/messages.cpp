@@ -243,6 +243,7 @@ void put_capture(Writer& w, const ArgCaptureSpec& spec) {
     w.put(c.number);
     w.str(c.text);
   }
+  w.str(spec.by_arg);
 }
 
 ArgCaptureSpec get_capture(Reader& r) {
@@ -289,6 +290,7 @@ ArgCaptureSpec get_capture(Reader& r) {
     c.text = r.str();
     spec.conditions.push_back(std::move(c));
   }
+  spec.by_arg = r.str();
   return spec;
 }
 

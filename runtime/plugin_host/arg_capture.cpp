@@ -364,6 +364,90 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
     keys_[i] = plan->ip;
     slots_[i] = plan.get();
   }
+  plan_keys(spec);
+}
+
+void ArgCapturer::plan_keys(const ArgCaptureSpec& spec) {
+  key_name_ = spec.by_arg;
+  if (key_name_.empty()) return;
+  bool strings = false;
+  for (const CapturedFunction& f : spec.functions) {
+    if (f.ip == 0) continue;
+    for (size_t i = 0; i < f.signature.params.size() && i < f.placed.params.size(); ++i) {
+      const Param& p = f.signature.params[i];
+      const std::string name = !p.name.empty() ? p.name : "arg" + std::to_string(i + 1);
+      if (name != key_name_) continue;
+      const ArgPlace& place = f.placed.params[i];
+      const ValueKind k = p.type.kind;
+      const bool scalar = k == ValueKind::kSigned || k == ValueKind::kUnsigned || k == ValueKind::kBool ||
+                          k == ValueKind::kChar || k == ValueKind::kEnum || k == ValueKind::kPointer ||
+                          k == ValueKind::kString;
+      // What the CLI refuses, the host leaves out too: the function is then
+      // one group, as one without the parameter.
+      if (!scalar || place.unavailable || place.by_reference || place.pieces.size() != 1) break;
+      const ArgPiece& piece = place.pieces[0];
+      const uint32_t size = std::min<uint32_t>(p.type.size == 0 ? 8 : p.type.size, 8);
+      if (piece.offset != 0 || piece.size < size) break;
+      if (piece.source != ArgSource::kIntReg && piece.source != ArgSource::kStack) break;
+      if (piece.source == ArgSource::kIntReg && piece.index >= 8) break;
+      auto plan = std::make_unique<KeyPlan>();
+      plan->ip = f.ip;
+      plan->source = piece.source;
+      plan->index = piece.index;
+      plan->size = static_cast<uint8_t>(k == ValueKind::kString || k == ValueKind::kPointer ? 8 : size);
+      plan->kind = k;
+      plan->is_signed = k == ValueKind::kSigned || ((k == ValueKind::kEnum || k == ValueKind::kChar) && p.type.is_signed);
+      plan->name = name;
+      plan->enumerators = p.type.enumerators;
+      strings = strings || k == ValueKind::kString;
+      key_plans_.push_back(std::move(plan));
+      break;
+    }
+  }
+  if (strings) interned_.reset(new InternedString[kInternSlots]);
+  const size_t cap = std::bit_ceil(key_plans_.size() * 2 + 2);
+  key_ips_.assign(cap, 0);
+  key_slots_.assign(cap, nullptr);
+  key_mask_ = cap - 1;
+  for (const auto& plan : key_plans_) {
+    uint64_t i = (plan->ip * 0x9e3779b97f4a7c15ull >> 20) & key_mask_;
+    while (key_ips_[i] != 0 && key_ips_[i] != plan->ip) i = (i + 1) & key_mask_;
+    if (key_ips_[i] == plan->ip) continue;  // the first of an ip wins
+    key_ips_[i] = plan->ip;
+    key_slots_[i] = plan.get();
+  }
+}
+
+bool ArgCapturer::key_value(uint64_t ip, uint64_t key, ShownValue* out) const {
+  const KeyPlan* plan = find_key(ip);
+  if (plan == nullptr || out == nullptr) return false;
+  if (plan->kind != ValueKind::kString) {
+    uint8_t bytes[8];
+    std::memcpy(bytes, &key, 8);
+    *out = scalar(plan->name, plan->kind, plan->size, plan->is_signed, plan->enumerators, bytes);
+    return true;
+  }
+  ShownValue v;
+  v.name = plan->name;
+  v.type = ShownValue::Type::kText;
+  if (key == 0) {
+    v.text = "NULL";
+  } else if (key == 1) {
+    v.text = "<unreadable>";
+  } else {
+    v.text = "<a string of hash " + hex(key) + ">";  // not kept: the table was full
+    for (uint32_t n = 0, i = key & (kInternSlots - 1); interned_ && n < kInternSlots; ++n, i = (i + 1) & (kInternSlots - 1)) {
+      const InternedString& s = interned_[i];
+      const uint64_t h = s.hash.load(std::memory_order_acquire);
+      if (h == 0) break;
+      if (h != key) continue;
+      v.type = ShownValue::Type::kString;
+      v.text = quoted(s.bytes, s.length) + (s.longer ? "..." : "");
+      break;
+    }
+  }
+  *out = std::move(v);
+  return true;
 }
 
 ArgCapturer::~ArgCapturer() = default;

@@ -90,11 +90,33 @@ class ArgCapturer {
   };
   std::vector<ParamInfo> params(uint64_t ip) const;
 
+  // --by-arg NAME (ArgCaptureSpec::by_arg): the functions that have a
+  // parameter NAME that can be a key, each with where it is at entry.
+  bool has_keys() const { return !key_plans_.empty(); }
+  // NAME; "" when the session groups by nothing.
+  const std::string& key_name() const { return key_name_; }
+  // [event] The key of the call of `ip` with `regs`: true and *key set when
+  // `ip` has the parameter; false (and *key 0) otherwise. Integers, chars,
+  // enums and pointers: the value's bits, zero-extended from its size;
+  // bools 0 or 1; char *: a hash of its first kStringKeyBytes bytes (0:
+  // NULL, 1: unreadable), the bytes kept once per distinct string (a
+  // fixed table filled lock-free) for key_value.
+  bool key_of(uint64_t ip, const ftjit_regs* regs, uint64_t* key) const;
+  // A key of `ip` shown by the parameter's type (name: the parameter's);
+  // false when `ip` has no such parameter.
+  bool key_value(uint64_t ip, uint64_t key, ShownValue* out) const;
+
  public:
   struct Plan;  // arg_capture_plan.h
+  struct KeyPlan;
+  struct InternedString;
+  static constexpr uint32_t kInternSlots = 4096;
 
  private:
   const Plan* find(uint64_t ip) const;
+  const KeyPlan* find_key(uint64_t ip) const;
+  void plan_keys(const ArgCaptureSpec& spec);
+  uint64_t string_key(uint64_t address) const;
 
   std::vector<std::unique_ptr<Plan>> plans_;
   std::vector<uint64_t> keys_;       // open addressing: ip, 0 = empty
@@ -103,6 +125,13 @@ class ArgCapturer {
   uint32_t max_record_ = 0;
   uint32_t string_max_ = 0;
   bool reads_fp_ = false;
+
+  std::string key_name_;
+  std::vector<std::unique_ptr<KeyPlan>> key_plans_;
+  std::vector<uint64_t> key_ips_;  // open addressing: ip, 0 = empty
+  std::vector<const KeyPlan*> key_slots_;
+  uint64_t key_mask_ = 0;
+  std::unique_ptr<InternedString[]> interned_;  // kInternSlots, when a key is a char *
 };
 
 }  // namespace ftjit::plugins

@@ -181,6 +181,64 @@ uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void*
   return plan->exit_size;
 }
 
+// A char * key: FNV-1a of its bytes up to the NUL (at most
+// kStringKeyBytes), with whether it goes on; the first call of each
+// distinct string keeps its bytes in the table key_value reads.
+uint64_t ArgCapturer::string_key(uint64_t address) const {
+  if (address == 0) return 0;
+  // One byte more than the key keeps: whether the string goes on past it.
+  uint8_t bytes[kStringKeyBytes + 1];
+  const ssize_t got = arch::detail::read_own_memory(address, bytes, kStringKeyBytes + 1);
+  if (got <= 0) return 1;
+  const uint32_t n = static_cast<uint32_t>(got);
+  uint32_t length = 0;
+  while (length < n && length < kStringKeyBytes && bytes[length] != 0) ++length;
+  uint8_t longer = 0;
+  if (length == kStringKeyBytes) {
+    longer = n > kStringKeyBytes ? (bytes[kStringKeyBytes] != 0 ? 1 : 0) : 1;
+  } else if (length == n) {
+    return 1;  // no NUL before memory that could not be read
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint32_t i = 0; i < length; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  h = (h ^ longer) * 0x100000001b3ull;
+  if (h < 2) h += 2;
+  if (!interned_) return h;
+  for (uint32_t probe = 0, i = h & (kInternSlots - 1); probe < kInternSlots; ++probe, i = (i + 1) & (kInternSlots - 1)) {
+    InternedString& slot = interned_[i];
+    uint64_t seen = slot.hash.load(std::memory_order_acquire);
+    if (seen == h) return h;
+    if (seen != 0) continue;
+    if (slot.hash.compare_exchange_strong(seen, h, std::memory_order_acq_rel)) {
+      slot.length = static_cast<uint8_t>(length);
+      slot.longer = longer;
+      copy_bytes(slot.bytes, bytes, length);
+      return h;
+    }
+    if (seen == h) return h;  // another thread kept the same string
+  }
+  return h;  // the table is full: grouped, shown by its hash
+}
+
+bool ArgCapturer::key_of(uint64_t ip, const ftjit_regs* regs, uint64_t* key) const {
+  *key = 0;
+  const KeyPlan* plan = find_key(ip);
+  if (plan == nullptr || regs == nullptr) return false;
+  uint64_t raw = 0;
+  if (plan->source == ArgSource::kIntReg) {
+    raw = regs->arg[plan->index & 7];
+  } else if (static_cast<uint32_t>(plan->index) + plan->size <= kDirectStackBytes) {
+    copy_bytes(reinterpret_cast<uint8_t*>(&raw), reinterpret_cast<const uint8_t*>(regs->sp + plan->index), plan->size);
+  } else if (arch::detail::read_own_memory(regs->sp + plan->index, &raw, plan->size) != static_cast<ssize_t>(plan->size)) {
+    raw = 0;
+  }
+  if (plan->size < 8) raw &= (uint64_t{1} << (8 * plan->size)) - 1;
+  if (plan->kind == ValueKind::kBool) raw = (raw & 0xff) != 0;
+  if (plan->kind == ValueKind::kString) raw = string_key(raw);
+  *key = raw;
+  return true;
+}
+
 }  // namespace ftjit::plugins
 
 // The host services, here so that the capture inlines into them: one
@@ -199,6 +257,14 @@ uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin
   const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
   if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
   return inst->args->capture_entry(ip, reinterpret_cast<const ftjit_regs*>(regs), out, inst->args_room);
+}
+
+int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key) {
+  if (key == nullptr) return 0;
+  *key = 0;
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->keys == nullptr) return 0;
+  return inst->keys->key_of(ip, reinterpret_cast<const ftjit_regs*>(regs), key) ? 1 : 0;
 }
 
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {

@@ -3,6 +3,7 @@
 // formatter (arg_capture.cpp) and the event path (arg_capture_event.cpp).
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -85,12 +86,43 @@ struct ArgCapturer::Plan {
   bool fast_exit = false;  // the return value is ret[0]'s word, at header
 };
 
+// Where one function's --by-arg parameter is at entry: a scalar of at
+// most 8 bytes in one integer register or one stack slot.
+struct ArgCapturer::KeyPlan {
+  uint64_t ip = 0;
+  ArgSource source = ArgSource::kIntReg;
+  uint16_t index = 0;  // register number or stack offset
+  uint8_t size = 0;    // bytes: 1, 2, 4 or 8
+  ValueKind kind = ValueKind::kSigned;
+  bool is_signed = false;
+  std::string name;
+  std::vector<Enumerator> enumerators;
+};
+
+// One distinct char * key's bytes: `hash` is 0 while the slot is free, and
+// is claimed (compare-and-swap) before the bytes are written; they are read
+// only after tracing stopped.
+struct ArgCapturer::InternedString {
+  std::atomic<uint64_t> hash{0};
+  uint8_t length = 0;
+  uint8_t longer = 0;  // no NUL in the first kStringKeyBytes bytes
+  uint8_t bytes[kStringKeyBytes] = {};
+};
+
 // Inlined into both captures: the lookup is most of what they cost.
 [[gnu::always_inline]] inline const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
   if (keys_.empty()) return nullptr;
   for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;; i = (i + 1) & mask_) {
     if (keys_[i] == ip) [[likely]] return slots_[i];
     if (keys_[i] == 0) return nullptr;
+  }
+}
+
+[[gnu::always_inline]] inline const ArgCapturer::KeyPlan* ArgCapturer::find_key(uint64_t ip) const {
+  if (key_ips_.empty()) return nullptr;
+  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & key_mask_;; i = (i + 1) & key_mask_) {
+    if (key_ips_[i] == ip) [[likely]] return key_slots_[i];
+    if (key_ips_[i] == 0) return nullptr;
   }
 }
 

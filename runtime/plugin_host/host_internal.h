@@ -105,6 +105,7 @@ size_t svc_call_stack(uint64_t* ips, size_t max);
 void* svc_instance_data(ftjit_plugin_ctx* ctx);
 uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out);
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out);
+int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key);
 
 // ---------------------------------------------------------------------------
 // Per-thread state
@@ -260,6 +261,9 @@ class Instance {
   // hold a record. Null / 0: nothing captured for this plugin.
   const ArgCapturer* args = nullptr;
   uint32_t args_room = 0;
+  // --by-arg: the session's plans when they group by an argument (then
+  // no inline work is compiled: the callbacks must see each call).
+  const ArgCapturer* keys = nullptr;
 
   const char* name() const { return plugin.desc->name; }
   const OptionValue* option(const char* name) const;

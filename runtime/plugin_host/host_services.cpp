@@ -224,6 +224,19 @@ size_t svc_args_format(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, c
   return text.size();
 }
 
+uint32_t to_sdk_type(ShownValue::Type type) {
+  switch (type) {
+    case ShownValue::Type::kInt: return FTJIT_ARG_INT;
+    case ShownValue::Type::kUint: return FTJIT_ARG_UINT;
+    case ShownValue::Type::kDouble: return FTJIT_ARG_DOUBLE;
+    case ShownValue::Type::kBool: return FTJIT_ARG_BOOL;
+    case ShownValue::Type::kString: return FTJIT_ARG_STRING;
+    case ShownValue::Type::kPointer: return FTJIT_ARG_POINTER;
+    case ShownValue::Type::kText: return FTJIT_ARG_TEXT;
+  }
+  return FTJIT_ARG_TEXT;
+}
+
 void svc_args_visit(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, ftjit_arg_visit_fn visit, void* arg) {
   const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
   const uint32_t size = record_size(inst, record);
@@ -231,15 +244,7 @@ void svc_args_visit(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, ftji
   for (const ShownValue& v : inst->args->values(ip, record, size)) {
     ftjit_arg_value out{};
     out.name = v.name.c_str();
-    switch (v.type) {
-      case ShownValue::Type::kInt: out.type = FTJIT_ARG_INT; break;
-      case ShownValue::Type::kUint: out.type = FTJIT_ARG_UINT; break;
-      case ShownValue::Type::kDouble: out.type = FTJIT_ARG_DOUBLE; break;
-      case ShownValue::Type::kBool: out.type = FTJIT_ARG_BOOL; break;
-      case ShownValue::Type::kString: out.type = FTJIT_ARG_STRING; break;
-      case ShownValue::Type::kPointer: out.type = FTJIT_ARG_POINTER; break;
-      case ShownValue::Type::kText: out.type = FTJIT_ARG_TEXT; break;
-    }
+    out.type = to_sdk_type(v.type);
     out.i = v.i;
     out.u = v.u;
     out.d = v.d;
@@ -257,6 +262,30 @@ uint32_t svc_params(ftjit_plugin_ctx* ctx, uint64_t ip, ftjit_param_visit_fn vis
     if (visit != nullptr) visit(&info, arg);
   }
   return static_cast<uint32_t>(params.size());
+}
+
+const char* svc_arg_key_name(ftjit_plugin_ctx* ctx) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->keys == nullptr) return nullptr;
+  return inst->keys->key_name().c_str();
+}
+
+int svc_arg_key_value(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t key, ftjit_arg_visit_fn visit, void* arg) {
+  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
+  if (inst == nullptr || inst->keys == nullptr) return 0;
+  ShownValue v;
+  if (!inst->keys->key_value(ip, key, &v)) return 0;
+  if (visit != nullptr) {
+    ftjit_arg_value out{};
+    out.name = v.name.c_str();
+    out.type = to_sdk_type(v.type);
+    out.i = v.i;
+    out.u = v.u;
+    out.d = v.d;
+    out.text = v.text.c_str();
+    visit(&out, arg);
+  }
+  return 1;
 }
 
 const ftjit_host kHost = {
@@ -293,6 +322,9 @@ const ftjit_host kHost = {
     svc_args_format,
     svc_args_visit,
     svc_params,
+    svc_arg_key_name,
+    svc_arg_key,
+    svc_arg_key_value,
 };
 
 }  // namespace

@@ -93,7 +93,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   for (const std::string& g : c.exclude) s->exclude_.push_back(g.c_str());
   if (!c.args.empty()) {
     s->args_ = std::make_unique<ArgCapturer>(c.args);
-    if (s->args_->empty()) s->args_.reset();
+    if (s->args_->empty() && !s->args_->has_keys()) s->args_.reset();
   }
 
   // 1. Load and check every plugin before running any of its code but the
@@ -149,6 +149,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                            " events of " + std::to_string(inst->event_size) +
                            " bytes is over the 1 GiB limit");
     }
+    if (s->args_ != nullptr && s->args_->has_keys()) inst->keys = s->args_.get();
     inst->policy = c.buffer_policy;
     inst->wait_ns = static_cast<uint64_t>(c.buffer_wait_ms) * 1'000'000;
 
@@ -180,9 +181,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                           ? &s->thread_filter_
                           : nullptr;
     // Inline work where the engine can take it: a thread filter needs the
-    // callback at every call.
+    // callback at every call, and so does grouping by an argument
+    // (--by-arg: the callback reads it).
     const ftjit_plugin_inline* work = detail::plugin_inline_work(d);
-    if (work != nullptr && ctx.ops.threads == nullptr) {
+    if (work != nullptr && ctx.ops.threads == nullptr && inst->keys == nullptr) {
       if (work->entry == FTJIT_PLUGIN_INLINE_COUNT) ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
       if (work->entry == FTJIT_PLUGIN_INLINE_LATENCY) ctx.ops.inline_entry = FTJIT_INLINE_LATENCY;
     }

@@ -910,6 +910,50 @@ def attach_dlopen():
         t.kill()
 
 
+def attach_by_arg():
+    """--by-arg: a name no traced function has is refused, listing the
+    parameters they have, and the process runs on unharmed; then count
+    --by-arg x counts each (function, x) of an attach exactly."""
+    t = Target(args.target, spinners=0)
+    try:
+        before = t.code()
+        t.command("call 2", "called 2 ")
+        r = ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--by-arg", "nosuchparam",
+                  "--filter", "fn_*")
+        expect_error(r, "attach --by-arg nosuchparam",
+                     r"^ftjit attach: --by-arg nosuchparam: no traced function has a parameter "
+                     r"'nosuchparam'; their parameters: long( int)? x$")
+        t.check_running("after --by-arg nosuchparam")
+        t.check_code(before, "after --by-arg nosuchparam")
+        t.command("call 3", "called 3 ")
+        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
+                        "--by-arg", "x", "--filter", "fn_*")
+        status = wait_attached(t.pid)
+        # No inline work: the callback must see each call's x.
+        routes = [l.split("\t")[1] for l in status.splitlines() if l.startswith("0x")]
+        check(routes and "inline" not in routes, "--by-arg x: routes %r" % routes)
+        t.command("call 4", "called 4 ")
+        t.command("call 2", "called 2 ")
+        a.send_signal(signal.SIGINT)
+        r = finish_ftjit(a)
+        expect_ok(r, "attach --by-arg x, SIGINT")
+        counts = parse_tsv(r.out, "attach --by-arg report")
+        want = {}
+        for name, n in call_counts(4).items():
+            for i in range(n):
+                want["%s [x=%d]" % (name, i)] = want.get("%s [x=%d]" % (name, i), 0) + 1
+        for name, n in call_counts(2).items():
+            for i in range(n):
+                want["%s [x=%d]" % (name, i)] = want.get("%s [x=%d]" % (name, i), 0) + 1
+        check(counts == want, "--by-arg x: counts %r, want %r" % (counts, want))
+        t.check_code(before, "after detach")
+        t.check_running("after detach")
+        t.command("call 10", "called 10 ")
+        t.finish("by_arg")
+    finally:
+        t.kill()
+
+
 def attach_other_user():
     """Another (unprivileged) user can neither attach nor drive a session."""
     setpriv = shutil.which("setpriv")
@@ -1413,6 +1457,7 @@ SCENARIOS = {
     "attach.blocked_thread": attach_blocked_thread,
     "attach.dlopen": attach_dlopen,
     "attach.other_user": attach_other_user,
+    "attach.by_arg": attach_by_arg,
     "attach.target_exits": attach_target_exits,
     "attach.main_thread": attach_main_thread,
     "attach.cycles": attach_cycles,

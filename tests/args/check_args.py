@@ -14,6 +14,9 @@ chrome:   every oracle call is a B event whose args (minus "caller") and
           E event's "return", shown as text shows them, give the line.
 perfetto: the same from the slices' debug annotations, decoded by protoc
           with perfetto_subset.proto (an oracle independent of our encoder).
+--by-arg: `--plugin count|latency --format text|json --by-arg NAME`: one
+          row per (function, value of NAME) with the oracle's number of
+          calls, one row per function without NAME.
 --when:   only the oracle lines of calls the conditions accept are in the
           trace (--expect-calls: how many of each function), and nothing else.
 """
@@ -190,12 +193,150 @@ def decode_protoc_string(value):
     return out.decode('utf-8', errors='replace')
 
 
+def split_args(text):
+    """name=value pairs of an oracle line's argument list, split at the
+    top-level commas (not inside quotes or braces)."""
+    parts, depth, quote, cur, i = [], 0, None, '', 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            cur += c
+            if c == '\\' and i + 1 < len(text):
+                cur += text[i + 1]
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in '"\'':
+            quote = c
+            cur += c
+        elif c == '{':
+            depth += 1
+            cur += c
+        elif c == '}':
+            depth -= 1
+            cur += c
+        elif c == ',' and depth == 0 and text[i:i + 2] == ', ':
+            parts.append(cur)
+            cur = ''
+            i += 1
+        else:
+            cur += c
+        i += 1
+    if cur:
+        parts.append(cur)
+    pairs = {}
+    for part in parts:
+        if '=' in part:
+            name, value = part.split('=', 1)
+            pairs[name] = value
+    return pairs
+
+
+def by_arg_rows(a, out_path):
+    """{(function, value or None): calls} from a count or latency report."""
+    rows = {}
+    text = open(out_path, encoding='utf-8', errors='replace').read()
+    label = re.compile(r'^(.*?) \[' + re.escape(a.by_arg) + r'=(.*)\]$')
+
+    def add(name, calls):
+        m = label.match(name)
+        key = (bare(m.group(1)), m.group(2)) if m else (bare(name), None)
+        if key in rows:
+            fail(f'two rows for {key}')
+        rows[key] = calls
+
+    if a.format == 'json':
+        doc = json.loads(text)
+        if doc.get('by_arg') != a.by_arg:
+            fail(f'json by_arg {doc.get("by_arg")!r}, want {a.by_arg!r}')
+        for f in doc['functions']:
+            calls = f['calls'] if a.plugin == 'count' else f['count']
+            if 'arg' in f:
+                if f['arg'] != a.by_arg:
+                    fail(f'json arg {f["arg"]!r}')
+                # The typed value agrees with the text.
+                v = f['value']
+                if isinstance(v, bool):
+                    if ('true' if v else 'false') != f['text']:
+                        fail(f'json value {v!r} vs text {f["text"]!r}')
+                elif isinstance(v, int):
+                    if str(v) != f['text']:
+                        fail(f'json value {v!r} vs text {f["text"]!r}')
+                key = (bare(f['name']), f['text'])
+            else:
+                key = (bare(f['name']), None)
+            if key in rows:
+                fail(f'two rows for {key}')
+            rows[key] = calls
+    elif a.plugin == 'count':
+        lines = text.splitlines()
+        if not lines or not re.match(r'^\s*CALLS  FUNCTION \[' + re.escape(a.by_arg) + r'=VALUE\]$', lines[0]):
+            fail(f'count header: {lines[:1]!r}')
+        for line in lines[1:]:
+            m = re.match(r'^\s*([0-9]+)  (.*)$', line)
+            if m:
+                add(m.group(2), int(m.group(1)))
+    else:  # latency text: "@NAME [ARG=VALUE]:" ... "count N, ..."
+        name = None
+        for line in text.splitlines():
+            m = re.match(r'^@(.*):$', line)
+            if m:
+                name = m.group(1)
+                continue
+            m = re.match(r'^count ([0-9]+), ', line)
+            if m and name is not None:
+                add(name, int(m.group(1)))
+                name = None
+    return rows
+
+
+def check_by_arg(a, oracle):
+    out_path = os.path.join(a.work, 'report.' + a.format)
+    cmd = [a.ftjit, 'run', '--plugin', a.plugin, '--format', a.format, '--by-arg', a.by_arg,
+           '--filter', 'args_*', '--filter', '*Counter*', '-o', out_path]
+    for e in a.exclude:
+        cmd += ['--exclude', e]
+    cmd += ['--', a.target, oracle]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    if a.expect_error:
+        if r.returncode == 0:
+            fail(f'{" ".join(cmd)}: exit 0, want an error')
+        if not re.search(a.expect_error, r.stderr):
+            fail(f'stderr {r.stderr!r} lacks /{a.expect_error}/')
+        print(f'ok: refused: {r.stderr.strip()}')
+        return
+    if r.returncode != 0:
+        fail(f'{" ".join(cmd)}: exit {r.returncode}: {r.stderr}')
+    want = {}
+    for name, args_text, _ in oracle_calls(oracle):
+        value = split_args(args_text).get(a.by_arg)
+        want[(name, value)] = want.get((name, value), 0) + 1
+    # Excluded functions are not traced: not expected either.
+    import fnmatch
+    want = {k: v for k, v in want.items() if not any(fnmatch.fnmatchcase(k[0], e) for e in a.exclude)}
+    names = {name for name, _ in want}
+    got = {k: v for k, v in by_arg_rows(a, out_path).items() if k[0] in names}
+    if got != want:
+        for k in sorted(set(got) | set(want), key=str):
+            if got.get(k) != want.get(k):
+                print(f'  {k}: got {got.get(k)}, want {want.get(k)}')
+        fail(f'{a.plugin} {a.format} --by-arg {a.by_arg}: the rows are not the oracle\'s')
+    grouped = sum(1 for _, v in want if v is not None)
+    if grouped == 0:
+        fail(f'no oracle call has {a.by_arg}: the test tests nothing')
+    print(f'ok: {len(want)} rows ({grouped} by {a.by_arg}) match the oracle in {a.plugin} {a.format}')
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--ftjit', required=True)
     p.add_argument('--target', required=True)
     p.add_argument('--work', required=True)
-    p.add_argument('--format', required=True, choices=['text', 'chrome', 'perfetto'])
+    p.add_argument('--format', required=True, choices=['text', 'chrome', 'perfetto', 'json'])
+    p.add_argument('--plugin', default='trace', choices=['trace', 'count', 'latency'])
+    p.add_argument('--by-arg', help='count/latency --by-arg NAME: the rows against the oracle')
+    p.add_argument('--exclude', action='append', default=[], help='with --by-arg: ftjit --exclude GLOB')
+    p.add_argument('--expect-error', help='with --by-arg: ftjit must fail, stderr matching this')
     p.add_argument('--proto')
     p.add_argument('--when', action='append', default=[])
     p.add_argument('--expect-calls', default='')
@@ -218,6 +359,9 @@ def main():
             fail('the stripped copy still has .debug_info')
         a.target = stripped
     oracle = os.path.join(a.work, 'oracle.txt')
+    if a.by_arg:
+        check_by_arg(a, oracle)
+        return
     trace = os.path.join(a.work, 'trace.' + a.format)
     cmd = [a.ftjit, 'run', '--plugin', 'trace', '--format', a.format, '--args',
            '--filter', 'args_*', '--filter', '*Counter*', '-o', trace]

@@ -12,6 +12,7 @@
 
 #include "runtime/control/protocol.h"
 #include "runtime/plugin_host/arg_capture.h"
+#include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins {
 namespace {
@@ -229,6 +230,199 @@ TEST(ArgCapture, TheSpecTravelsInTheAttachRequest) {
       }
     }
   }
+}
+
+// --by-arg: the key of each kind is the value's own bits (junk above a
+// narrow value's width ignored), shown back by the parameter's type.
+TEST(ArgKey, EachKindKeysByItsValue) {
+  auto keyed = [](const char* name) {
+    ArgCaptureSpec spec;
+    spec.functions.push_back(sample(0x1000));
+    spec.by_arg = name;
+    return std::make_unique<ArgCapturer>(spec);
+  };
+  auto shown = [](const ArgCapturer& c, uint64_t key) {
+    ShownValue v;
+    EXPECT_TRUE(c.key_value(0x1000, key, &v));
+    return v;
+  };
+  Frame f = frame_for("hello");
+  uint64_t key = 99;
+  {
+    auto c = keyed("a");  // int8_t in the low byte of a register
+    ASSERT_TRUE(c->has_keys());
+    EXPECT_EQ(c->key_name(), "a");
+    ASSERT_TRUE(c->key_of(0x1000, &f.regs, &key));
+    EXPECT_EQ(key, 0xfdu);
+    Frame junk = f;
+    junk.regs.arg[0] = 0x1234567800ffeefdull;  // the same -3, other bits above it
+    uint64_t key2 = 0;
+    ASSERT_TRUE(c->key_of(0x1000, &junk.regs, &key2));
+    EXPECT_EQ(key2, key);
+    const ShownValue v = shown(*c, key);
+    EXPECT_EQ(v.name, "a");
+    EXPECT_EQ(v.text, "-3");
+    EXPECT_EQ(v.type, ShownValue::Type::kInt);
+    EXPECT_EQ(v.i, -3);
+    // Not a function with it: false, key 0.
+    EXPECT_FALSE(c->key_of(0x2000, &f.regs, &key));
+    EXPECT_EQ(key, 0u);
+    ShownValue none;
+    EXPECT_FALSE(c->key_value(0x2000, 0, &none));
+  }
+  {
+    auto c = keyed("b");
+    ASSERT_TRUE(c->key_of(0x1000, &f.regs, &key));
+    EXPECT_EQ(key, 0xffffu);
+    EXPECT_EQ(shown(*c, key).text, "65535");
+  }
+  {
+    auto c = keyed("ok");  // a bool's byte, whatever is above it
+    Frame t = f;
+    t.regs.arg[2] = 0xff00000001ull;
+    ASSERT_TRUE(c->key_of(0x1000, &t.regs, &key));
+    EXPECT_EQ(key, 1u);
+    EXPECT_EQ(shown(*c, key).text, "true");
+    t.regs.arg[2] = 0x100;
+    ASSERT_TRUE(c->key_of(0x1000, &t.regs, &key));
+    EXPECT_EQ(shown(*c, key).text, "false");
+  }
+  {
+    auto c = keyed("c");
+    ASSERT_TRUE(c->key_of(0x1000, &f.regs, &key));
+    EXPECT_EQ(shown(*c, key).text, "'q'");
+  }
+  {
+    auto c = keyed("e");  // an enum by its enumerator's name, else its number
+    ASSERT_TRUE(c->key_of(0x1000, &f.regs, &key));
+    EXPECT_EQ(key, 5u);
+    EXPECT_EQ(shown(*c, key).text, "GREEN");
+    EXPECT_EQ(shown(*c, 7).text, "7");
+  }
+  {
+    auto c = keyed("on_stack");  // a stack slot above the entry's sp
+    ASSERT_TRUE(c->key_of(0x1000, &f.regs, &key));
+    EXPECT_EQ(shown(*c, key).text, "-77");
+  }
+  // What cannot be a key leaves the function one group: a double, a
+  // struct, a parameter the convention cannot place, a name it lacks.
+  for (const char* name : {"d", "p", "gone", "nope"}) {
+    auto c = keyed(name);
+    EXPECT_FALSE(c->has_keys()) << name;
+    EXPECT_FALSE(c->key_of(0x1000, &f.regs, &key)) << name;
+  }
+  // No --by-arg: no keys.
+  ArgCaptureSpec plain;
+  plain.functions.push_back(sample(0x1000));
+  EXPECT_FALSE(ArgCapturer(plain).has_keys());
+}
+
+TEST(ArgKey, StringsKeyByTheirContent) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));
+  spec.by_arg = "s";
+  ArgCapturer c(spec);
+  ASSERT_TRUE(c.has_keys());
+  auto key_of = [&](const char* s) {
+    Frame f = frame_for(s);
+    uint64_t key = 0;
+    EXPECT_TRUE(c.key_of(0x1000, &f.regs, &key));
+    return key;
+  };
+  auto text_of = [&](uint64_t key) {
+    ShownValue v;
+    EXPECT_TRUE(c.key_value(0x1000, key, &v));
+    return v.text;
+  };
+  char one[] = "alpha", two[] = "alpha", other[] = "beta";
+  const uint64_t k1 = key_of(one), k2 = key_of(two), k3 = key_of(other);
+  EXPECT_EQ(k1, k2);  // other addresses, the same bytes
+  EXPECT_NE(k1, k3);
+  EXPECT_GE(k1, 2u);
+  EXPECT_EQ(text_of(k1), "\"alpha\"");
+  EXPECT_EQ(text_of(k3), "\"beta\"");
+  // The bytes were kept at the first call: changing them after does not
+  // change what the key shows.
+  std::memcpy(one, "gamma", 6);
+  EXPECT_EQ(text_of(k1), "\"alpha\"");
+  EXPECT_EQ(key_of(nullptr), 0u);
+  EXPECT_EQ(text_of(0), "NULL");
+  void* page = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* bytes = static_cast<char*>(page);
+  ASSERT_EQ(mprotect(bytes + 4096, 4096, PROT_NONE), 0);
+  EXPECT_EQ(key_of(bytes + 4096), 1u);  // unreadable: a key, never a fault
+  EXPECT_EQ(text_of(1), "<unreadable>");
+  std::memcpy(bytes + 4093, "abc", 3);  // no NUL before the unreadable page
+  EXPECT_EQ(key_of(bytes + 4093), 1u);
+  // Past kStringKeyBytes: the first 64 bytes are the key.
+  std::memset(bytes, 'x', 200);
+  bytes[200] = 0;
+  const uint64_t long1 = key_of(bytes);
+  bytes[100] = 'y';
+  EXPECT_EQ(key_of(bytes), long1);
+  EXPECT_EQ(text_of(long1), "\"" + std::string(kStringKeyBytes, 'x') + "\"...");
+  bytes[64] = 0;  // exactly 64 bytes, then the NUL: not the longer one
+  EXPECT_NE(key_of(bytes), long1);
+  munmap(page, 8192);
+}
+
+// The host service plugins call (ftjit_host::arg_key, arg_key_name,
+// arg_key_value) over an instance whose session groups by `e`.
+TEST(ArgKey, HostServicesGiveAndShowKeys) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));
+  spec.by_arg = "e";
+  ArgCapturer capturer(spec);
+  const ftjit_host* host = detail::host_table();
+  ASSERT_GE(host->struct_size, offsetof(ftjit_host, arg_key_value) + sizeof(host->arg_key_value));
+  detail::Instance inst;
+  inst.ctx.instance = &inst;
+  Frame f = frame_for("x");
+  uint64_t key = 99;
+  // A session without --by-arg: no name, no key.
+  EXPECT_EQ(host->arg_key_name(&inst.ctx), nullptr);
+  EXPECT_EQ(host->arg_key(&inst.ctx, 0x1000, reinterpret_cast<const ftjit_plugin_regs*>(&f.regs), &key), 0);
+  EXPECT_EQ(key, 0u);
+  inst.keys = &capturer;
+  EXPECT_STREQ(host->arg_key_name(&inst.ctx), "e");
+  EXPECT_EQ(host->arg_key(&inst.ctx, 0x1000, reinterpret_cast<const ftjit_plugin_regs*>(&f.regs), &key), 1);
+  EXPECT_EQ(key, 5u);
+  EXPECT_EQ(host->arg_key(&inst.ctx, 0x2000, reinterpret_cast<const ftjit_plugin_regs*>(&f.regs), &key), 0);
+  struct Seen {
+    std::string name, text;
+    uint32_t type = 0;
+    int visits = 0;
+  } seen;
+  auto visit = [](const ftjit_arg_value* v, void* arg) {
+    auto* s = static_cast<Seen*>(arg);
+    s->name = v->name;
+    s->text = v->text;
+    s->type = v->type;
+    ++s->visits;
+  };
+  EXPECT_EQ(host->arg_key_value(&inst.ctx, 0x1000, 5, visit, &seen), 1);
+  EXPECT_EQ(seen.visits, 1);
+  EXPECT_EQ(seen.name, "e");
+  EXPECT_EQ(seen.text, "GREEN");
+  EXPECT_EQ(seen.type, uint32_t{FTJIT_ARG_TEXT});
+  EXPECT_EQ(host->arg_key_value(&inst.ctx, 0x2000, 5, visit, &seen), 0);
+  EXPECT_EQ(seen.visits, 1);
+}
+
+TEST(ArgKey, TheNameTravelsInTheAttachRequest) {
+  control::Attach a;
+  a.plugins.push_back({"/x/count.so", {}});
+  a.args.functions.push_back(sample(0x1000));
+  a.args.by_arg = "e";
+  auto back = control::decode_attach(control::encode(a));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->args.by_arg, "e");
+  ArgCapturer decoded(back->args);
+  Frame f = frame_for("x");
+  uint64_t key = 0;
+  ASSERT_TRUE(decoded.key_of(0x1000, &f.regs, &key));
+  EXPECT_EQ(key, 5u);
 }
 
 }  // namespace

@@ -213,6 +213,13 @@ size_t host_args_format(ftjit_plugin_ctx *, uint64_t, const void *, char *out, s
 }
 void host_args_visit(ftjit_plugin_ctx *, uint64_t, const void *, ftjit_arg_visit_fn, void *) {}
 uint32_t host_params(ftjit_plugin_ctx *, uint64_t, ftjit_param_visit_fn, void *) { return 0; }
+// Nor does it group by an argument (--by-arg).
+const char *host_arg_key_name(ftjit_plugin_ctx *) { return nullptr; }
+int host_arg_key(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin_regs *, uint64_t *key) {
+  if (key != nullptr) *key = 0;
+  return 0;
+}
+int host_arg_key_value(ftjit_plugin_ctx *, uint64_t, uint64_t, ftjit_arg_visit_fn, void *) { return 0; }
 
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
@@ -232,6 +239,8 @@ const ftjit_host kHost = {
     host_args_room,        host_args_capture,
     host_retval_capture,   host_args_format,
     host_args_visit,       host_params,
+    host_arg_key_name,     host_arg_key,
+    host_arg_key_value,
 };
 
 }  // namespace

@@ -372,6 +372,31 @@ typedef struct ftjit_host {
    * many (0: none known). */
   uint32_t (*params)(ftjit_plugin_ctx *ctx, uint64_t ip,
                      ftjit_param_visit_fn visit, void *arg);
+
+  /* Appended: grouping by one argument (`ftjit run|attach --by-arg NAME`,
+   * what count and latency do with it). The CLI found NAME among the
+   * traced functions' parameters (DWARF); the host knows, per function,
+   * where it is at entry. Whatever the plugin's descriptor says, no inline
+   * work is compiled in such a session: the callbacks see every call.
+   *
+   * NAME, or NULL when the session groups by no argument. */
+  const char *(*arg_key_name)(ftjit_plugin_ctx *ctx);
+  /* [event] The key of the call of `ip` whose entry registers are `regs`:
+   * 1 and *key set when `ip` has the parameter, 0 and *key = 0 when it has
+   * not (or the session groups by none). Equal values, equal keys:
+   * integers, chars, enums and pointers are their bits zero-extended from
+   * the parameter's size, bools 0 or 1; a `char *` is a 64-bit hash of its
+   * first 64 bytes (0: NULL, 1: unreadable), the host keeping the bytes of
+   * each distinct string (up to 4096 of them) for arg_key_value. Reads a
+   * register or a stack slot; a string through the kernel. */
+  int (*arg_key)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                 const ftjit_plugin_regs *regs, uint64_t *key);
+  /* A key of `ip` as a typed value (name: the parameter's; text: as
+   * args_format shows it, an enum by its enumerator's name, a pointer in
+   * hex, a string quoted): one visit and 1, or 0 when `ip` has no such
+   * parameter. */
+  int (*arg_key_value)(ftjit_plugin_ctx *ctx, uint64_t ip, uint64_t key,
+                       ftjit_arg_visit_fn visit, void *arg);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:
