@@ -111,6 +111,59 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// What --args adds to trace on bench_args4, measured in pairs: each
+// repetition times trace without --args, then with, each in a session of
+// its own started for it, and the difference of the pair is one sample.
+// Whatever drifts over the run (the other core's load, the clock's speed)
+// moves both halves of a pair alike; the rows above, one session each
+// after the other, see it as a difference. Empty on a failure.
+std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* engine,
+                                     const std::string& dir, std::string* error) {
+  using namespace ftjit::plugins;
+  auto spec = parse_plugin_spec("trace");
+  if (!spec) {
+    *error = spec.error().message;
+    return {};
+  }
+  const long n = std::min(opts.calls, kEventCallsPerRep) / 4;
+  const long chunk = kEventBuffer / 2 / 2;
+  auto time_one = [&](bool with_args, double* per_call) {
+    SessionConfig config;
+    config.plugins.push_back(spec.value());
+    config.include = {"bench_args4"};
+    if (with_args) config.args = args4_capture();
+    config.strategy = FTJIT_STRATEGY_GENERATED;
+    config.format = "text";
+    config.output = dir + (with_args ? "/paired_args.text" : "/paired.text");
+    config.buffer_events = kEventBuffer;
+    auto session = TraceSession::start(engine, config);
+    if (!session) {
+      *error = session.error().message;
+      return false;
+    }
+    time_recorded(opts, *session.value(), warmup_calls(n), chunk, &bench_args4_caller);
+    *per_call = time_recorded(opts, *session.value(), n, chunk, &bench_args4_caller);
+    auto stopped = session.value()->stop();
+    if (stopped) stopped = session.value()->report();
+    session.value().reset();
+    unlink(config.output.c_str());
+    if (!stopped) *error = stopped.error().message;
+    return static_cast<bool>(stopped);
+  };
+  std::vector<double> diffs;
+  for (int rep = 0; rep < opts.reps * 2; ++rep) {
+    double plain = 0, with_args = 0;
+    // Alternate which half goes first, so that neither is always the one
+    // that runs after a session's start.
+    const bool args_first = rep % 2 == 1;
+    if (!time_one(args_first, args_first ? &with_args : &plain) ||
+        !time_one(!args_first, args_first ? &plain : &with_args))
+      return {};
+    diffs.push_back(with_args - plain);
+  }
+  return diffs;
+}
+
 }  // namespace
 
 void run_plugins_section(const BenchOptions& opts, Report& report) {
@@ -206,6 +259,11 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     unlink(config.output.c_str());
     measured.push_back({&row, summarize(per_call), dropped});
   }
+  std::string paired_error;
+  const std::vector<double> paired_diffs = paired_args_cost(opts, engine->get(), dir, &paired_error);
+  if (paired_diffs.empty()) report.add_error("plugins: trace --args paired: " + paired_error);
+  const Summary paired = summarize(paired_diffs);
+  const size_t paired_samples = paired_diffs.size();
   rmdir(dir);
   std::vector<double> after = time_reps(opts);
   untraced.insert(untraced.end(), after.begin(), after.end());
@@ -243,12 +301,13 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     } else if (m.row->traced == Traced::kArgs4Captured) {
       plugin += " --args, bench_args4";
       if (args4_plain != nullptr) {
-        table.notes.push_back("trace --args on bench_args4 (four integer arguments and a return value "
-                              "captured) costs " + [&] {
-                                char b[32];
-                                std::snprintf(b, sizeof b, "%.2f", m.s.median - args4_plain->median);
-                                return std::string(b);
-                              }() + " ns per call more than trace on it without --args (medians, same run)");
+        table.notes.push_back([&] {
+          char b[64];
+          std::snprintf(b, sizeof b, "%.2f ns (rows: %.2f)", paired.median, m.s.median - args4_plain->median);
+          return std::string(b);
+        }() + " per call: what trace --args adds on bench_args4 (four integer arguments and a return "
+              "value captured), median of " + std::to_string(paired_samples) + " paired repetitions "
+              "(rows: the difference of the two rows' medians)");
       }
     }
     r.set("plugin", plugin).set("format", m.row->format).set("per_call_ns", m.s.median);

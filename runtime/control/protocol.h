@@ -44,7 +44,7 @@ namespace ftjit::control {
 inline constexpr uint32_t kProtocolVersion = 10;  // 3: Reply::phases; 4: site code; 5: inline;
                                                  // 6: inline latency; 7: buffer policies, flush;
                                                  // 8: relocated entries' branch; 9: arguments;
-                                                 // 10: producers from the generator
+                                                 // 10: producers from the generator, --by-arg
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
