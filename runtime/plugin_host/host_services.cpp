@@ -237,18 +237,24 @@ uint32_t to_sdk_type(ShownValue::Type type) {
   return FTJIT_ARG_TEXT;
 }
 
+// The SDK's view of a value: it points into `v`, which must outlive it.
+ftjit_arg_value to_sdk_value(const ShownValue& v) {
+  ftjit_arg_value out{};
+  out.name = v.name.c_str();
+  out.type = to_sdk_type(v.type);
+  out.i = v.i;
+  out.u = v.u;
+  out.d = v.d;
+  out.text = v.text.c_str();
+  return out;
+}
+
 void svc_args_visit(ftjit_plugin_ctx* ctx, uint64_t ip, const void* record, ftjit_arg_visit_fn visit, void* arg) {
   const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
   const uint32_t size = record_size(inst, record);
   if (size == 0 || visit == nullptr) return;
   for (const ShownValue& v : inst->args->values(ip, record, size)) {
-    ftjit_arg_value out{};
-    out.name = v.name.c_str();
-    out.type = to_sdk_type(v.type);
-    out.i = v.i;
-    out.u = v.u;
-    out.d = v.d;
-    out.text = v.text.c_str();
+    const ftjit_arg_value out = to_sdk_value(v);
     visit(&out, arg);
   }
 }
@@ -276,13 +282,7 @@ int svc_arg_key_value(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t key, ftjit_ar
   ShownValue v;
   if (!inst->keys->key_value(ip, key, &v)) return 0;
   if (visit != nullptr) {
-    ftjit_arg_value out{};
-    out.name = v.name.c_str();
-    out.type = to_sdk_type(v.type);
-    out.i = v.i;
-    out.u = v.u;
-    out.d = v.d;
-    out.text = v.text.c_str();
+    const ftjit_arg_value out = to_sdk_value(v);
     visit(&out, arg);
   }
   return 1;
