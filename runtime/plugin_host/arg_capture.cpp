@@ -2,7 +2,6 @@
 // Planning and showing: the control thread and the writer thread. The
 // event path is arg_capture_event.cpp.
 #include <algorithm>
-#include <bit>
 #include <charconv>
 #include <cstring>
 
@@ -352,18 +351,7 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       }
     }
   }
-  // Open addressing over the entries, at most half full.
-  const size_t cap = std::bit_ceil(plans_.size() * 2 + 2);
-  keys_.assign(cap, 0);
-  slots_.assign(cap, nullptr);
-  mask_ = cap - 1;
-  for (const auto& plan : plans_) {
-    uint64_t i = (plan->ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;
-    while (keys_[i] != 0 && keys_[i] != plan->ip) i = (i + 1) & mask_;
-    if (keys_[i] == plan->ip) continue;  // the first of an ip wins
-    keys_[i] = plan->ip;
-    slots_[i] = plan.get();
-  }
+  table_.build(plans_);
   plan_keys(spec);
 }
 
@@ -405,17 +393,7 @@ void ArgCapturer::plan_keys(const ArgCaptureSpec& spec) {
     }
   }
   if (strings) interned_.reset(new InternedString[kInternSlots]);
-  const size_t cap = std::bit_ceil(key_plans_.size() * 2 + 2);
-  key_ips_.assign(cap, 0);
-  key_slots_.assign(cap, nullptr);
-  key_mask_ = cap - 1;
-  for (const auto& plan : key_plans_) {
-    uint64_t i = (plan->ip * 0x9e3779b97f4a7c15ull >> 20) & key_mask_;
-    while (key_ips_[i] != 0 && key_ips_[i] != plan->ip) i = (i + 1) & key_mask_;
-    if (key_ips_[i] == plan->ip) continue;  // the first of an ip wins
-    key_ips_[i] = plan->ip;
-    key_slots_[i] = plan.get();
-  }
+  key_table_.build(key_plans_);
 }
 
 bool ArgCapturer::key_value(uint64_t ip, uint64_t key, ShownValue* out) const {

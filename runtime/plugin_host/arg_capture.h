@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/arg_capture_spec.h"
+#include "runtime/plugin_host/ip_table.h"
 #include "ftjit/ftjit.h"
 
 namespace ftjit::plugins {
@@ -119,18 +120,14 @@ class ArgCapturer {
   uint64_t string_key(uint64_t address) const;
 
   std::vector<std::unique_ptr<Plan>> plans_;
-  std::vector<uint64_t> keys_;       // open addressing: ip, 0 = empty
-  std::vector<const Plan*> slots_;
-  uint64_t mask_ = 0;
+  IpTable<Plan> table_;
   uint32_t max_record_ = 0;
   uint32_t string_max_ = 0;
   bool reads_fp_ = false;
 
   std::string key_name_;
   std::vector<std::unique_ptr<KeyPlan>> key_plans_;
-  std::vector<uint64_t> key_ips_;  // open addressing: ip, 0 = empty
-  std::vector<const KeyPlan*> key_slots_;
-  uint64_t key_mask_ = 0;
+  IpTable<KeyPlan> key_table_;
   std::unique_ptr<InternedString[]> interned_;  // kInternSlots, when a key is a char *
 };
 

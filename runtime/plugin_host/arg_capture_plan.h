@@ -109,21 +109,13 @@ struct ArgCapturer::InternedString {
   uint8_t bytes[kStringKeyBytes] = {};
 };
 
-// Inlined into both captures: the lookup is most of what they cost.
+// Inlined into the captures: the lookup is most of what they cost.
 [[gnu::always_inline]] inline const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
-  if (keys_.empty()) return nullptr;
-  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & mask_;; i = (i + 1) & mask_) {
-    if (keys_[i] == ip) [[likely]] return slots_[i];
-    if (keys_[i] == 0) return nullptr;
-  }
+  return table_.find(ip);
 }
 
 [[gnu::always_inline]] inline const ArgCapturer::KeyPlan* ArgCapturer::find_key(uint64_t ip) const {
-  if (key_ips_.empty()) return nullptr;
-  for (uint64_t i = (ip * 0x9e3779b97f4a7c15ull >> 20) & key_mask_;; i = (i + 1) & key_mask_) {
-    if (key_ips_[i] == ip) [[likely]] return key_slots_[i];
-    if (key_ips_[i] == 0) return nullptr;
-  }
+  return key_table_.find(ip);
 }
 
 }  // namespace ftjit::plugins
