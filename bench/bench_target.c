@@ -23,6 +23,12 @@ BENCH_LEAF_ATTRS int bench_leaf(int x) { return x * 3 + 1; }
 BENCH_LEAF_ATTRS long bench_args4(long a, long b, long c, long d) { return a * 3 + b - c + d; }
 BENCH_LEAF_ATTRS __attribute__((patchable_function_entry(0, 0)))
 int bench_args4_caller(int x) { return (int)bench_args4(x, x + 1, x + 2, x + 3); }
+/* bench_args4's twin (one instruction differs, so that nothing folds the
+ * two): the paired --args measurement traces both at once, the twin
+ * without capture, and alternates between them. */
+BENCH_LEAF_ATTRS long bench_args4_twin(long a, long b, long c, long d) { return a * 3 + b - c - d; }
+BENCH_LEAF_ATTRS __attribute__((patchable_function_entry(0, 0)))
+int bench_args4_twin_caller(int x) { return (int)bench_args4_twin(x, x + 1, x + 2, x + 3); }
 
 /* patchable_function_entry(0,0) opts out of the global flag: no NOPs, no
  * __patchable_function_entries record. Same body as bench_leaf, so the

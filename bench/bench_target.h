@@ -19,6 +19,8 @@ int bench_leaf_untraced(int x);
  * caller, which has no sled: the loop calls the caller. */
 long bench_args4(long a, long b, long c, long d);
 int bench_args4_caller(int x);
+long bench_args4_twin(long a, long b, long c, long d);
+int bench_args4_twin_caller(int x);
 /* One body with a prologue, with a sled and without one: what the
  * relocated section traces at its sled and through a relocated entry. */
 int bench_body_sled(int x);

@@ -111,12 +111,14 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// What --args adds to trace on bench_args4, measured in pairs: each
-// repetition times trace without --args, then with, each in a session of
-// its own started for it, and the difference of the pair is one sample.
-// Whatever drifts over the run (the other core's load, the clock's speed)
-// moves both halves of a pair alike; the rows above, one session each
-// after the other, see it as a difference. Empty on a failure.
+// What --args adds to trace on bench_args4, measured in pairs: two
+// sessions at once, one tracing bench_args4 with --args, the other its
+// twin without, and the calls alternate between the two a chunk at a
+// time (which one goes first alternates too). Both rings and both writers
+// live through the same moments, so whatever drifts (the other core's
+// load, the clock's speed, where a session's ring landed) moves both
+// halves of a pair alike. One sample per pair of sessions: the difference
+// of their ns per call. Empty on a failure.
 std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* engine,
                                      const std::string& dir, std::string* error) {
   using namespace ftjit::plugins;
@@ -125,12 +127,10 @@ std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* eng
     *error = spec.error().message;
     return {};
   }
-  const long n = std::min(opts.calls, kEventCallsPerRep) / 4;
-  const long chunk = kEventBuffer / 2 / 2;
-  auto time_one = [&](bool with_args, double* per_call) {
+  auto start = [&](bool with_args) -> std::unique_ptr<TraceSession> {
     SessionConfig config;
     config.plugins.push_back(spec.value());
-    config.include = {"bench_args4"};
+    config.include = {with_args ? "bench_args4" : "bench_args4_twin"};
     if (with_args) config.args = args4_capture();
     config.strategy = FTJIT_STRATEGY_GENERATED;
     config.format = "text";
@@ -139,27 +139,45 @@ std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* eng
     auto session = TraceSession::start(engine, config);
     if (!session) {
       *error = session.error().message;
-      return false;
+      return nullptr;
     }
-    time_recorded(opts, *session.value(), warmup_calls(n), chunk, &bench_args4_caller);
-    *per_call = time_recorded(opts, *session.value(), n, chunk, &bench_args4_caller);
-    auto stopped = session.value()->stop();
-    if (stopped) stopped = session.value()->report();
-    session.value().reset();
-    unlink(config.output.c_str());
+    return std::move(session.value());
+  };
+  auto finish = [&](std::unique_ptr<TraceSession> session, const char* file) {
+    auto stopped = session->stop();
+    if (stopped) stopped = session->report();
+    session.reset();
+    unlink((dir + file).c_str());
     if (!stopped) *error = stopped.error().message;
     return static_cast<bool>(stopped);
   };
+  const long n = std::min(opts.calls, kEventCallsPerRep);
+  const long chunk = kEventBuffer / 2 / 2;
   std::vector<double> diffs;
   for (int rep = 0; rep < opts.reps * 2; ++rep) {
-    double plain = 0, with_args = 0;
-    // Alternate which half goes first, so that neither is always the one
-    // that runs after a session's start.
-    const bool args_first = rep % 2 == 1;
-    if (!time_one(args_first, args_first ? &with_args : &plain) ||
-        !time_one(!args_first, args_first ? &plain : &with_args))
+    auto with_args = start(true);
+    auto plain = with_args ? start(false) : nullptr;
+    if (!plain) return {};
+    double ns[2] = {0, 0};  // [0] plain, [1] with --args
+    auto drained = [&] {
+      while (plain->totals().events_pending != 0 || with_args->totals().events_pending != 0)
+        usleep(200);
+    };
+    const long warmup = warmup_calls(n);
+    long timed = 0;  // calls of each half
+    for (long done = 0; done < warmup + n; done += chunk) {
+      for (int half = 0; half < 2; ++half) {
+        const int which = (half + rep) % 2;
+        const double t = time_calls(which == 1 ? &bench_args4_caller : &bench_args4_twin_caller, chunk,
+                                    opts.cpu_clock);
+        if (done >= warmup) ns[which] += t;
+        drained();
+      }
+      if (done >= warmup) timed += chunk;
+    }
+    if (!finish(std::move(plain), "/paired.text") || !finish(std::move(with_args), "/paired_args.text"))
       return {};
-    diffs.push_back(with_args - plain);
+    diffs.push_back((ns[1] - ns[0]) / static_cast<double>(timed));
   }
   return diffs;
 }

@@ -119,6 +119,20 @@ void find_fast_paths(ArgCapturer::Plan& plan) {
                    plan.exit_ops[0].dst == kArgRecordHeader;
 }
 
+}  // namespace
+
+uint64_t capture::fast_word(const ArgCapturer::Plan& plan) {
+  uint64_t word = 0;
+  if (plan.fast_entry != 0) {
+    word = plan.entry_size | uint64_t{plan.fast_entry} << 16;
+    for (unsigned k = 0; k < plan.fast_entry; ++k) word |= uint64_t{plan.fast_regs[k] & 7u} << (20 + 3 * k);
+  }
+  if (plan.fast_exit) word |= uint64_t{plan.exit_size} << 48;
+  return word;
+}
+
+namespace {
+
 std::string hex(uint64_t v) {
   char b[24];
   auto r = std::to_chars(b, b + sizeof b, v, 16);
@@ -351,7 +365,7 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       }
     }
   }
-  table_.build(plans_);
+  table_.build(plans_, capture::fast_word);
   plan_keys(spec);
 }
 

@@ -114,6 +114,11 @@ class ArgCapturer {
   static constexpr uint32_t kInternSlots = 4096;
 
  private:
+  // The common case, integer registers copied whole, from the ip's table
+  // slot alone (arg_capture_plan.h); kSlowCapture when the plan must say.
+  static constexpr uint32_t kSlowCapture = 0xfffffffeu;
+  uint32_t capture_entry_fast(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const;
+  uint32_t capture_exit_fast(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const;
   const Plan* find(uint64_t ip) const;
   const KeyPlan* find_key(uint64_t ip) const;
   void plan_keys(const ArgCaptureSpec& spec);

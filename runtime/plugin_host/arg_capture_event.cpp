@@ -141,16 +141,10 @@ bool holds(const Condition& c, const Slot& s, const uint8_t* record) {
 }  // namespace
 
 uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const {
+  if (const uint32_t n = capture_entry_fast(ip, regs, out, cap); n != kSlowCapture) return n;
   const Plan* plan = find(ip);
-  if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap || regs == nullptr) return 0;
+  if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap) return 0;
   auto* record = static_cast<uint8_t*>(out);
-  if (const unsigned n = plan->fast_entry; n != 0) {
-    const uint64_t header = plan->entry_size | uint64_t{1} << 16;
-    auto* words = reinterpret_cast<uint64_t*>(record);  // event_reserve's slots are 8-aligned
-    words[0] = header;
-    for (unsigned k = 0; k < n; ++k) words[1 + k] = regs->arg[plan->fast_regs[k]];
-    return plan->entry_size;
-  }
   // The header in one store: size, kind 1 (entry), zeros.
   const uint64_t header = plan->entry_size | uint64_t{1} << 16;
   __builtin_memcpy(record, &header, 8);
@@ -164,15 +158,10 @@ uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* o
 }
 
 uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const {
+  if (const uint32_t n = capture_exit_fast(ip, ret, out, cap); n != kSlowCapture) return n;
   const Plan* plan = find(ip);
-  if (plan == nullptr || plan->exit_size == 0 || plan->exit_size > cap || ret == nullptr) return 0;
+  if (plan == nullptr || plan->exit_size == 0 || plan->exit_size > cap) return 0;
   auto* record = static_cast<uint8_t*>(out);
-  if (plan->fast_exit) {
-    auto* words = reinterpret_cast<uint64_t*>(record);
-    words[0] = plan->exit_size | uint64_t{2} << 16;
-    words[1] = ret->ret[0];
-    return plan->exit_size;
-  }
   const uint64_t header = plan->exit_size | uint64_t{2} << 16;
   __builtin_memcpy(record, &header, 8);
   for (const auto& [at, n] : plan->exit_zero) zero_words(record + at, n);

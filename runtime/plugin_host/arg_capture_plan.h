@@ -86,6 +86,19 @@ struct ArgCapturer::Plan {
   bool fast_exit = false;  // the return value is ret[0]'s word, at header
 };
 
+namespace capture {
+
+// The table word of a plan (IpTable's): the common case, whole, so that
+// the event path reads one slot of the table and nothing of the plan.
+//
+//   bits  0-15  the entry record's size when Plan::fast_entry (else 0)
+//   bits 16-19  how many words it copies
+//   bits 20-43  from which integer registers, 3 bits each, first lowest
+//   bits 48-63  the exit record's size when Plan::fast_exit (else 0)
+uint64_t fast_word(const ArgCapturer::Plan& plan);
+
+}  // namespace capture
+
 // Where one function's --by-arg parameter is at entry: a scalar of at
 // most 8 bytes in one integer register or one stack slot.
 struct ArgCapturer::KeyPlan {
@@ -108,6 +121,33 @@ struct ArgCapturer::InternedString {
   uint8_t longer = 0;  // no NUL in the first kStringKeyBytes bytes
   uint8_t bytes[kStringKeyBytes] = {};
 };
+
+[[gnu::always_inline]] inline uint32_t ArgCapturer::capture_entry_fast(uint64_t ip, const ftjit_regs* regs,
+                                                                      void* out, uint32_t cap) const {
+  const auto* slot = table_.slot(ip);
+  if (slot == nullptr || regs == nullptr) return 0;
+  const uint64_t word = slot->word;
+  const uint32_t size = static_cast<uint32_t>(word & 0xffff);
+  if (size == 0 || size > cap) return kSlowCapture;
+  auto* words = static_cast<uint64_t*>(out);  // event_reserve's slots are 8-aligned
+  words[0] = size | uint64_t{1} << 16;        // the header: size, kind 1 (entry)
+  const unsigned n = static_cast<unsigned>(word >> 16) & 15;
+  uint64_t regs_of = word >> 20;
+  for (unsigned k = 0; k < n; ++k, regs_of >>= 3) words[1 + k] = regs->arg[regs_of & 7];
+  return size;
+}
+
+[[gnu::always_inline]] inline uint32_t ArgCapturer::capture_exit_fast(uint64_t ip, const ftjit_ret_regs* ret,
+                                                                     void* out, uint32_t cap) const {
+  const auto* slot = table_.slot(ip);
+  if (slot == nullptr || ret == nullptr) return 0;
+  const uint32_t size = static_cast<uint32_t>(slot->word >> 48);
+  if (size == 0 || size > cap) return kSlowCapture;
+  auto* words = static_cast<uint64_t*>(out);
+  words[0] = size | uint64_t{2} << 16;
+  words[1] = ret->ret[0];
+  return size;
+}
 
 // Inlined into the captures: the lookup is most of what they cost.
 [[gnu::always_inline]] inline const ArgCapturer::Plan* ArgCapturer::find(uint64_t ip) const {
