@@ -48,6 +48,7 @@ constexpr PluginRow kPlugins[] = {
     {"count", "tsv", 0},
     {"latency", "text", 0},
     {"flame", "folded", 0},
+    {"flame:weight=calls", "folded", 0},
     {"trace", "perfetto", 2},
     {"trace", "text", 2},
     {"trace", "text", 2, Traced::kArgs4},

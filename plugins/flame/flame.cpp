@@ -31,6 +31,9 @@ const ftjit_plugin_option kOptions[] = {
      "frames kept per stack (at most 256); deeper calls count as [truncated]"},
     {"per_thread", FTJIT_OPTION_BOOL, "false",
      "start each stack with a `name-tid` frame for its thread"},
+    {"weight", FTJIT_OPTION_STRING, "time",
+     "what a stack weighs: `time` (its own time in ns, entry to exit, "
+     "callees' time excluded) or `calls`"},
 };
 const char *const kFormats[] = {"folded", "json", nullptr};
 
@@ -49,10 +52,19 @@ int flame_init(ftjit_plugin_ctx *ctx) {
                       kMaxDepthLimit, max_depth);
     return 1;
   }
+  const char *weight = g_host->option_string(ctx, "weight");
+  const std::string_view w = weight != nullptr ? weight : "time";
+  if (w != "time" && w != "calls") {
+    g_host->set_error(ctx, "flame: weight must be `time` or `calls`, got '%s'",
+                      weight != nullptr ? weight : "");
+    return 1;
+  }
+  const bool by_time = w == "time";
   Instance *instance =
       support::new_pool_instance<Instance>(g_host, ctx, "flame", pool, "stacks");
   if (instance == nullptr) return 1;
   instance->max_depth = uint32_t(max_depth);
+  instance->by_time = by_time;
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
@@ -65,12 +77,19 @@ void flame_shutdown(ftjit_plugin_ctx *ctx) {
 // Report: every thread's call tree, folded into stacks of names
 // ---------------------------------------------------------------------------
 
+//! What one folded stack weighs, summed over threads.
+struct Weights {
+  uint64_t calls = 0;
+  uint64_t total_ns = 0;  // its calls' time, callees included
+  uint64_t self_ns = 0;   // the same without the callees' (time spent in it)
+};
+
 struct Folding {
   ftjit_plugin_ctx *ctx = nullptr;
   const Instance *instance = nullptr;
   bool per_thread = false;
   std::unordered_map<uint64_t, std::string> names;  // ip -> frame text
-  std::map<std::string, uint64_t> stacks;           // folded stack -> calls
+  std::map<std::string, Weights> stacks;            // folded stack -> weights
   uint64_t unmatched_exits = 0;
 };
 
@@ -103,8 +122,15 @@ void fold_thread(const ftjit_thread_info *thread, void *storage, void *arg) {
     std::snprintf(tid, sizeof tid, "-%" PRId32, thread->tid);
     prefix = frame_text(thread->name != nullptr ? thread->name : "") + tid + ";";
   }
+  // Each node's callees' time, by node id (0: the root), for self times.
+  const uint32_t size = folding->instance->table_size;
+  std::vector<uint64_t> callees_ns(size + 1, 0);
+  for (uint32_t i = 0; i < size; ++i) {
+    const Node &node = slot->entries[i];
+    if (node.ip != 0 && node.parent <= size) callees_ns[node.parent] += node.total_ns;
+  }
   std::vector<uint64_t> path;
-  for (uint32_t i = 0; i < folding->instance->table_size; ++i) {
+  for (uint32_t i = 0; i < size; ++i) {
     const Node &node = slot->entries[i];
     if (node.ip == 0 || node.calls == 0) continue;
     path.clear();
@@ -115,18 +141,24 @@ void fold_thread(const ftjit_thread_info *thread, void *storage, void *arg) {
       if (ip != path.rbegin()) stack += ';';
       stack += frame_name(*folding, *ip);
     }
-    folding->stacks[stack] += node.calls;
+    Weights &w = folding->stacks[stack];
+    w.calls += node.calls;
+    w.total_ns += node.total_ns;
+    // Clocks of two cores may disagree by a little: never below zero.
+    const uint64_t callees = callees_ns[i + 1];
+    w.self_ns += node.total_ns > callees ? node.total_ns - callees : 0;
   }
   if (slot->header->lost_calls != 0)
-    folding->stacks[prefix + "[table full]"] += slot->header->lost_calls;
+    folding->stacks[prefix + "[table full]"].calls += slot->header->lost_calls;
   folding->unmatched_exits += slot->header->unmatched_exits;
 }
 
 void write_json(FILE *out, const Folding &folding, uint64_t recursion_drops,
                 uint64_t event_drops) {
-  std::fputs("{\"unit\":\"calls\",\"stacks\":[", out);
+  const bool by_time = folding.instance->by_time;
+  std::fputs(by_time ? "{\"unit\":\"ns\",\"stacks\":[" : "{\"unit\":\"calls\",\"stacks\":[", out);
   bool first = true;
-  for (const auto &[stack, calls] : folding.stacks) {
+  for (const auto &[stack, w] : folding.stacks) {
     std::fputs(first ? "\n{\"frames\":[" : ",\n{\"frames\":[", out);
     first = false;
     size_t begin = 0;
@@ -138,7 +170,10 @@ void write_json(FILE *out, const Folding &folding, uint64_t recursion_drops,
       std::fputc(',', out);
       begin = end + 1;
     }
-    std::fprintf(out, "],\"calls\":%" PRIu64 "}", calls);
+    std::fprintf(out, "],\"calls\":%" PRIu64, w.calls);
+    if (by_time)
+      std::fprintf(out, ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, w.total_ns, w.self_ns);
+    std::fputc('}', out);
   }
   std::fprintf(out,
                "],\n\"exits_without_entry\":%" PRIu64
@@ -158,12 +193,18 @@ int flame_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
     g_host->for_each_thread(ctx, fold_thread, &folding);
     if (const uint64_t unpooled =
             instance->unpooled_calls.load(std::memory_order_relaxed))
-      folding.stacks["[too many threads]"] += unpooled;
+      folding.stacks["[too many threads]"].calls += unpooled;
     const std::string_view fmt = format != nullptr ? format : "folded";
     if (fmt == "folded") {
       // Nothing but stacks: flamegraph.pl and speedscope read every line.
-      for (const auto &[stack, calls] : folding.stacks)
-        std::fprintf(out, "%s %" PRIu64 "\n", stack.c_str(), calls);
+      // By time, a stack weighs its own time, so that a frame's width (its
+      // stack's and every longer one's) is its calls' whole time; stacks
+      // of no time ([table full], [too many threads]) say so in json.
+      for (const auto &[stack, w] : folding.stacks) {
+        const uint64_t weight = instance->by_time ? w.self_ns : w.calls;
+        if (instance->by_time && w.total_ns == 0) continue;
+        std::fprintf(out, "%s %" PRIu64 "\n", stack.c_str(), weight);
+      }
     } else if (fmt == "json") {
       uint64_t recursion_drops = 0, event_drops = 0;
       g_host->drop_counts(ctx, &recursion_drops, &event_drops);
@@ -178,7 +219,7 @@ int flame_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
 
 constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .name = "flame",
-    .description = "calls per call stack, as folded stacks for flame graphs",
+    .description = "time (or calls) per call stack, as folded stacks for flame graphs",
     .options = kOptions,
     .n_options = std::size(kOptions),
     .formats = kFormats,

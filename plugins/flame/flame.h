@@ -20,6 +20,7 @@ struct Node {
   uint64_t calls;
   uint32_t parent;
   uint32_t reserved;
+  uint64_t total_ns;  // weight=time: the calls' time, entry to exit (or unwind)
 };
 
 //! A stack the table had no room for; its calls, and those of everything
@@ -40,12 +41,14 @@ struct TableHeader {
 //! One loaded instance: a pool of per-thread tables of Nodes.
 struct Instance : ftjit_plugin_support::TablePool<Node, TableHeader> {
   uint32_t max_depth = 0;  // frames per stack, <= kMaxDepthLimit
+  bool by_time = true;     // weight=time (else weight=calls: no clock read)
 };
 
 struct Frame {
   uint64_t ip;
   uint32_t node;
   uint32_t reserved;
+  uint64_t start_ns;  // weight=time: when the call entered
 };
 
 //! The host's per-thread storage block (zeroed by the host): the thread's

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // flame plugin, event path: each entry finds (or adds) the child of the
 // thread's current stack node and counts it; each exit, returned or unwound,
-// pops. Built with -mgeneral-regs-only for FTJIT_PLUGIN_F_NO_FP.
+// pops, and under weight=time adds the call's time, entry to exit, to its
+// node (an unwound frame's ends at the unwind). Calls beyond max_depth are
+// not timed: their time is their deepest kept ancestor's own. Built with
+// -mgeneral-regs-only for FTJIT_PLUGIN_F_NO_FP.
 #include "flame.h"
 
 #include "event_support.h"
@@ -71,6 +74,8 @@ void on_entry(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
   }
   slot->stack[depth].ip = ip;
   slot->stack[depth].node = count_child(slot, parent, ip);
+  // Last, so that the table's work is not counted in the call's time.
+  if (slot->instance->by_time) slot->stack[depth].start_ns = g_host->now_ns();
 }
 
 void on_exit(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
@@ -89,6 +94,15 @@ void on_exit(uint64_t ip, uint64_t, ftjit_plugin_ctx *ctx,
   if (depth == 0) {
     ++slot->header->unmatched_exits;
     return;
+  }
+  if (slot->instance->by_time) {
+    // The frames whose exits went missing end here too, with this one.
+    const uint64_t now = g_host->now_ns();
+    for (uint32_t d = depth - 1; d < slot->depth; ++d) {
+      const Frame &frame = slot->stack[d];
+      if (frame.node == kLostNode || frame.node == 0) continue;
+      slot->entries[frame.node - 1].total_ns += now - frame.start_ns;
+    }
   }
   slot->depth = depth - 1;
 }

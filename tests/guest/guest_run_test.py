@@ -106,12 +106,19 @@ with tempfile.TemporaryDirectory() as tmp:
         one_line_error(r, *REFUSAL)
     elif CASE == "plugins":
         (prog,) = ARGS
-        for plugin, needle in (("trace", "fn_gamma"), ("latency", "@fn_beta"), ("flame", "fn_alpha 7")):
-            r = ftjit("run", "--plugin", plugin, "--filter", "fn_*", "-o", rep, "--", prog)
+        # flame weighs by time unless asked for calls: fn_alpha's own time,
+        # in ns, is some positive number.
+        for plugin, opts, needle in (("trace", [], "fn_gamma"), ("latency", [], "@fn_beta"),
+                                     ("flame", ["--opt", "weight=calls"], "fn_alpha 7"),
+                                     ("flame", [], "fn_alpha ")):
+            r = ftjit("run", "--plugin", plugin, *opts, "--filter", "fn_*", "-o", rep, "--", prog)
             check(r.returncode == 0, plugin + ": " + r.stderr.decode())
             check(r.stdout == untraced(prog), plugin + ": output unchanged")
             text = open(rep).read() if os.path.exists(rep) else ""
             check(needle in text, plugin + ": " + needle + " in its report: " + text[:300])
+            if plugin == "flame" and not opts:
+                weights = [int(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith("fn_alpha ")]
+                check(weights and weights[0] > 0, "flame by time: fn_alpha's own time: " + text[:300])
     elif CASE == "put-back":
         (prog,) = ARGS
         import time

@@ -88,7 +88,7 @@ TEST(EventCostTest, Latency) {
 
 TEST(EventCostTest, Flame) {
   use_symbols();
-  Session session(FTJIT_PLUGIN_FLAME_SO);
+  Session session(FTJIT_PLUGIN_FLAME_SO, {{"weight", "calls"}});
   ASSERT_EQ(session.init(), 0);
   constexpr int kCalls = 2'000'000;
   const double total = ns_per(call_pairs(session, kCalls), kCalls);

@@ -26,9 +26,11 @@ void use_symbols() {
                           {kD, "d"}});
 }
 
+const std::pair<const std::string, std::string> kByCalls{"weight", "calls"};
+
 TEST(FlameTest, FoldedStacksMergeThreadsAndPopUnwoundFrames) {
   use_symbols();
-  Session session(FTJIT_PLUGIN_FLAME_SO);
+  Session session(FTJIT_PLUGIN_FLAME_SO, {kByCalls});
   ASSERT_EQ(session.init(), 0) << session.error();
   std::thread([&] {
     session.enter(kMain);
@@ -61,7 +63,7 @@ TEST(FlameTest, FoldedStacksMergeThreadsAndPopUnwoundFrames) {
 
 TEST(FlameTest, CallsBeyondMaxDepthAreTruncated) {
   use_symbols();
-  Session session(FTJIT_PLUGIN_FLAME_SO, {{"max_depth", "2"}});
+  Session session(FTJIT_PLUGIN_FLAME_SO, {{"max_depth", "2"}, kByCalls});
   ASSERT_EQ(session.init(), 0) << session.error();
   session.enter(kA);
   session.enter(kMain);
@@ -87,7 +89,7 @@ TEST(FlameTest, FullTableCountsAsLostAndPerThreadPrefixes) {
   use_symbols();
   // 4 slots, 3 usable: a, a;main, a;main;d fit, a;main;d;c does not.
   Session session(FTJIT_PLUGIN_FLAME_SO,
-                  {{"table_size", "4"}, {"per_thread", "true"}});
+                  {{"table_size", "4"}, {"per_thread", "true"}, kByCalls});
   ASSERT_EQ(session.init(), 0) << session.error();
   fake_host::bind_thread(77, "loader");
   session.enter(kA);
@@ -106,6 +108,79 @@ TEST(FlameTest, FullTableCountsAsLostAndPerThreadPrefixes) {
             "loader-77;a 1\n"
             "loader-77;a;main 1\n"
             "loader-77;a;main;d 1\n");
+}
+
+// By time (the default): each stack weighs its own time, callees' time
+// excluded, so that the folded weights of a thread sum to the time of its
+// outermost calls; an unwound frame's time ends at the unwind.
+TEST(FlameTest, WeighsStacksByTheirOwnTime) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO);
+  ASSERT_EQ(session.init(), 0) << session.error();
+  std::thread([&] {
+    fake_host::set_now(1000);
+    session.enter(kMain);  // main: 1000 .. 2000
+    fake_host::set_now(1100);
+    session.enter(kA);     // a: 1100 .. 1400
+    fake_host::set_now(1150);
+    session.enter(kB);     // b: 1150 .. 1250, then 1300 .. 1350
+    fake_host::set_now(1250);
+    session.leave(kB);
+    fake_host::set_now(1300);
+    session.enter(kB);
+    fake_host::set_now(1350);
+    // An exception leaves b and a at 1350 and 1400: both unwound.
+    session.leave(kB, 0, /*unwound=*/true);
+    fake_host::set_now(1400);
+    session.leave(kA, 0, /*unwound=*/true);
+    fake_host::set_now(1500);
+    session.enter(kC);     // c: 1500 .. 1900, its exit lost
+    fake_host::set_now(1600);
+    session.enter(kD);     // d: 1600 .. 1700
+    fake_host::set_now(1700);
+    session.leave(kD);
+    fake_host::set_now(2000);
+    // c's exit never came: main's ends it too, at 2000.
+    session.leave(kMain);
+  }).join();
+  ASSERT_EQ(session.report(), 0) << session.error();
+  // main 1000 - a 300 - c 500 = 200; a 300 - b 150 = 150; c 500 - d 100.
+  EXPECT_EQ(session.output(),
+            "main 200\n"
+            "main;a 150\n"
+            "main;a;std::vector<int>::b() const 150\n"
+            "main;c:semi 400\n"
+            "main;c:semi;d 100\n");
+}
+
+TEST(FlameTest, JsonByTimeGivesCallsTotalAndSelf) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO, {}, "json");
+  ASSERT_EQ(session.init(), 0) << session.error();
+  std::thread([&] {
+    for (uint64_t start : {0, 10'000}) {
+      fake_host::set_now(start);
+      session.enter(kMain);
+      fake_host::set_now(start + 100);
+      session.enter(kD);
+      fake_host::set_now(start + 400);
+      session.leave(kD);
+      fake_host::set_now(start + 1000);
+      session.leave(kMain);
+    }
+  }).join();
+  ASSERT_EQ(session.report(), 0) << session.error();
+  std::string error;
+  auto json = wire::parse_json(session.output(), &error);
+  ASSERT_TRUE(json) << error << "\n" << session.output();
+  EXPECT_EQ(json->get("unit")->text, "ns");
+  const wire::Json &stacks = *json->get("stacks");
+  ASSERT_EQ(stacks.items.size(), 2u);
+  EXPECT_EQ(stacks.items[0].get("calls")->number, 2);
+  EXPECT_EQ(stacks.items[0].get("total_ns")->number, 2000);
+  EXPECT_EQ(stacks.items[0].get("self_ns")->number, 1400);
+  EXPECT_EQ(stacks.items[1].get("total_ns")->number, 600);
+  EXPECT_EQ(stacks.items[1].get("self_ns")->number, 600);
 }
 
 TEST(FlameTest, JsonListsFramesOutermostFirst) {
@@ -135,7 +210,8 @@ TEST(FlameTest, InitRefusesBadOptions) {
   for (const auto &options :
        {std::map<std::string, std::string>{{"max_depth", "0"}},
         std::map<std::string, std::string>{{"max_depth", "257"}},
-        std::map<std::string, std::string>{{"table_size", "6"}}}) {
+        std::map<std::string, std::string>{{"table_size", "6"}},
+        std::map<std::string, std::string>{{"weight", "cycles"}}}) {
     Session session(FTJIT_PLUGIN_FLAME_SO, options);
     EXPECT_NE(session.init(), 0);
     EXPECT_NE(session.error().find(options.begin()->first), std::string::npos)
@@ -146,8 +222,8 @@ TEST(FlameTest, InitRefusesBadOptions) {
 TEST(FlameTest, InstancesWithDifferentOptionsStayIndependent) {
   use_symbols();
   Session shallow(FTJIT_PLUGIN_FLAME_SO,
-                  {{"max_depth", "1"}, {"per_thread", "true"}});
-  Session full(FTJIT_PLUGIN_FLAME_SO);
+                  {{"max_depth", "1"}, {"per_thread", "true"}, kByCalls});
+  Session full(FTJIT_PLUGIN_FLAME_SO, {kByCalls});
   ASSERT_EQ(shallow.init(), 0) << shallow.error();
   ASSERT_EQ(full.init(), 0) << full.error();
   fake_host::bind_thread(55, "fl");
