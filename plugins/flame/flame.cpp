@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flame_speedscope.h"
+#include "flame_svg.h"
 #include "plugin_support.h"
 
 namespace ftjit_flame {
@@ -35,7 +37,7 @@ const ftjit_plugin_option kOptions[] = {
      "what a stack weighs: `time` (its own time in ns, entry to exit, "
      "callees' time excluded) or `calls`"},
 };
-const char *const kFormats[] = {"folded", "json", nullptr};
+const char *const kFormats[] = {"folded", "json", "svg", "speedscope", nullptr};
 
 // ---------------------------------------------------------------------------
 // Lifecycle
@@ -76,13 +78,6 @@ void flame_shutdown(ftjit_plugin_ctx *ctx) {
 // ---------------------------------------------------------------------------
 // Report: every thread's call tree, folded into stacks of names
 // ---------------------------------------------------------------------------
-
-//! What one folded stack weighs, summed over threads.
-struct Weights {
-  uint64_t calls = 0;
-  uint64_t total_ns = 0;  // its calls' time, callees included
-  uint64_t self_ns = 0;   // the same without the callees' (time spent in it)
-};
 
 struct Folding {
   ftjit_plugin_ctx *ctx = nullptr;
@@ -205,6 +200,10 @@ int flame_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
         if (instance->by_time && w.total_ns == 0) continue;
         std::fprintf(out, "%s %" PRIu64 "\n", stack.c_str(), weight);
       }
+    } else if (fmt == "svg") {
+      write_svg(out, folding.stacks, instance->by_time);
+    } else if (fmt == "speedscope") {
+      write_speedscope(out, folding.stacks, instance->by_time, g_host->process_name());
     } else if (fmt == "json") {
       uint64_t recursion_drops = 0, event_drops = 0;
       g_host->drop_counts(ctx, &recursion_drops, &event_drops);

@@ -44,6 +44,13 @@ struct Instance : ftjit_plugin_support::TablePool<Node, TableHeader> {
   bool by_time = true;     // weight=time (else weight=calls: no clock read)
 };
 
+//! What one folded stack weighs, summed over threads (the report's).
+struct Weights {
+  uint64_t calls = 0;
+  uint64_t total_ns = 0;  // its calls' time, callees included
+  uint64_t self_ns = 0;   // the same without the callees' (time spent in it)
+};
+
 struct Frame {
   uint64_t ip;
   uint32_t node;

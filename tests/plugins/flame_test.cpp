@@ -183,6 +183,64 @@ TEST(FlameTest, JsonByTimeGivesCallsTotalAndSelf) {
   EXPECT_EQ(stacks.items[1].get("self_ns")->number, 600);
 }
 
+// The same weights in speedscope's format: one sample per stack, frames
+// shared by index, outermost first.
+TEST(FlameTest, SpeedscopeSamplesAreTheStacks) {
+  use_symbols();
+  Session session(FTJIT_PLUGIN_FLAME_SO, {}, "speedscope");
+  ASSERT_EQ(session.init(), 0) << session.error();
+  std::thread([&] {
+    fake_host::set_now(0);
+    session.enter(kMain);
+    fake_host::set_now(100);
+    session.enter(kC);
+    fake_host::set_now(400);
+    session.leave(kC);
+    fake_host::set_now(1000);
+    session.leave(kMain);
+  }).join();
+  ASSERT_EQ(session.report(), 0) << session.error();
+  std::string error;
+  auto json = wire::parse_json(session.output(), &error);
+  ASSERT_TRUE(json) << error << "\n" << session.output();
+  const wire::Json &frames = *json->get("shared")->get("frames");
+  ASSERT_EQ(frames.items.size(), 2u);
+  EXPECT_EQ(frames.items[0].get("name")->text, "main");
+  EXPECT_EQ(frames.items[1].get("name")->text, "c:semi");
+  const wire::Json &profile = json->get("profiles")->items.at(0);
+  EXPECT_EQ(profile.get("type")->text, "sampled");
+  EXPECT_EQ(profile.get("unit")->text, "nanoseconds");
+  EXPECT_EQ(profile.get("endValue")->number, 1000);
+  const wire::Json &samples = *profile.get("samples");
+  ASSERT_EQ(samples.items.size(), 2u);
+  ASSERT_EQ(samples.items[1].items.size(), 2u);
+  EXPECT_EQ(samples.items[1].items[0].number, 0);
+  EXPECT_EQ(samples.items[1].items[1].number, 1);
+  EXPECT_EQ(profile.get("weights")->items.at(0).number, 700);
+  EXPECT_EQ(profile.get("weights")->items.at(1).number, 300);
+}
+
+// The SVG's frames: one per function per stack, names escaped for XML.
+TEST(FlameTest, SvgHasAFramePerStackFrame) {
+  fake_host::set_symbols({{kMain, "main"}, {kA, "a<int>&"}});
+  Session session(FTJIT_PLUGIN_FLAME_SO, {kByCalls}, "svg");
+  ASSERT_EQ(session.init(), 0) << session.error();
+  session.enter(kMain);
+  session.enter(kA);
+  session.leave(kA);
+  session.enter(kA);
+  session.leave(kA);
+  session.leave(kMain);
+  ASSERT_EQ(session.report(), 0) << session.error();
+  const std::string svg = session.output();
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("data-w=\"3\" data-d=\"0\" data-n=\"all\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("data-w=\"3\" data-d=\"1\" data-n=\"main\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("data-w=\"2\" data-d=\"2\" data-n=\"a&lt;int&gt;&amp;\""), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("a<int>"), std::string::npos);
+  EXPECT_NE(svg.find("</script>\n</svg>\n"), std::string::npos);
+}
+
 TEST(FlameTest, JsonListsFramesOutermostFirst) {
   use_symbols();
   Session session(FTJIT_PLUGIN_FLAME_SO, {}, "json");
