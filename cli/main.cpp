@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   ftjit::cli::add_attach_command(app, &run);
   ftjit::cli::add_detach_command(app, &run);
   ftjit::cli::add_status_command(app, &run);
+#if FTJIT_HAVE_DIFF
+  ftjit::cli::add_diff_command(app, &run);
+#endif
   ftjit::cli::add_plugins_command(app, &run);
   ftjit::cli::add_list_command(app, &run);
   ftjit::cli::add_bench_command(app, &run);

@@ -11,11 +11,17 @@
 //      |  `- leaf_b  (twice)     20 ms each
 //      `- thrower                nothing of its own
 //         `- deep_throw          15 ms, then throws through thrower
+//
+// With the argument `slower` (the second run `ftjit diff` compares):
+// leaf_b sleeps twice as long, and work calls leaf_a once more.
+#include <string.h>
 #include <time.h>
 
 #include <stdexcept>
 
 namespace {
+
+bool g_slower = false;
 
 // Inlined, so that it is no traced function of its own.
 [[gnu::always_inline]] inline void sleep_ms(long ms) {
@@ -30,7 +36,7 @@ extern "C" {
 
 [[gnu::noinline]] void leaf_a() { sleep_ms(30); }
 
-[[gnu::noinline]] void leaf_b() { sleep_ms(20); }
+[[gnu::noinline]] void leaf_b() { sleep_ms(g_slower ? 40 : 20); }
 
 [[gnu::noinline]] void mid() {
   sleep_ms(10);
@@ -57,11 +63,13 @@ extern "C" {
     sleep_ms(5);
   }
   leaf_a();  // after the unwind: under work again, not under thrower
+  if (g_slower) leaf_a();
 }
 
 }  // extern "C"
 
-int main() {
+int main(int argc, char **argv) {
+  g_slower = argc > 1 && strcmp(argv[1], "slower") == 0;
   work();
   return 0;
 }
