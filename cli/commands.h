@@ -20,7 +20,8 @@ void add_attach_command(CLI::App& app, std::function<int()>* run);
 void add_detach_command(CLI::App& app, std::function<int()>* run);
 void add_status_command(CLI::App& app, std::function<int()>* run);
 void add_generator_command(CLI::App& app, std::function<int()>* run);
-// Host builds (nlohmann/json found): see cmd_diff.cpp.
+// Host builds (nlohmann/json found): see cmd_diff.cpp, cmd_report.cpp.
 void add_diff_command(CLI::App& app, std::function<int()>* run);
+void add_report_command(CLI::App& app, std::function<int()>* run);
 
 }  // namespace ftjit::cli
