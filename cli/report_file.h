@@ -22,10 +22,12 @@
 
 namespace ftjit::cli {
 
+// One function's figures in a run (also ftjit report's, trace_summary.h).
 struct FunctionFigures {
   uint64_t calls = 0;
   uint64_t total_ns = 0;
   uint64_t self_ns = 0;
+  uint64_t max_ns = 0;  // the longest call (traces only)
 };
 
 struct RunReport {

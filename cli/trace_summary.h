@@ -15,16 +15,12 @@
 #include <memory>
 #include <string>
 
+#include "cli/report_file.h"
 #include "core/error.h"
 
 namespace ftjit::cli {
 
-struct CallFigures {
-  uint64_t calls = 0;
-  uint64_t total_ns = 0;
-  uint64_t self_ns = 0;
-  uint64_t max_ns = 0;
-};
+using CallFigures = FunctionFigures;
 
 struct GraphNode {
   std::string name;
