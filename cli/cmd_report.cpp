@@ -42,7 +42,7 @@ bool selected(const ReportOptions& o, const std::string& name) {
   return false;
 }
 
-// Every node named like `pattern`, with their callees, merged into `into`.
+// `from`, with its callees, added into `into` (same names merge).
 void merge_into(GraphNode& into, const GraphNode& from) {
   into.figures.calls += from.figures.calls;
   into.figures.total_ns += from.figures.total_ns;

@@ -99,7 +99,11 @@ int run_run(const RunOptions& o) {
   return drive_session(target, trace);
 }
 
+std::vector<std::string> g_program_arguments;
+
 }  // namespace
+
+void set_run_program_arguments(std::vector<std::string> args) { g_program_arguments = std::move(args); }
 
 void add_run_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<RunOptions>();
@@ -115,7 +119,12 @@ void add_run_command(CLI::App& app, std::function<int()>* run) {
       "  ftjit run --plugin count --format tsv --filter 'parse_*' -- ./tool input\n"
       "  ftjit run --plugin trace --format perfetto -o trace.pb -- ./app\n"
       "  ftjit run --plugin count -- ./arm64_app       (under qemu-aarch64)");
-  cmd->callback([run, o] { *run = [o] { return run_run(*o); }; });
+  cmd->callback([run, o] {
+    *run = [o] {
+      o->argv.insert(o->argv.end(), g_program_arguments.begin(), g_program_arguments.end());
+      return run_run(*o);
+    };
+  });
 }
 
 }  // namespace ftjit::cli

@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace ftjit::cli {
 
@@ -16,6 +18,9 @@ void add_plugins_command(CLI::App& app, std::function<int()>* run);
 void add_list_command(CLI::App& app, std::function<int()>* run);
 void add_bench_command(CLI::App& app, std::function<int()>* run);
 void add_run_command(CLI::App& app, std::function<int()>* run);
+// The words after `run ... -- PROG`: PROG's arguments, kept from CLI11
+// (main.cpp) and appended to PROG's when run runs.
+void set_run_program_arguments(std::vector<std::string> args);
 void add_attach_command(CLI::App& app, std::function<int()>* run);
 void add_detach_command(CLI::App& app, std::function<int()>* run);
 void add_status_command(CLI::App& app, std::function<int()>* run);

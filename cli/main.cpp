@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/option_values.h"
@@ -39,8 +41,21 @@ int main(int argc, char** argv) {
   ftjit::cli::add_list_command(app, &run);
   ftjit::cli::add_bench_command(app, &run);
   ftjit::cli::add_generator_command(app, &run);
+  // `run [opts] -- PROG ARGS...`: ARGS are PROG's, whatever they look
+  // like. CLI11 sees PROG alone and run gets ARGS after: an option with an
+  // optional value before the `--` (`--args`) takes the `--` as the end of
+  // its values, and would leave PROG's `-x` to be read as ftjit's.
+  std::vector<char*> words(argv, argv + argc);
+  if (argc > 2 && std::string_view(argv[1]) == "run") {
+    for (int i = 2; i + 1 < argc; ++i) {
+      if (std::string_view(argv[i]) != "--") continue;
+      ftjit::cli::set_run_program_arguments({argv + i + 2, argv + argc});
+      words.resize(static_cast<size_t>(i) + 2);
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(words.size()), words.data());
   } catch (const CLI::ParseError& e) {
     return ftjit::cli::exit_on_parse_error(app, e, "ftjit");
   }

@@ -92,6 +92,13 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                   "pointers, char * by its first 64 bytes); functions without one are one row")
       ->type_name("NAME");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
+  // One value per occurrence of a repeatable option: otherwise CLI11 lets
+  // it take the words that follow, and takes a `--` after it as the end of
+  // its values, so that `run --filter F -- PROG -x` read PROG's -x as an
+  // option of ftjit's.
+  for (CLI::Option* opt : cmd->get_options()) {
+    if (opt->nonpositional() && opt->get_items_expected_max() > 1) opt->allow_extra_args(false);
+  }
 }
 
 Result<control::Attach> make_attach_request(const TraceOptions& o) {

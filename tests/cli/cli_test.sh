@@ -66,6 +66,11 @@ expect 1 '' 'no patchable function of .* matches include: nothing\*' -- \
 expect 1 '' 'not|ELF' -- list "$0"
 expect 106 '' 'subcommand' --
 
+# run: what follows PROG is PROG's, dashes and all, after repeatable options
+# and after --args (an optional value, which CLI11 ended at the `--`).
+expect 0 '^[-]x[-][-]plugin z' '' -- run --relocate --filter 'libc.so.6!malloc' --args -- /bin/echo -n -x--plugin z
+expect 0 '^[-]e[-]n done' '' -- run --plugin count --filter 'libc.so.6!malloc' --relocate -- /bin/echo -e-n done
+
 # Refused option values: exactly one line saying what is allowed, exit 105
 # (CLI11's validation status), nothing on stdout. The checks run before
 # anything touches a process, so pid 1 is never approached.
