@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -57,11 +58,12 @@ constexpr PluginRow kPlugins[] = {
 
 // What `ftjit run --args` sends for bench_args4 (its DWARF says four longs
 // and a long): placed by this ISA's calling convention.
-ftjit::ArgCaptureSpec args4_capture() {
+ftjit::ArgCaptureSpec args4_capture(long (*fn)(long, long, long, long) = &bench_args4,
+                                    const char* name = "bench_args4") {
   using namespace ftjit;
   CapturedFunction f;
-  f.ip = reinterpret_cast<uint64_t>(&bench_args4);
-  f.signature.name = "bench_args4";
+  f.ip = reinterpret_cast<uint64_t>(fn);
+  f.signature.name = name;
   ValueType word;
   word.kind = ValueKind::kSigned;
   word.size = 8;
@@ -113,13 +115,20 @@ std::string read_file(const std::string& path) {
 }
 
 // What --args adds to trace on bench_args4, measured in pairs: two
-// sessions at once, one tracing bench_args4 with --args, the other its
+// sessions at once, one tracing a function with --args, the other its
 // twin without, and the calls alternate between the two a chunk at a
 // time (which one goes first alternates too). Both rings and both writers
 // live through the same moments, so whatever drifts (the other core's
 // load, the clock's speed, where a session's ring landed) moves both
-// halves of a pair alike. One sample per pair of sessions: the difference
-// of their ns per call. Empty on a failure.
+// halves of a pair alike.
+//
+// A crossover: the twins are not alike to the machine (their addresses,
+// what they share a cache line or a predictor entry with), and with
+// neither captured, bench_args4 traced cost 10-12 ns more than its twin,
+// more than --args itself. So every other pair of sessions swaps them
+// (--args on bench_args4, then on bench_args4_twin), and one sample is
+// the mean of the two pairs' differences: the twins' own difference
+// cancels. Empty on a failure.
 std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* engine,
                                      const std::string& dir, std::string* error) {
   using namespace ftjit::plugins;
@@ -128,11 +137,18 @@ std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* eng
     *error = spec.error().message;
     return {};
   }
-  auto start = [&](bool with_args) -> std::unique_ptr<TraceSession> {
+  struct Twin {
+    const char* name;
+    long (*fn)(long, long, long, long);
+    int (*caller)(int);
+  };
+  const Twin twins[2] = {{"bench_args4", &bench_args4, &bench_args4_caller},
+                         {"bench_args4_twin", &bench_args4_twin, &bench_args4_twin_caller}};
+  auto start = [&](const Twin& twin, bool with_args) -> std::unique_ptr<TraceSession> {
     SessionConfig config;
     config.plugins.push_back(spec.value());
-    config.include = {with_args ? "bench_args4" : "bench_args4_twin"};
-    if (with_args) config.args = args4_capture();
+    config.include = {twin.name};
+    if (with_args) config.args = args4_capture(twin.fn, twin.name);
     config.strategy = FTJIT_STRATEGY_GENERATED;
     config.format = "text";
     config.output = dir + (with_args ? "/paired_args.text" : "/paired.text");
@@ -154,11 +170,20 @@ std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* eng
   };
   const long n = std::min(opts.calls, kEventCallsPerRep);
   const long chunk = kEventBuffer / 2 / 2;
-  std::vector<double> diffs;
-  for (int rep = 0; rep < opts.reps * 2; ++rep) {
-    auto with_args = start(true);
-    auto plain = with_args ? start(false) : nullptr;
-    if (!plain) return {};
+  // One pair of sessions, --args on twins[captured]: ns per call with
+  // --args minus ns per call without; NaN on a failure.
+  auto pair_difference = [&](int rep, int captured, bool args_first) {
+    const Twin& with = twins[captured];
+    const Twin& without = twins[1 - captured];
+    std::unique_ptr<TraceSession> with_args, plain;
+    if (args_first) {
+      with_args = start(with, true);
+      if (with_args) plain = start(without, false);
+    } else {
+      plain = start(without, false);
+      if (plain) with_args = start(with, true);
+    }
+    if (!plain || !with_args) return std::nan("");
     double ns[2] = {0, 0};  // [0] plain, [1] with --args
     auto drained = [&] {
       while (plain->totals().events_pending != 0 || with_args->totals().events_pending != 0)
@@ -169,18 +194,27 @@ std::vector<double> paired_args_cost(const BenchOptions& opts, ftjit_engine* eng
     for (long done = 0; done < warmup + n; done += chunk) {
       for (int half = 0; half < 2; ++half) {
         const int which = (half + rep) % 2;
-        const double t = time_calls(which == 1 ? &bench_args4_caller : &bench_args4_twin_caller, chunk,
-                                    opts.cpu_clock);
+        const double t = time_calls(which == 1 ? with.caller : without.caller, chunk, opts.cpu_clock);
         if (done >= warmup) ns[which] += t;
         drained();
       }
       if (done >= warmup) timed += chunk;
     }
     if (!finish(std::move(plain), "/paired.text") || !finish(std::move(with_args), "/paired_args.text"))
-      return {};
-    diffs.push_back((ns[1] - ns[0]) / static_cast<double>(timed));
+      return std::nan("");
+    return (ns[1] - ns[0]) / static_cast<double>(timed);
+  };
+  std::vector<double> samples;
+  for (int rep = 0; rep < opts.reps; ++rep) {
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const double d = pair_difference(rep + k, (rep + k) % 2, ((rep + k) / 2) % 2 == 0);
+      if (std::isnan(d)) return {};
+      sum += d;
+    }
+    samples.push_back(sum / 4);
   }
-  return diffs;
+  return samples;
 }
 
 }  // namespace
@@ -325,8 +359,9 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
           std::snprintf(b, sizeof b, "%.2f ns (rows: %.2f)", paired.median, m.s.median - args4_plain->median);
           return std::string(b);
         }() + " per call: what trace --args adds on bench_args4 (four integer arguments and a return "
-              "value captured), median of " + std::to_string(paired_samples) + " paired repetitions "
-              "(rows: the difference of the two rows' medians)");
+              "value captured), median of " + std::to_string(paired_samples) + " crossover samples, "
+              "each the mean of two pairs of live sessions (--args on bench_args4 and its twin "
+              "plain, then the other way round; rows: the difference of the two rows' medians)");
       }
     }
     r.set("plugin", plugin).set("format", m.row->format).set("per_call_ns", m.s.median);

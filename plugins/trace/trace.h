@@ -33,13 +33,19 @@ static_assert(alignof(TraceEvent) <= 8,
 //! one bit per open frame says which (frames past the bits are recorded).
 constexpr uint32_t kFilterBits = 4096;
 
+//! The host's hint for the return of each open frame, from its entry's
+//! capture (args_capture_hint): one lookup per call instead of two. Frames
+//! past these get none, and their returns are looked up.
+constexpr uint32_t kHintFrames = 256;
+
 //! The host's per-thread storage block.
 struct ThreadSlot {
   uint32_t depth;   // recorded frames open
   uint32_t frames;  // every frame whose exit will come (recorded or not)
   uint32_t args_room;  // the host's record room + 1; 0: not asked yet
-  uint32_t reserved;
+  uint32_t hinted;     // the host has the *_capture_hint services
   uint64_t filtered[kFilterBits / 64];
+  uint64_t exit_hint[kHintFrames];  // 0: none (a lookup at the return)
 };
 
 //! Set once, by ftjit_plugin_v1.

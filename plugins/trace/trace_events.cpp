@@ -23,6 +23,7 @@ inline uint32_t args_room(ThreadSlot *slot, ftjit_plugin_ctx *ctx) {
   if (slot->args_room == 0) {
     const bool has = g_host->struct_size > offsetof(ftjit_host, args_room);
     slot->args_room = 1 + (has ? g_host->args_room(ctx) : 0);
+    slot->hinted = g_host->struct_size > offsetof(ftjit_host, retval_capture_hint);
   }
   return slot->args_room - 1;
 }
@@ -49,13 +50,17 @@ void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   const uint32_t frame = slot->frames++;
   if (frame < kFilterBits) slot->filtered[frame / 64] &= ~(uint64_t(1) << (frame % 64));
   if (event != nullptr && args_room(slot, ctx) != 0) {
-    const uint32_t n = g_host->args_capture(ctx, ip, regs, event + 1);
+    uint64_t *hint = slot->hinted != 0 && frame < kHintFrames ? &slot->exit_hint[frame] : nullptr;
+    const uint32_t n = hint != nullptr ? g_host->args_capture_hint(ctx, ip, regs, event + 1, hint)
+                                       : g_host->args_capture(ctx, ip, regs, event + 1);
     if (n == FTJIT_ARGS_FILTERED && frame < kFilterBits) {
       // Not committed: the next reserve takes the same slot.
       slot->filtered[frame / 64] |= uint64_t(1) << (frame % 64);
       return;
     }
     event->has_record = n != 0 && n != FTJIT_ARGS_FILTERED;
+  } else if (slot->args_room > 1 && frame < kHintFrames) {
+    slot->exit_hint[frame] = 0;  // an older frame's would be wrong here
   }
   const uint32_t depth = slot->depth++;
   if (event == nullptr) return;
@@ -67,8 +72,9 @@ void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
 void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
              const ftjit_plugin_ret *ret) {
   auto *slot = static_cast<ThreadSlot *>(g_host->thread_storage(ctx));
+  uint32_t frame = kHintFrames;  // none known
   if (slot != nullptr && slot->frames > 0) {
-    const uint32_t frame = --slot->frames;
+    frame = --slot->frames;
     if (frame < kFilterBits && (slot->filtered[frame / 64] >> (frame % 64) & 1) != 0) return;
   }
   auto *event = static_cast<TraceEvent *>(g_host->event_reserve(ctx));
@@ -82,7 +88,11 @@ void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   if (slot != nullptr && slot->depth > 0) depth = --slot->depth;
   if (event == nullptr) return;
   if (ret != nullptr && slot != nullptr && args_room(slot, ctx) != 0) {
-    event->has_record = g_host->retval_capture(ctx, ip, ret, event + 1) != 0;
+    const uint32_t n =
+        slot->hinted != 0
+            ? g_host->retval_capture_hint(ctx, ip, frame < kHintFrames ? slot->exit_hint[frame] : 0, ret, event + 1)
+            : g_host->retval_capture(ctx, ip, ret, event + 1);
+    event->has_record = n != 0;
   }
   event->depth = depth;
   event->timestamp_ns = g_host->now_ns();

@@ -127,7 +127,9 @@ uint64_t capture::fast_word(const ArgCapturer::Plan& plan) {
     word = plan.entry_size | uint64_t{plan.fast_entry} << 16;
     for (unsigned k = 0; k < plan.fast_entry; ++k) word |= uint64_t{plan.fast_regs[k] & 7u} << (20 + 3 * k);
   }
+  if (plan.entry_size == 0) word |= kNoEntryRecord;
   if (plan.fast_exit) word |= uint64_t{plan.exit_size} << 48;
+  if (plan.exit_size == 0) word |= kNoExitRecord;
   return word;
 }
 

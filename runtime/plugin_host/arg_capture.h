@@ -78,6 +78,14 @@ class ArgCapturer {
   // [event] The record of its return with `ret`: size or 0.
   uint32_t capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const;
 
+  // The same from a slot of table() the caller found: the host services
+  // inline capture_entry_at / capture_exit_at (arg_capture_plan.h), whose
+  // common case reads the slot alone and calls nothing; the rest goes to
+  // the plan, out of line.
+  const IpView& table() const { return table_.view(); }
+  uint32_t capture_entry_slow(const IpSlot* slot, const ftjit_regs* regs, void* out, uint32_t cap) const;
+  uint32_t capture_exit_slow(const IpSlot* slot, const ftjit_ret_regs* ret, void* out, uint32_t cap) const;
+
   // Writer thread: the record's values, named, in order. Empty when the
   // record is not one of `ip`'s.
   std::vector<ShownValue> values(uint64_t ip, const void* record, uint32_t size) const;
@@ -114,11 +122,6 @@ class ArgCapturer {
   static constexpr uint32_t kInternSlots = 4096;
 
  private:
-  // The common case, integer registers copied whole, from the ip's table
-  // slot alone (arg_capture_plan.h); kSlowCapture when the plan must say.
-  static constexpr uint32_t kSlowCapture = 0xfffffffeu;
-  uint32_t capture_entry_fast(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const;
-  uint32_t capture_exit_fast(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const;
   const Plan* find(uint64_t ip) const;
   const KeyPlan* find_key(uint64_t ip) const;
   void plan_keys(const ArgCaptureSpec& spec);

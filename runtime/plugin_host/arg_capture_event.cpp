@@ -141,8 +141,19 @@ bool holds(const Condition& c, const Slot& s, const uint8_t* record) {
 }  // namespace
 
 uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* out, uint32_t cap) const {
-  if (const uint32_t n = capture_entry_fast(ip, regs, out, cap); n != kSlowCapture) return n;
-  const Plan* plan = find(ip);
+  const IpSlot* slot = table().find(ip);
+  if (slot == nullptr || regs == nullptr || out == nullptr) return 0;
+  return capture_entry_at(*this, slot, regs, out, cap);
+}
+
+uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const {
+  const IpSlot* slot = table().find(ip);
+  if (slot == nullptr || ret == nullptr || out == nullptr) return 0;
+  return capture_exit_at(*this, slot, ret, out, cap);
+}
+
+uint32_t ArgCapturer::capture_entry_slow(const IpSlot* slot, const ftjit_regs* regs, void* out, uint32_t cap) const {
+  const Plan* plan = table_.plan_of(slot);
   if (plan == nullptr || plan->entry_size == 0 || plan->entry_size > cap) return 0;
   auto* record = static_cast<uint8_t*>(out);
   // The header in one store: size, kind 1 (entry), zeros.
@@ -157,9 +168,8 @@ uint32_t ArgCapturer::capture_entry(uint64_t ip, const ftjit_regs* regs, void* o
   return plan->entry_size;
 }
 
-uint32_t ArgCapturer::capture_exit(uint64_t ip, const ftjit_ret_regs* ret, void* out, uint32_t cap) const {
-  if (const uint32_t n = capture_exit_fast(ip, ret, out, cap); n != kSlowCapture) return n;
-  const Plan* plan = find(ip);
+uint32_t ArgCapturer::capture_exit_slow(const IpSlot* slot, const ftjit_ret_regs* ret, void* out, uint32_t cap) const {
+  const Plan* plan = table_.plan_of(slot);
   if (plan == nullptr || plan->exit_size == 0 || plan->exit_size > cap) return 0;
   auto* record = static_cast<uint8_t*>(out);
   const uint64_t header = plan->exit_size | uint64_t{2} << 16;
@@ -242,10 +252,23 @@ static_assert(offsetof(ftjit_plugin_regs, fp) == offsetof(ftjit_regs, fp));
 static_assert(sizeof(ftjit_plugin_ret) == sizeof(ftjit_ret_regs));
 static_assert(offsetof(ftjit_plugin_ret, fp) == offsetof(ftjit_ret_regs, fp));
 
+// The context holds the table's view and the room (ftjit_plugin_ctx): the
+// lookup is the slot's load, and the common capture calls nothing.
+uint32_t svc_args_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out,
+                               uint64_t* exit_hint) {
+  uint64_t ignored;
+  if (exit_hint == nullptr) exit_hint = &ignored;
+  *exit_hint = kExitHintNone;
+  if (ctx == nullptr || regs == nullptr || out == nullptr) return 0;
+  const IpSlot* slot = ctx->args_table.find(ip);
+  if (slot == nullptr) return 0;
+  *exit_hint = ctx->args_table.handle_of(slot);
+  return capture_entry_at(*ctx->instance->args, slot, reinterpret_cast<const ftjit_regs*>(regs), out,
+                          ctx->args_room);
+}
+
 uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out) {
-  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
-  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
-  return inst->args->capture_entry(ip, reinterpret_cast<const ftjit_regs*>(regs), out, inst->args_room);
+  return svc_args_capture_hint(ctx, ip, regs, out, nullptr);
 }
 
 int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key) {
@@ -256,10 +279,24 @@ int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* reg
   return inst->keys->key_of(ip, reinterpret_cast<const ftjit_regs*>(regs), key) ? 1 : 0;
 }
 
+// A hint from the entry skips the lookup: checked against `ip` (a
+// plugin's stale or wrong one costs the lookup, never a wrong record).
+uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t exit_hint,
+                                 const ftjit_plugin_ret* ret, void* out) {
+  if (ctx == nullptr || ret == nullptr || out == nullptr || exit_hint == kExitHintNone) return 0;
+  const IpSlot* slot = ctx->args_table.at(exit_hint, ip);
+  if (slot == nullptr) [[unlikely]] slot = ctx->args_table.find(ip);
+  if (slot == nullptr) return 0;
+  return capture_exit_at(*ctx->instance->args, slot, reinterpret_cast<const ftjit_ret_regs*>(ret), out,
+                         ctx->args_room);
+}
+
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {
-  const Instance* inst = ctx != nullptr ? ctx->instance : nullptr;
-  if (inst == nullptr || inst->args == nullptr || out == nullptr) return 0;
-  return inst->args->capture_exit(ip, reinterpret_cast<const ftjit_ret_regs*>(ret), out, inst->args_room);
+  if (ctx == nullptr || ret == nullptr || out == nullptr) return 0;
+  const IpSlot* slot = ctx->args_table.find(ip);
+  if (slot == nullptr) return 0;
+  return capture_exit_at(*ctx->instance->args, slot, reinterpret_cast<const ftjit_ret_regs*>(ret), out,
+                         ctx->args_room);
 }
 
 }  // namespace ftjit::plugins::detail

@@ -94,7 +94,11 @@ namespace capture {
 //   bits  0-15  the entry record's size when Plan::fast_entry (else 0)
 //   bits 16-19  how many words it copies
 //   bits 20-43  from which integer registers, 3 bits each, first lowest
+//   bit  44     nothing is captured at entry (--retval alone)
+//   bit  45     nothing is captured at the return (a void function)
 //   bits 48-63  the exit record's size when Plan::fast_exit (else 0)
+constexpr uint64_t kNoEntryRecord = uint64_t{1} << 44;
+constexpr uint64_t kNoExitRecord = uint64_t{1} << 45;
 uint64_t fast_word(const ArgCapturer::Plan& plan);
 
 }  // namespace capture
@@ -122,13 +126,17 @@ struct ArgCapturer::InternedString {
   uint8_t bytes[kStringKeyBytes] = {};
 };
 
-[[gnu::always_inline]] inline uint32_t ArgCapturer::capture_entry_fast(uint64_t ip, const ftjit_regs* regs,
-                                                                      void* out, uint32_t cap) const {
-  const auto* slot = table_.slot(ip);
-  if (slot == nullptr || regs == nullptr) return 0;
+// The event path's captures from a slot of the table (the common case
+// from its word alone, no call; the rest by the plan, out of line), so
+// that a host service finds the slot and writes the record in one frame.
+[[gnu::always_inline]] inline uint32_t capture_entry_at(const ArgCapturer& capturer, const IpSlot* slot,
+                                                       const ftjit_regs* regs, void* out, uint32_t cap) {
   const uint64_t word = slot->word;
   const uint32_t size = static_cast<uint32_t>(word & 0xffff);
-  if (size == 0 || size > cap) return kSlowCapture;
+  if (size == 0 || size > cap) [[unlikely]] {
+    if ((word & capture::kNoEntryRecord) != 0) return 0;
+    return capturer.capture_entry_slow(slot, regs, out, cap);
+  }
   auto* words = static_cast<uint64_t*>(out);  // event_reserve's slots are 8-aligned
   words[0] = size | uint64_t{1} << 16;        // the header: size, kind 1 (entry)
   const unsigned n = static_cast<unsigned>(word >> 16) & 15;
@@ -137,12 +145,14 @@ struct ArgCapturer::InternedString {
   return size;
 }
 
-[[gnu::always_inline]] inline uint32_t ArgCapturer::capture_exit_fast(uint64_t ip, const ftjit_ret_regs* ret,
-                                                                     void* out, uint32_t cap) const {
-  const auto* slot = table_.slot(ip);
-  if (slot == nullptr || ret == nullptr) return 0;
-  const uint32_t size = static_cast<uint32_t>(slot->word >> 48);
-  if (size == 0 || size > cap) return kSlowCapture;
+[[gnu::always_inline]] inline uint32_t capture_exit_at(const ArgCapturer& capturer, const IpSlot* slot,
+                                                      const ftjit_ret_regs* ret, void* out, uint32_t cap) {
+  const uint64_t word = slot->word;
+  const uint32_t size = static_cast<uint32_t>(word >> 48);
+  if (size == 0 || size > cap) [[unlikely]] {
+    if ((word & capture::kNoExitRecord) != 0) return 0;
+    return capturer.capture_exit_slow(slot, ret, out, cap);
+  }
   auto* words = static_cast<uint64_t*>(out);
   words[0] = size | uint64_t{2} << 16;
   words[1] = ret->ret[0];

@@ -105,6 +105,11 @@ size_t svc_call_stack(uint64_t* ips, size_t max);
 void* svc_instance_data(ftjit_plugin_ctx* ctx);
 uint32_t svc_args_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out);
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out);
+uint32_t svc_args_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, void* out,
+                               uint64_t* exit_hint);
+uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t exit_hint,
+                                 const ftjit_plugin_ret* ret, void* out);
+constexpr uint64_t kExitHintNone = FTJIT_ARGS_HINT_NONE;
 int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key);
 
 // ---------------------------------------------------------------------------
@@ -214,6 +219,12 @@ struct ftjit_plugin_ctx {
   uint64_t generation;
   ftjit::plugins::detail::Instance* instance;
   void* plugin_data;  // set_instance_data
+  // What the argument captures read at every call, here rather than in
+  // the instance: the context is in cache (the trampoline just read its
+  // ops), the instance and the capturer are two loads further. Empty when
+  // nothing is captured for this plugin.
+  ftjit::plugins::IpView args_table;
+  uint32_t args_room;
 };
 static_assert(std::is_standard_layout_v<ftjit_plugin_ctx>);
 static_assert(offsetof(ftjit_plugin_ctx, ops) == 0);

@@ -325,6 +325,8 @@ const ftjit_host kHost = {
     svc_arg_key_name,
     svc_arg_key,
     svc_arg_key_value,
+    svc_args_capture_hint,
+    svc_retval_capture_hint,
 };
 
 }  // namespace

@@ -165,6 +165,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     ctx.generation = detail::next_generation();
     ctx.needs_block = (inst->storage_size != 0 || inst->event_size != 0) ? 1 : 0;
     ctx.instance = inst.get();
+    if (inst->args != nullptr) {
+      ctx.args_table = inst->args->table();
+      ctx.args_room = inst->args_room;
+    }
     ftjit_ops_init(&ctx.ops);
     // The plugin's callbacks have the engine's callback ABI, with ctx in
     // place of ops: the engine calls them directly, no host frame between.

@@ -410,6 +410,65 @@ TEST(ArgKey, HostServicesGiveAndShowKeys) {
   EXPECT_EQ(seen.visits, 1);
 }
 
+// args_capture_hint / retval_capture_hint (one lookup per call): the
+// entry's hint leads to the same records as the lookups; no hint (0) and a
+// hint of another function cost a lookup, never a wrong record; a function
+// that captures nothing gets FTJIT_ARGS_HINT_NONE, and no record at exit.
+TEST(ArgCapture, HintedServicesGiveTheLookupsRecords) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));
+  CapturedFunction plain;  // whole integer words: the fast copy
+  plain.ip = 0x3000;
+  plain.signature.name = "plain";
+  plain.signature.params = {{"x", scalar(ValueKind::kSigned, 8, "long", true), false}};
+  plain.signature.ret = scalar(ValueKind::kSigned, 8, "long", true);
+  plain.placed.params = {reg(ArgSource::kIntReg, 0)};
+  plain.placed.ret = reg(ArgSource::kRetInt, 0);
+  spec.functions.push_back(plain);
+  ArgCapturer capturer(spec);
+  const ftjit_host* host = detail::host_table();
+  ASSERT_GE(host->struct_size, offsetof(ftjit_host, retval_capture_hint) + sizeof(host->retval_capture_hint));
+  detail::Instance inst;
+  inst.ctx.instance = &inst;
+  inst.args = &capturer;
+  inst.args_room = (capturer.max_record() + 7u) & ~7u;
+  inst.ctx.args_table = capturer.table();
+  inst.ctx.args_room = inst.args_room;
+  Frame f = frame_for("hint");
+  const auto* regs = reinterpret_cast<const ftjit_plugin_regs*>(&f.regs);
+  ftjit_ret_regs ret{};
+  ret.ret[0] = 41;
+  const auto* ret_regs = reinterpret_cast<const ftjit_plugin_ret*>(&ret);
+  std::vector<uint8_t> want(inst.args_room), got(inst.args_room);
+  for (const uint64_t ip : {uint64_t{0x1000}, uint64_t{0x3000}}) {
+    SCOPED_TRACE(ip);
+    uint64_t hint = 0;
+    const uint32_t n = host->args_capture_hint(&inst.ctx, ip, regs, got.data(), &hint);
+    ASSERT_GT(n, 0u);
+    EXPECT_NE(hint, 0u);
+    EXPECT_NE(hint, FTJIT_ARGS_HINT_NONE);
+    ASSERT_EQ(capturer.capture_entry(ip, &f.regs, want.data(), static_cast<uint32_t>(want.size())), n);
+    EXPECT_EQ(capturer.text(ip, got.data(), n), capturer.text(ip, want.data(), n));
+    const uint32_t m = capturer.capture_exit(ip, &ret, want.data(), static_cast<uint32_t>(want.size()));
+    ASSERT_GT(m, 0u);
+    const uint64_t other = ip == 0x1000 ? 0x3000 : 0x1000;
+    uint64_t other_hint = 0;
+    host->args_capture_hint(&inst.ctx, other, regs, got.data(), &other_hint);
+    for (const uint64_t h : {hint, uint64_t{0}, other_hint, uint64_t{1} << 40}) {
+      std::fill(got.begin(), got.end(), 0xee);
+      EXPECT_EQ(host->retval_capture_hint(&inst.ctx, ip, h, ret_regs, got.data()), m) << h;
+      EXPECT_EQ(capturer.text(ip, got.data(), m), "41") << h;
+    }
+  }
+  uint64_t hint = 0;
+  EXPECT_EQ(host->args_capture_hint(&inst.ctx, 0x2000, regs, got.data(), &hint), 0u);
+  EXPECT_EQ(hint, FTJIT_ARGS_HINT_NONE);
+  EXPECT_EQ(host->retval_capture_hint(&inst.ctx, 0x2000, hint, ret_regs, got.data()), 0u);
+  EXPECT_EQ(host->retval_capture_hint(&inst.ctx, 0x2000, 0, ret_regs, got.data()), 0u);
+  // The hint is optional.
+  EXPECT_GT(host->args_capture_hint(&inst.ctx, 0x3000, regs, got.data(), nullptr), 0u);
+}
+
 TEST(ArgKey, TheNameTravelsInTheAttachRequest) {
   control::Attach a;
   a.plugins.push_back({"/x/count.so", {}});

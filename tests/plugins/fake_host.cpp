@@ -220,6 +220,13 @@ int host_arg_key(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin_regs *, uint64
   return 0;
 }
 int host_arg_key_value(ftjit_plugin_ctx *, uint64_t, uint64_t, ftjit_arg_visit_fn, void *) { return 0; }
+uint32_t host_args_capture_hint(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin_regs *, void *, uint64_t *hint) {
+  if (hint != nullptr) *hint = FTJIT_ARGS_HINT_NONE;
+  return 0;
+}
+uint32_t host_retval_capture_hint(ftjit_plugin_ctx *, uint64_t, uint64_t, const ftjit_plugin_ret *, void *) {
+  return 0;
+}
 
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
@@ -241,6 +248,7 @@ const ftjit_host kHost = {
     host_args_visit,       host_params,
     host_arg_key_name,     host_arg_key,
     host_arg_key_value,
+    host_args_capture_hint, host_retval_capture_hint,
 };
 
 }  // namespace

@@ -227,6 +227,8 @@ enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
  * event path copies words, and strings up to a bound, never formats), and
  * formats a record by type on the writer thread. */
 #define FTJIT_ARGS_FILTERED 0xffffffffu  /* args_capture: --when says no */
+#define FTJIT_ARGS_HINT_NONE UINT64_MAX  /* args_capture_hint: nothing of
+                                            the function is captured */
 enum {
   FTJIT_ARG_INT = 1,      /* i */
   FTJIT_ARG_UINT = 2,     /* u */
@@ -397,6 +399,22 @@ typedef struct ftjit_host {
    * parameter. */
   int (*arg_key_value)(ftjit_plugin_ctx *ctx, uint64_t ip, uint64_t key,
                        ftjit_arg_visit_fn visit, void *arg);
+
+  /* Appended: args_capture and retval_capture with one lookup per call
+   * instead of two. [event] args_capture, and in *exit_hint a value to
+   * hand to retval_capture_hint at the same call's return (never 0;
+   * FTJIT_ARGS_HINT_NONE when nothing of `ip` is captured). A plugin keeps
+   * it with the frame, as it keeps the frame's entry time. */
+  uint32_t (*args_capture_hint)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                                const ftjit_plugin_regs *regs, void *out,
+                                uint64_t *exit_hint);
+  /* [event] retval_capture, given the entry's hint (0: none kept, which
+   * costs the lookup retval_capture makes). A hint that is not the
+   * entry's of `ip` is found out and costs the lookup too: never a wrong
+   * record. */
+  uint32_t (*retval_capture_hint)(ftjit_plugin_ctx *ctx, uint64_t ip,
+                                  uint64_t exit_hint,
+                                  const ftjit_plugin_ret *ret, void *out);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:
