@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -144,6 +145,12 @@ Status plan_outputs(const TraceOptions& o, const std::vector<plugins::PluginSpec
     }
     own.push_back({path, format == kPprofFormat, static_cast<int>(i)});
     request.output_fd = 1;
+  }
+  const bool output_taken = std::any_of(own.begin(), own.end(), [&](const PlannedOutput& p) {
+    return p.path == o.output && specs[p.plugin].output.empty();
+  });
+  if (!o.output.empty() && !session_output_used && !output_taken) {
+    return invalid("-o " + o.output + ": every plugin has a file of its own (output=), nothing would go there");
   }
   if (!o.output.empty() && session_output_used) {
     for (const PlannedOutput& p : own) {
