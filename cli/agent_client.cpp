@@ -166,8 +166,14 @@ AgentConnection::~AgentConnection() {
 
 Result<control::Reply> AgentConnection::request(control::MsgType type, const std::string& payload,
                                                 int pass_fd, int timeout_ms, bool* exited) {
+  return request(type, payload, pass_fd >= 0 ? std::vector<int>{pass_fd} : std::vector<int>{}, timeout_ms,
+                 exited);
+}
+
+Result<control::Reply> AgentConnection::request(control::MsgType type, const std::string& payload,
+                                                const std::vector<int>& pass_fds, int timeout_ms, bool* exited) {
   if (exited != nullptr) *exited = false;
-  FTJIT_TRY(control::send_frame(fd_, type, payload, pass_fd));
+  FTJIT_TRY(control::send_frame_fds(fd_, type, payload, pass_fds));
   auto frame = control::recv_frame(fd_, timeout_ms);
   if (!frame) {
     if (frame.error().message == "connection closed") {

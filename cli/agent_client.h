@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "core/error.h"
@@ -47,6 +48,9 @@ class AgentConnection {
   // *exited set (the process ended during the request).
   Result<control::Reply> request(control::MsgType type, const std::string& payload,
                                  int pass_fd = -1, int timeout_ms = -1, bool* exited = nullptr);
+  // The same, passing `pass_fds` (the reports' files of an Attach).
+  Result<control::Reply> request(control::MsgType type, const std::string& payload,
+                                 const std::vector<int>& pass_fds, int timeout_ms, bool* exited);
 
  private:
   AgentConnection() = default;

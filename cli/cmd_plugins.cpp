@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/trace_options.h"
 #include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::cli {
@@ -37,6 +38,10 @@ int run_plugins() {
     std::printf("%-10s %s\n", p.name.c_str(), p.description.c_str());
     std::string formats;
     for (const auto& f : p.formats) formats += (formats.empty() ? "" : ", ") + f;
+#ifdef FTJIT_HAVE_PPROF
+    // Not the plugin's own: the CLI converts its json (cli/flame_pprof.h).
+    if (p.name == "flame") formats += std::string(", ") + kPprofFormat + " (made by ftjit from json; needs -o)";
+#endif
     std::printf("           formats: %s%s%s\n", formats.c_str(),
                 p.hooks_exit ? "; hooks function exits" : "",
                 p.inline_count     ? "; counts inline (compiled into the trampolines)"

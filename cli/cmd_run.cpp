@@ -118,6 +118,8 @@ void add_run_command(CLI::App& app, std::function<int()>* run) {
       "  ftjit run -- ./server --port 8080\n"
       "  ftjit run --plugin count --format tsv --filter 'parse_*' -- ./tool input\n"
       "  ftjit run --plugin trace --format perfetto -o trace.pb -- ./app\n"
+      "  ftjit run --plugin trace:format=chrome,output=t.json --plugin count:format=json,output=c.json -- ./app\n"
+      "  ftjit run --plugin flame --format pprof -o flame.pb.gz -- ./app   (go tool pprof flame.pb.gz)\n"
       "  ftjit run --plugin count -- ./arm64_app       (under qemu-aarch64)");
   cmd->callback([run, o] {
     *run = [o] {

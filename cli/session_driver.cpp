@@ -22,6 +22,7 @@
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
 #include "cli/process_modules.h"
+#include "cli/report_output.h"
 
 namespace ftjit::cli {
 namespace {
@@ -160,7 +161,8 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     return fail(t, message);
   };
 
-  auto request = make_attach_request(o);
+  std::vector<PlannedOutput> planned;
+  auto request = make_attach_request(o, &planned);
   if (!request) return fail_run(request.error().message);
   StagedPlugins staged(t.stage_plugins_into);
   for (control::PluginRequest& p : request->plugins) {
@@ -197,12 +199,21 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   const std::vector<std::string> recovery_notes =
       o.verbose ? recovered_site_notes(t.pid) : std::vector<std::string>{};
 
-  int out_fd = -1;
-  if (!o.output.empty()) {
-    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0) return fail_run("cannot open output '" + o.output + "': " + std::strerror(errno));
-    request->output_fd = 1;
+  // The report files, opened here (the target may not see our paths),
+  // their fds passed in the order the request announces them.
+  std::vector<ReportOutput> outputs;
+  std::vector<int> output_fds;
+  for (const PlannedOutput& p : planned) {
+    auto opened = ReportOutput::open(p.path, p.pprof);
+    if (!opened) return fail_run(opened.error().message);
+    outputs.push_back(std::move(*opened));
+    output_fds.push_back(outputs.back().agent_fd());
   }
+  // The reports are complete: what the CLI makes of them (pprof) is made.
+  auto finish_outputs = [&]() -> Status {
+    for (ReportOutput& out : outputs) FTJIT_TRY(out.finish());
+    return {};
+  };
 
   // A progress line while a large process is being patched. The thread
   // is woken as soon as the reply is in: joining it must not add a tick.
@@ -223,14 +234,13 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     if (shown) std::fprintf(stderr, "\n");
   });
   bool exited = false;
-  auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), out_fd, -1, &exited);
+  auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), output_fds, -1, &exited);
   {
     std::lock_guard<std::mutex> lock(progress_mu);
     attaching = false;
   }
   progress_cv.notify_all();
   progress.join();
-  if (out_fd >= 0) ::close(out_fd);
   // The agent has loaded them (or never will).
   if (auto st = staged.remove(); !st) return fail_run(st.error().message);
   if (!reply) return fail_run("attach failed: " + reply.error().message);
@@ -259,10 +269,12 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     print_report(final_report, o);
     print_summary(t, final_report, o);
     if (o.verbose) std::fprintf(stderr, "%s: process %d exited\n", t.command, t.pid);
+    const Status finished = final_report.code == 0 ? finish_outputs() : Status{};
     if (t.is_child) {
       reap(0);
-      return child_exit_code(child_status);
+      return finished ? child_exit_code(child_status) : fail(t, finished.error().message);
     }
+    if (!finished) return fail(t, finished.error().message);
     return final_report.code == 0 ? 0 : fail(t, final_report.message);
   };
   int flushes_done = 0;
@@ -325,6 +337,10 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   print_report(*done, o);
   print_summary(t, *done, o);
   if (!exited && done->code != 0) return fail(t, done->message);
+  // A report the CLI could not convert fails the run, which otherwise
+  // ends as it would.
+  const Status finished = done->code == 0 ? finish_outputs() : Status{};
+  if (!finished) std::fprintf(stderr, "%s: %s\n", t.command, finished.error().message.c_str());
   if (t.unload && !exited) {
     generator->reset();
     if (o.verbose) std::fprintf(stderr, "%s: detached in %.1f ms\n", t.command, ms_since(detach_started));
@@ -337,9 +353,9 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     // signal on and wait for it, as a shell would.
     if (int sig = g_stop_signal.load(); sig != 0 && !reap(WNOHANG)) ::kill(t.pid, sig);
     reap(0);
-    return child_exit_code(child_status);
+    return finished ? child_exit_code(child_status) : 1;
   }
-  return 0;
+  return finished ? 0 : 1;
 }
 
 }  // namespace ftjit::cli

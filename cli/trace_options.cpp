@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -15,7 +16,8 @@ namespace ftjit::cli {
 void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   cmd->add_option("--plugin", o->plugins,
                   "Tracer plugin: a built-in name (see `ftjit plugins`) or a path, with options: "
-                  "count:top=10. Repeatable. Default: count")
+                  "count:top=10; format=F and output=FILE (ftjit's keys) give it a report format and "
+                  "file of its own: trace:format=chrome,output=t.json. Repeatable. Default: count")
       ->type_name("NAME|PATH[:K=V,...]");
   cmd->add_option("--opt", o->plugin_options,
                   "A plugin option, KEY=VALUE (one plugin) or PLUGIN.KEY=VALUE. Repeatable")
@@ -46,8 +48,9 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                   "info (abi where GCC shows -fpatchable-function-entry, else all)")
       ->check(CLI::IsMember({"auto", "abi", "all"}))
       ->default_str("auto");
-  cmd->add_option("--format", o->format, "Report format: text, json, tsv, chrome, perfetto "
-                                         "(what the plugins support; default: theirs)");
+  cmd->add_option("--format", o->format, "Report format: text, json, tsv, chrome, perfetto, "
+                                         "folded, svg, speedscope (what the plugins support; default: "
+                                         "theirs), or pprof (flame, made by ftjit from its json; needs -o)");
   cmd->add_option("-o,--output", o->output, "Write the report to FILE instead of stdout")
       ->type_name("FILE");
   accept_positive_seconds(cmd->add_option("--duration", o->duration, "Detach after SECONDS"))
@@ -101,7 +104,73 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   }
 }
 
-Result<control::Attach> make_attach_request(const TraceOptions& o) {
+namespace {
+
+Error invalid(const std::string& message) { return make_error(FTJIT_E_INVALID_ARGUMENT, message); }
+
+// Each plugin's format and file, from its spec's host keys, --format and
+// -o: what the agent is asked for (pprof is made here from json) and the
+// files to open, each written by one report only.
+Status plan_outputs(const TraceOptions& o, const std::vector<plugins::PluginSpec>& specs, control::Attach* a,
+                    std::vector<PlannedOutput>* outputs) {
+  bool session_output_used = false;
+  std::vector<PlannedOutput> own;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const plugins::PluginSpec& spec = specs[i];
+    control::PluginRequest& request = a->plugins[i];
+    const std::string& format = spec.format.empty() ? o.format : spec.format;
+    const std::string where = spec.format.empty() ? "--format pprof" : "--plugin " + spec.name + ":format=pprof";
+    request.format = spec.format;
+    std::string path = spec.output;
+    if (format == kPprofFormat) {
+      if (spec.name != "flame") {
+        return invalid(where + ": only the flame plugin's report converts to pprof, not " + spec.name + "'s");
+      }
+      // A binary file of its own: -o, when it does not name one itself.
+      if (path.empty()) path = o.output;
+      if (path.empty()) {
+        return invalid(where + " writes a binary (gzipped) file: give -o FILE or " + spec.name + ":output=FILE");
+      }
+      request.format = "json";
+    }
+    if (path.empty()) {
+      session_output_used = true;
+      continue;
+    }
+    for (const PlannedOutput& other : own) {
+      if (other.path == path) {
+        return invalid("output '" + path + "' given to two plugins (" + specs[other.plugin].name + " and " +
+                       spec.name + "): each report needs a file of its own");
+      }
+    }
+    own.push_back({path, format == kPprofFormat, static_cast<int>(i)});
+    request.output_fd = 1;
+  }
+  const bool output_taken = std::any_of(own.begin(), own.end(), [&](const PlannedOutput& p) {
+    return p.path == o.output && specs[p.plugin].output.empty();
+  });
+  if (!o.output.empty() && !session_output_used && !output_taken) {
+    return invalid("-o " + o.output + ": every plugin has a file of its own (output=), nothing would go there");
+  }
+  if (!o.output.empty() && session_output_used) {
+    for (const PlannedOutput& p : own) {
+      if (p.path == o.output) {
+        return invalid("-o " + o.output + " is " + specs[p.plugin].name + "'s " + (p.pprof ? "pprof profile" : "file") +
+                       " alone: give the other plugins output=FILE");
+      }
+    }
+    if (outputs != nullptr) outputs->push_back({o.output, false, -1});
+    a->output_fd = 1;
+  }
+  if (outputs != nullptr) outputs->insert(outputs->end(), own.begin(), own.end());
+  // The session's format: pprof is no plugin's (each flame asks for json).
+  if (a->format == kPprofFormat) a->format = "json";
+  return {};
+}
+
+}  // namespace
+
+Result<control::Attach> make_attach_request(const TraceOptions& o, std::vector<PlannedOutput>* outputs) {
   control::Attach a;
   std::vector<std::string> specs = o.plugins;
   if (specs.empty()) specs.push_back("count");
@@ -119,9 +188,18 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
     std::string key = item.substr(0, eq);
     std::string value = item.substr(eq + 1);
     plugins::PluginSpec* target = nullptr;
+    std::string name;
     if (size_t dot = key.find('.'); dot != std::string::npos) {
-      std::string name = key.substr(0, dot);
+      name = key.substr(0, dot);
       key = key.substr(dot + 1);
+    }
+    for (const char* host : plugins::kHostKeys) {
+      if (key == host) {
+        return invalid("--opt '" + item + "': " + key + " is ftjit's, not a plugin option: write --plugin " +
+                       (name.empty() ? std::string("NAME") : name) + ":" + key + "=" + value);
+      }
+    }
+    if (!name.empty()) {
       for (auto& p : parsed) {
         if (p.name == name) target = &p;
       }
@@ -185,6 +263,7 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
                : o.strategy == "list"     ? FTJIT_STRATEGY_LIST
                                           : FTJIT_STRATEGY_AUTO;
   a.format = o.format;
+  if (auto st = plan_outputs(o, parsed, &a, outputs); !st) return st.take_error();
   a.tids = o.tids;
   a.thread_glob = o.thread_glob;
   a.main_thread = o.main_thread;
@@ -192,8 +271,10 @@ Result<control::Attach> make_attach_request(const TraceOptions& o) {
   a.saves = o.saves == "abi" ? FTJIT_SAVES_ABI : o.saves == "all" ? FTJIT_SAVES_ALL : FTJIT_SAVES_AUTO;
   // A file is meant to hold every event. A report for stdout comes back
   // through the agent's memory at the end, where dropping keeps it bounded.
+  bool to_files = !o.output.empty();
+  for (const auto& p : a.plugins) to_files = to_files || p.output_fd != 0;
   auto policy = plugins::parse_buffer_policy(
-      !o.buffer_policy.empty() ? o.buffer_policy : !o.output.empty() ? "block" : "drop");
+      !o.buffer_policy.empty() ? o.buffer_policy : to_files ? "block" : "drop");
   if (!policy) return policy.take_error();
   a.buffer_policy = static_cast<uint8_t>(policy.value());
   if (!o.buffer_size.empty()) {

@@ -15,6 +15,10 @@
 
 namespace ftjit::cli {
 
+// A format the CLI makes from a plugin's JSON report (report_output.h):
+// pprof's gzipped profile.proto, from flame's stacks.
+inline constexpr const char* kPprofFormat = "pprof";
+
 struct TraceOptions {
   std::vector<std::string> plugins;   // NAME[:k=v,...] or PATH.so[:k=v,...]
   std::vector<std::string> plugin_options;  // --opt [PLUGIN.]KEY=VALUE
@@ -60,9 +64,21 @@ struct TraceOptions {
 // Adds the options to `cmd`.
 void add_trace_options(CLI::App* cmd, TraceOptions* o);
 
+// A report file the CLI opens for the agent (report_output.h): -o FILE for
+// the plugins without one of their own (plugin < 0), or a plugin's own
+// output=FILE. In the order their fds go with the request: -o first.
+struct PlannedOutput {
+  std::string path;
+  bool pprof = false;  // made here from the plugin's JSON
+  int plugin = -1;     // index into Attach::plugins, or -1 for -o
+};
+
 // The request: plugins resolved to absolute paths here (the agent runs in
 // the target, whose directories are not ours), options checked as far as
-// can be done without loading the plugin into the target.
-Result<control::Attach> make_attach_request(const TraceOptions& o);
+// can be done without loading the plugin into the target, each plugin's
+// format and file (its spec's host keys format= and output=, else --format
+// and -o) settled: `outputs` (if given) gets the files to open. Fails with
+// one line naming the option or plugin and what is wrong.
+Result<control::Attach> make_attach_request(const TraceOptions& o, std::vector<PlannedOutput>* outputs = nullptr);
 
 }  // namespace ftjit::cli

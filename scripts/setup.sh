@@ -27,11 +27,14 @@ cd "$(dirname "$0")/.."
 # libdw-dev: elfutils' DWARF reader, the CLI's source of traced functions'
 # parameter types (--args; core/dwarf_signatures.h).
 # nlohmann-json3-dev: the JSON reader of `ftjit diff` (cli/report_file.cpp).
+# libprotobuf-dev, zlib1g-dev: `--format pprof` of flame, encoded by
+# libprotobuf (protoc compiles cli/proto/pprof_profile.proto) and gzipped
+# by zlib, in the CLI only (cli/flame_pprof.cpp).
 # chromium-headless-shell: a real browser (Chromium without its UI) that
 # the tests load `flame --format svg`'s pictures in (tests/flame_time).
 PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev libdw-dev
-          protobuf-compiler uftrace chromium-headless-shell nlohmann-json3-dev
+          protobuf-compiler libprotobuf-dev zlib1g-dev uftrace chromium-headless-shell nlohmann-json3-dev
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
           g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)
 # The arm64 leg (scripts/build_cross.sh arm64): Debian's multiarch arm64 builds

@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "core/planner.h"
 #include "runtime/plugin_host/plugin_host.h"
@@ -125,12 +126,18 @@ void remove_staged_plugins(const control::Attach& request) {
 
 }  // namespace
 
-control::Reply AgentSession::attach(const control::Attach& request, int output_fd) {
+control::Reply AgentSession::attach(const control::Attach& request, std::vector<int> output_fds) {
   std::lock_guard<std::mutex> lock(mu_);
   const AttachClocks start(emitter_);
   auto close_fd = [&] {
-    if (output_fd >= 0) ::close(output_fd);
+    for (int fd : output_fds) {
+      if (fd >= 0) ::close(fd);
+    }
+    output_fds.clear();
   };
+  // The session's file first, then the plugins' own, in their order.
+  size_t next_fd = 0;
+  const int output_fd = request.output_fd != 0 && next_fd < output_fds.size() ? output_fds[next_fd++] : -1;
   if (unloaded_) {
     close_fd();
     return error_reply(FTJIT_E_UNSUPPORTED, "the agent is being unloaded");
@@ -169,10 +176,29 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   }
 
   plugins::SessionConfig config;
+  // Streams of the plugins' own files: each takes its fd (closing it with
+  // the stream), so from here on close_fd leaves them to close_plugin_outs.
+  std::vector<FILE*> plugin_outs;
+  auto close_plugin_outs = [&] {
+    for (FILE* f : plugin_outs) std::fclose(f);
+    plugin_outs.clear();
+  };
   for (const auto& p : request.plugins) {
     plugins::PluginSpec spec;
     spec.name = p.path;
     spec.options = p.options;
+    spec.format = p.format;
+    if (p.output_fd != 0 && next_fd < output_fds.size()) {
+      const int fd = std::exchange(output_fds[next_fd++], -1);
+      spec.output_stream = ::fdopen(fd, "w");
+      if (spec.output_stream == nullptr) {
+        ::close(fd);
+        close_fd();
+        close_plugin_outs();
+        return error_reply(FTJIT_E_SYSTEM, "cannot open a plugin's report stream");
+      }
+      plugin_outs.push_back(spec.output_stream);
+    }
     config.plugins.push_back(std::move(spec));
   }
   config.include = request.include;
@@ -193,12 +219,14 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   FILE* out = output_fd >= 0 ? ::fdopen(output_fd, "w") : ::open_memstream(&memory_, &memory_size_);
   if (out == nullptr) {
     close_fd();
+    close_plugin_outs();
     return error_reply(FTJIT_E_SYSTEM, "cannot open the report stream");
   }
   config.output_stream = out;
   auto session = plugins::TraceSession::start(engine_, config);
   remove_staged_plugins(request);
   if (!session) {
+    close_plugin_outs();
     std::fclose(out);
     std::free(memory_);
     memory_ = nullptr;
@@ -208,6 +236,7 @@ control::Reply AgentSession::attach(const control::Attach& request, int output_f
   const AttachClocks done(emitter_);
   session_ = std::move(session.value());
   out_ = out;
+  plugin_outs_ = std::move(plugin_outs);
   owner_pid_ = request.owner_pid;
 
   ftjit_stats st{};
@@ -268,6 +297,9 @@ control::Reply AgentSession::stop_locked(bool report) {
   }
   if (out_ != nullptr) std::fclose(out_);  // a memstream's buffer is final now
   out_ = nullptr;
+  // Closed before the reply: the CLI reads or converts these files then.
+  for (FILE* f : plugin_outs_) std::fclose(f);
+  plugin_outs_.clear();
   if (memory_ != nullptr) r.text.assign(memory_, memory_size_);
   std::free(memory_);
   memory_ = nullptr;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "ftjit/ftjit.h"
@@ -29,9 +30,10 @@ class AgentSession {
 
   RemoteEmitter& emitter() { return emitter_; }
 
-  // Each returns the reply to send. `output_fd` (or -1) is the report's
-  // file, passed by the CLI; the session owns it from here.
-  control::Reply attach(const control::Attach& request, int output_fd);
+  // Each returns the reply to send. `output_fds` are the reports' files
+  // the CLI passed, as the request announces them (Attach::output_fd
+  // first, then the plugins'); the session owns them from here.
+  control::Reply attach(const control::Attach& request, std::vector<int> output_fds);
   control::Reply detach(const control::Detach& request);
   control::Reply status(const control::StatusQuery& request);
   // Has the plugins write what their buffers hold now (a flight recorder's
@@ -59,6 +61,7 @@ class AgentSession {
   ftjit_engine* engine_ = nullptr;  // made at the first attach, kept
   std::unique_ptr<plugins::TraceSession> session_;
   FILE* out_ = nullptr;        // the report's stream
+  std::vector<FILE*> plugin_outs_;  // plugins' own files (PluginRequest::output_fd)
   char* memory_ = nullptr;     // open_memstream buffer, when no file
   size_t memory_size_ = 0;
   pid_t owner_pid_ = 0;

@@ -183,10 +183,14 @@ bool ControlServer::handle(int fd) {
 }
 
 bool ControlServer::handle_frame(int fd) {
-  int passed_fd = -1;
+  std::vector<int> passed_fds;
+  auto close_passed = [&] {
+    for (int passed : passed_fds) ::close(passed);
+    passed_fds.clear();
+  };
   // The peer already sent something (poll said so); a whole frame must
   // follow promptly, or the peer is not a CLI of ours.
-  auto frame = control::recv_frame(fd, 5000, &passed_fd, control::kMaxRequest);
+  auto frame = control::recv_frame_fds(fd, 5000, &passed_fds, control::kMaxRequest);
   if (!frame) return false;
   auto reply_with = [&](const control::Reply& r) {
     std::lock_guard<std::mutex> lock(send_mu_);
@@ -199,10 +203,7 @@ bool ControlServer::handle_frame(int fd) {
     reply_with(r);
     return false;
   };
-  if (passed_fd >= 0 && frame->type != control::MsgType::kAttach) {
-    ::close(passed_fd);
-    passed_fd = -1;
-  }
+  if (frame->type != control::MsgType::kAttach) close_passed();
   switch (frame->type) {
     case control::MsgType::kGenerator: {
       // From now on this connection answers the emitter's requests, on the
@@ -215,13 +216,19 @@ bool ControlServer::handle_frame(int fd) {
     case control::MsgType::kAttach: {
       auto req = control::decode_attach(frame->payload);
       if (!req) {
-        if (passed_fd >= 0) ::close(passed_fd);
+        close_passed();
         return refuse(req.error());
       }
-      if (req->output_fd != 0 && passed_fd < 0) {
-        return refuse(make_error(FTJIT_E_INVALID_ARGUMENT, "attach: the output fd did not arrive"));
+      size_t expected = req->output_fd != 0 ? 1 : 0;
+      for (const auto& p : req->plugins) expected += p.output_fd != 0 ? 1 : 0;
+      if (passed_fds.size() != expected) {
+        const size_t arrived = passed_fds.size();
+        close_passed();
+        return refuse(make_error(FTJIT_E_INVALID_ARGUMENT, "attach: " + std::to_string(expected) +
+                                                               " output fds announced, " +
+                                                               std::to_string(arrived) + " arrived"));
       }
-      control::Reply r = session_.attach(*req, req->output_fd != 0 ? passed_fd : -1);
+      control::Reply r = session_.attach(*req, std::move(passed_fds));
       if (r.code == 0) {
         std::lock_guard<std::mutex> lock(send_mu_);
         owner_fd_ = fd;

@@ -328,6 +328,8 @@ std::string encode(const Attach& m) {
       w.str(k);
       w.str(v);
     }
+    w.str(p.format);
+    w.put(p.output_fd);
   }
   w.strs(m.include);
   w.strs(m.exclude);
@@ -361,6 +363,8 @@ Result<Attach> decode_attach(std::string_view payload) {
       std::string v = r.str();
       p.options.emplace_back(std::move(k), std::move(v));
     }
+    p.format = r.str();
+    p.output_fd = r.flag();
     m.plugins.push_back(std::move(p));
   }
   m.include = r.strs();

@@ -20,7 +20,7 @@
 //   <- Hello                       on every connection, first
 //   Generator                      this connection now serves code:
 //   <- Generate, Generated           the agent asks, the CLI answers
-//   Attach [+ output fd]           plugins, filters, strategy, format
+//   Attach [+ output fds]          plugins, filters, strategy, format
 //   <- Reply                       attached (or why not)
 //   Status / Detach                <- Reply (text: the status, the report)
 //   <- Exited                      the process is exiting: the final report
@@ -41,10 +41,11 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 10;  // 3: Reply::phases; 4: site code; 5: inline;
+inline constexpr uint32_t kProtocolVersion = 11;  // 3: Reply::phases; 4: site code; 5: inline;
                                                  // 6: inline latency; 7: buffer policies, flush;
                                                  // 8: relocated entries' branch; 9: arguments;
-                                                 // 10: producers from the generator, --by-arg
+                                                 // 10: producers from the generator, --by-arg;
+                                                 // 11: a format and a file per plugin
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -80,11 +81,18 @@ struct Hello {
 };
 
 // A plugin as the CLI resolved it: the shared object's path (valid in the
-// target) and its options.
+// target), its options, its own report format ("" the Attach's) and
+// whether an fd of its own for the report came with the message.
 struct PluginRequest {
   std::string path;
   std::vector<std::pair<std::string, std::string>> options;
+  std::string format;
+  uint8_t output_fd = 0;
 };
+
+// The most fds one message carries: the session's report file and one per
+// plugin that has its own.
+inline constexpr size_t kMaxPassedFds = 64;
 
 struct Attach {
   std::vector<PluginRequest> plugins;
@@ -94,7 +102,9 @@ struct Attach {
   std::vector<int32_t> tids;
   std::string thread_glob;
   uint8_t main_thread = 0;
-  uint8_t output_fd = 0;  // an fd for the report came with this message
+  // An fd for the report came with this message: the first passed, the
+  // plugins' own (PluginRequest::output_fd) after it, in their order.
+  uint8_t output_fd = 0;
   int32_t owner_pid = 0;  // the CLI process (shown by status)
   int32_t saves = 0;      // ftjit_saves
   // The plugins' event buffers (plugins::SessionConfig): policy (drop,
@@ -216,12 +226,18 @@ std::string frame_bytes(MsgType type, std::string_view payload);
 // Socket I/O. Sends never raise SIGPIPE (a CLI gone must not kill the
 // traced process). `timeout_ms` < 0 waits forever.
 ftjit::Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd = -1);
+// The same, passing `pass_fds` (at most kMaxPassedFds) with the frame.
+ftjit::Status send_frame_fds(int fd, MsgType type, std::string_view payload, const std::vector<int>& pass_fds);
 // Receives one frame; `*received_fd` (if given) gets an fd passed with it,
 // or -1. Fails on EOF ("connection closed"), timeout, or a bad frame.
 // `max_len` bounds what the peer may make us allocate (the agent takes
 // requests, which are small, with kMaxRequest).
 Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd = nullptr,
                          uint32_t max_len = kMaxFrame);
+// The same, every fd passed with the frame (at most kMaxPassedFds, in the
+// order sent) going to `*received_fds`, whose caller closes them; none on
+// failure.
+Result<Frame> recv_frame_fds(int fd, int timeout_ms, std::vector<int>* received_fds, uint32_t max_len);
 
 // Where the agent of process `pid` (as it sees itself) listens, relative to
 // the target's root: /tmp/ftjit-UID/PID.sock, in a 0700 directory.

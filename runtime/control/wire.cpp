@@ -75,27 +75,37 @@ Result<Split> split_frame(std::string_view buffer) {
 }
 
 Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd) {
+  return send_frame_fds(fd, type, payload, pass_fd >= 0 ? std::vector<int>{pass_fd} : std::vector<int>{});
+}
+
+Status send_frame_fds(int fd, MsgType type, std::string_view payload, const std::vector<int>& pass_fds) {
   if (payload.size() + 2 > kMaxFrame) {
     return make_error(FTJIT_E_INVALID_ARGUMENT, "message too large for the control channel");
   }
+  if (pass_fds.size() > kMaxPassedFds) {
+    return make_error(FTJIT_E_INVALID_ARGUMENT, "more than " + std::to_string(kMaxPassedFds) +
+                                                    " files for one message of the control channel");
+  }
   std::string bytes = frame_bytes(type, payload);
   size_t sent = 0;
-  bool fd_sent = pass_fd < 0;
+  // With the first bytes: the receiver takes them with its first read.
+  bool fd_sent = pass_fds.empty();
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)];
   while (sent < bytes.size()) {
     iovec iov{bytes.data() + sent, bytes.size() - sent};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     if (!fd_sent) {
+      const size_t fds_bytes = sizeof(int) * pass_fds.size();
       std::memset(control, 0, sizeof control);
       msg.msg_control = control;
-      msg.msg_controllen = sizeof control;
+      msg.msg_controllen = CMSG_SPACE(fds_bytes);
       cmsghdr* c = CMSG_FIRSTHDR(&msg);
       c->cmsg_level = SOL_SOCKET;
       c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+      c->cmsg_len = CMSG_LEN(fds_bytes);
+      std::memcpy(CMSG_DATA(c), pass_fds.data(), fds_bytes);
     }
     ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
@@ -113,6 +123,21 @@ Status send_frame(int fd, MsgType type, std::string_view payload, int pass_fd) {
 
 Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd, uint32_t max_len) {
   if (received_fd != nullptr) *received_fd = -1;
+  std::vector<int> fds;
+  auto frame = recv_frame_fds(fd, timeout_ms, received_fd != nullptr ? &fds : nullptr, max_len);
+  // One fd is all such a caller expects: any other is closed, never kept.
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (i == 0) {
+      *received_fd = fds[0];
+    } else {
+      ::close(fds[i]);
+    }
+  }
+  return frame;
+}
+
+Result<Frame> recv_frame_fds(int fd, int timeout_ms, std::vector<int>* received_fds, uint32_t max_len) {
+  if (received_fds != nullptr) received_fds->clear();
   std::string buf;
   char header[kHeader];
   size_t want = kHeader;
@@ -123,7 +148,7 @@ Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd, uint32_t max_
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)];
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     ssize_t r = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
@@ -138,10 +163,10 @@ Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd, uint32_t max_
       for (size_t i = 0; i < n_fds; ++i) {
         int passed;
         std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof passed);
-        // One fd is all a message may carry, and only to a caller who
-        // expects it: anything else is closed, never kept.
-        if (received_fd != nullptr && *received_fd < 0) {
-          *received_fd = passed;
+        // Only a caller who expects fds gets them, at most kMaxPassedFds:
+        // anything else is closed, never kept.
+        if (received_fds != nullptr && received_fds->size() < kMaxPassedFds) {
+          received_fds->push_back(passed);
         } else {
           ::close(passed);
         }
@@ -151,9 +176,9 @@ Result<Frame> recv_frame(int fd, int timeout_ms, int* received_fd, uint32_t max_
     return static_cast<size_t>(r);
   };
   auto fail = [&](Error e) -> Result<Frame> {
-    if (received_fd != nullptr && *received_fd >= 0) {
-      ::close(*received_fd);
-      *received_fd = -1;
+    if (received_fds != nullptr) {
+      for (int passed : *received_fds) ::close(passed);
+      received_fds->clear();
     }
     return e;
   };

@@ -105,10 +105,21 @@ Result<PluginSpec> parse_plugin_spec(std::string_view text) {
     }
     std::string key = item.substr(0, eq);
     if (key.empty()) return spec_error(text, "option '" + item + "' has no name");
+    std::string value = item.substr(eq + 1);
+    std::string* host = key == "format" ? &spec.format : key == "output" ? &spec.output : nullptr;
+    if (host != nullptr) {
+      if (!host->empty()) return spec_error(text, "'" + key + "' given twice");
+      if (value.empty()) {
+        return spec_error(text, "'" + key + "=' needs a value (" +
+                                    (key == "format" ? "a format of the plugin" : "a file") + ")");
+      }
+      *host = std::move(value);
+      continue;
+    }
     for (const auto& [k, v] : spec.options) {
       if (k == key) return spec_error(text, "option '" + key + "' given twice");
     }
-    spec.options.emplace_back(std::move(key), item.substr(eq + 1));
+    spec.options.emplace_back(std::move(key), std::move(value));
   }
   return spec;
 }

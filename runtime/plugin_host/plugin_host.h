@@ -28,16 +28,29 @@ namespace ftjit::plugins {
 struct PluginSpec {
   std::string name;
   std::vector<std::pair<std::string, std::string>> options;
+  // The host's keys (kHostKeys), never the plugin's options: this plugin's
+  // report format ("" the session's) and its own file ("" the session's
+  // output), or a stream given in its place (not closed here: an agent's
+  // fd from the CLI).
+  std::string format;
+  std::string output;
+  FILE* output_stream = nullptr;
 
   // True when `name` is a path rather than a built-in name.
   bool is_path() const;
 };
 
+// The spec keys the host takes for itself, so that several plugins of one
+// run can each have their report's format and file: "format", "output".
+inline constexpr const char* kHostKeys[] = {"format", "output"};
+
 // Parses "NAME", "NAME:key=value,key=value" or "PATH.so:key=value". In a
 // value, "\," is a comma and "\\" a backslash. A name ends at the first ':',
-// a path at the first ".so:" (so its directories may contain ':'). Returns
+// a path at the first ".so:" (so its directories may contain ':'). The
+// host keys go to `format` and `output`, the rest to `options`. Returns
 // FTJIT_E_INVALID_ARGUMENT for an empty name, an invalid built-in name, an
-// item without '=', an empty key, an empty item or a key given twice.
+// item without '=', an empty key, an empty item, a key given twice or a
+// host key without a value.
 Result<PluginSpec> parse_plugin_spec(std::string_view text);
 
 // One declared option of a plugin, as shown to users.
@@ -113,7 +126,8 @@ struct SessionConfig {
   // FTJIT_PLUGIN_F_ARGS (arg_capture.h).
   ArgCaptureSpec args;
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // DIRECT is refused
-  // "" = each plugin's default; otherwise every plugin must list it.
+  // "" = each plugin's default; otherwise every plugin must list it (a
+  // plugin's PluginSpec::format wins over it).
   std::string format;
   // "" or "-" = stdout; otherwise a file, created (truncated) before init.
   std::string output;
@@ -220,6 +234,9 @@ class TraceSession {
   std::unique_ptr<ArgCapturer> args_;
   FILE* out_ = nullptr;
   bool owns_out_ = false;
+  // Plugins' own files (PluginSpec::output) the session opened, to close
+  // after the reports, with their paths for messages.
+  std::vector<std::pair<FILE*, std::string>> plugin_files_;
   bool stopped_ = false;
   bool reported_ = false;
   uint64_t recursion_base_ = 0;

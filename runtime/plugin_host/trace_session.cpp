@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A trace session: the plugins of one run, from load to report; its
 // writer thread is runtime/plugin_host/event_writer.h.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -111,16 +112,18 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     if (!options) return options.take_error();
     inst->options = std::move(options.value());
 
+    // Its own format= wins over the session's.
+    const std::string& format = spec.format.empty() ? c.format : spec.format;
     std::string formats;
     for (uint32_t i = 0; d->formats != nullptr && d->formats[i] != nullptr; ++i) {
       formats += (formats.empty() ? "" : ", ") + std::string(d->formats[i]);
-      if (c.format == d->formats[i]) inst->format = c.format;
+      if (format == d->formats[i]) inst->format = format;
     }
-    if (c.format.empty()) {
+    if (format.empty()) {
       inst->format = d->formats != nullptr && d->formats[0] != nullptr ? d->formats[0] : "";
     } else if (inst->format.empty()) {
       return session_error("plugin '" + std::string(d->name) + "' does not support format '" +
-                           c.format + "' (" +
+                           format + "' (" +
                            (formats.empty() ? std::string("it writes no report") : "it writes " + formats) +
                            ")");
     }
@@ -208,7 +211,27 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     }
     s->owns_out_ = true;
   }
-  for (auto& inst : s->instances_) inst->out = s->out_;
+  // A plugin with a file of its own writes there instead; two plugins
+  // never share one by name (the second open would truncate the first).
+  for (size_t i = 0; i < s->instances_.size(); ++i) {
+    const PluginSpec& spec = c.plugins[i];
+    Instance& inst = *s->instances_[i];
+    inst.out = s->out_;
+    if (spec.output_stream != nullptr) {
+      inst.out = spec.output_stream;
+    } else if (!spec.output.empty()) {
+      const bool taken = spec.output == c.output ||
+                         std::any_of(s->plugin_files_.begin(), s->plugin_files_.end(),
+                                     [&](const auto& f) { return f.second == spec.output; });
+      if (taken) return session_error(inst.plugin.label + ": output '" + spec.output + "' is another report's file");
+      inst.out = std::fopen(spec.output.c_str(), "we");
+      if (inst.out == nullptr) {
+        return make_error(FTJIT_E_SYSTEM, inst.plugin.label + ": cannot open output '" + spec.output +
+                                              "': " + std::strerror(errno));
+      }
+      s->plugin_files_.emplace_back(inst.out, spec.output);
+    }
+  }
 
   // 3. Init, in order; a plugin whose init failed is not shut down.
   for (auto& inst : s->instances_) {
@@ -292,12 +315,31 @@ Status TraceSession::report() {
   for (auto& inst : instances_) {
     const ftjit_plugin* d = inst->plugin.desc;
     if (d->report == nullptr) continue;
-    if (d->report(&inst->ctx, out_, inst->format.c_str()) != 0) {
+    if (d->report(&inst->ctx, inst->out, inst->format.c_str()) != 0) {
       std::string why = inst->take_error();
       failed += (failed.empty() ? "" : "; ") + inst->plugin.label + ": report failed: " +
                 (why.empty() ? std::string("(the plugin gave no reason)") : why);
     }
   }
+  // Each plugin's own file first (the session's output is flushed below).
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    FILE* own = instances_[i]->out;
+    if (own == out_) continue;
+    const std::string& path = config_.plugins[i].output;
+    if (std::fflush(own) != 0 || std::ferror(own) != 0) {
+      failed += (failed.empty() ? "" : "; ") + std::string("writing '") +
+                (path.empty() ? instances_[i]->plugin.label + "'s report" : path) + "': " + std::strerror(errno);
+    }
+  }
+  for (auto& [file, path] : plugin_files_) {
+    if (std::fclose(file) != 0) {
+      failed += (failed.empty() ? "" : "; ") + std::string("closing '") + path + "': " + std::strerror(errno);
+    }
+    for (auto& inst : instances_) {
+      if (inst->out == file) inst->out = nullptr;
+    }
+  }
+  plugin_files_.clear();
   const std::string where = owns_out_ ? "'" + config_.output + "'" : std::string("stdout");
   if (std::fflush(out_) != 0 || std::ferror(out_) != 0) {
     failed += (failed.empty() ? "" : "; ") + std::string("writing ") + where + ": " +
@@ -371,6 +413,7 @@ TraceSession::~TraceSession() {
     if (inst.inited && inst.plugin.desc->shutdown != nullptr) inst.plugin.desc->shutdown(&inst.ctx);
   }
   if (owns_out_ && out_ != nullptr) std::fclose(out_);
+  for (auto& [file, path] : plugin_files_) std::fclose(file);
   // Unmaps the thread blocks, then dlcloses, newest first.
   while (!instances_.empty()) instances_.pop_back();
 }

@@ -71,6 +71,38 @@ expect 106 '' 'subcommand' --
 expect 0 '^[-]x[-][-]plugin z' '' -- run --relocate --filter 'libc.so.6!malloc' --args -- /bin/echo -n -x--plugin z
 expect 0 '^[-]e[-]n done' '' -- run --plugin count --filter 'libc.so.6!malloc' --relocate -- /bin/echo -e-n done
 
+# A report format and file per plugin (the spec's host keys format= and
+# output=): both files written by one run in their own format, not
+# --format's, nothing else on stdout. (A function echo never calls: two
+# plugins on one relocated function that runs crash the program, on main
+# too; flame_time.report runs three plugins on patchable functions.)
+expect 0 '^hi$' '' -- run --format text --plugin "count:format=json,output=$tmp/count.json" \
+  --plugin "latency:format=json,output=$tmp/latency.json" --filter 'libc.so.6!getpwnam' --relocate -- /bin/echo hi
+[ "$(wc -l <"$tmp/out")" = 1 ] || fail "two plugins to their files: stdout $(cat "$tmp/out")"
+grep -q '"functions"' "$tmp/count.json" || fail "count:output=: $(cat "$tmp/count.json")"
+grep -q '"unit"' "$tmp/latency.json" || fail "latency:output=: $(cat "$tmp/latency.json")"
+# ... and what is refused, before any process is approached: one line, 1.
+expect 1 '' "^ftjit attach: output '$tmp/same' given to two plugins \(count and latency\): each report needs a file of its own$" -- \
+  attach -p 1 --plugin "count:output=$tmp/same" --plugin "latency:output=$tmp/same"
+expect 1 '' "^ftjit attach: -o $tmp/o is flame's pprof profile alone: give the other plugins output=FILE$" -- \
+  attach -p 1 --plugin flame:format=pprof --plugin count -o "$tmp/o"
+expect 1 '' "^ftjit attach: -o $tmp/o: every plugin has a file of its own \(output=\), nothing would go there$" -- \
+  attach -p 1 --plugin "count:output=$tmp/c" -o "$tmp/o"
+expect 1 '' "^ftjit attach: bad plugin spec 'count:format=json,format=tsv': 'format' given twice$" -- \
+  attach -p 1 --plugin count:format=json,format=tsv
+expect 1 '' "^ftjit attach: bad plugin spec 'trace:output=': 'output=' needs a value \(a file\)$" -- \
+  attach -p 1 --plugin trace:output=
+expect 1 '' "^ftjit attach: --opt 'count.output=x': output is ftjit's, not a plugin option: write --plugin count:output=x$" -- \
+  attach -p 1 --plugin count --plugin latency --opt count.output=x
+expect 1 '' "^ftjit attach: --plugin count:format=pprof: only the flame plugin's report converts to pprof, not count's$" -- \
+  attach -p 1 --plugin count:format=pprof,output=x
+expect 1 '' "^ftjit attach: --format pprof writes a binary \(gzipped\) file: give -o FILE or flame:output=FILE$" -- \
+  attach -p 1 --plugin flame --format pprof
+# Checked by the agent: a format the plugin lacks, an option it does not know.
+expect 1 '' "plugin 'count' does not support format 'chrome'" -- \
+  run --plugin count:format=chrome,output="$tmp/c" --plugin latency -- /bin/echo hi
+expect 1 '' "outptu" -- run --plugin count:outptu=x -- /bin/echo hi
+
 # Refused option values: exactly one line saying what is allowed, exit 105
 # (CLI11's validation status), nothing on stdout. The checks run before
 # anything touches a process, so pid 1 is never approached.

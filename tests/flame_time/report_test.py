@@ -4,12 +4,12 @@
 
 usage: report_test.py FTJIT FIXTURE
 
-The fixture is recorded with `--plugin trace --format chrome`, and run again under `count` and
-under `latency` (one plugin's report per run: each run of the fixture makes the same calls and
-sleeps the same times). The report of the trace must give every function count's calls
-exactly, latency's total time to within SLACK_MS (latency leaves unwound calls untimed; the
-report ends them at the unwind: deep_throw's 15 ms), and each function's own time its sleeps
-(within SLACK_MS above). --graph work must be the tree of the calls under work, with their
+The fixture is run once under three plugins, each with its report format and file
+(`--plugin trace:format=chrome,output=T --plugin count:format=json,output=C --plugin
+latency:format=json,output=L`): the report of that trace must give every function count's
+calls of the same run exactly, latency's total time to within SLACK_MS (latency leaves
+unwound calls untimed; the report ends them at the unwind: deep_throw's 15 ms), and each
+function's own time its sleeps (within SLACK_MS above). --graph work must be the tree of the calls under work, with their
 calls; --sort and --filter must order and select; a function that never ran, a file that is
 not a trace, and a missing file are refused with one line.
 """
@@ -37,12 +37,20 @@ def ftjit(*args):
     return subprocess.run([FTJIT, *args], capture_output=True, text=True, timeout=100)
 
 
-def record(plugin, fmt, out):
-    args = ["run", "--plugin", plugin, "--format", fmt, "-o", out]
+def spec_value(text):
+    """A value as a plugin spec takes it: its commas and backslashes escaped."""
+    return text.replace("\\", "\\\\").replace(",", "\\,")
+
+
+def record(outputs):
+    """One run of the fixture; outputs: [(plugin, format, file)], each plugin's report in its file."""
+    args = ["run"]
+    for plugin, fmt, out in outputs:
+        args += ["--plugin", "%s:format=%s,output=%s" % (plugin, fmt, spec_value(out))]
     for f in FUNCS:
         args += ["--filter", f]
     r = ftjit(*args, "--", FIXTURE)
-    check(r.returncode == 0, "%s run: %s" % (plugin, r.stderr[-500:]))
+    check(r.returncode == 0 and r.stdout == "", "run: %d %r %s" % (r.returncode, r.stdout[-200:], r.stderr[-500:]))
 
 
 UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -67,9 +75,8 @@ def table(text):
 def main():
     with tempfile.TemporaryDirectory(prefix="ftjit-report-") as work:
         p = lambda name: os.path.join(work, name)
-        record("trace", "chrome", p("trace.json"))
-        record("count", "json", p("count.json"))
-        record("latency", "json", p("latency.json"))
+        record([("trace", "chrome", p("trace.json")), ("count", "json", p("count.json")),
+                ("latency", "json", p("latency.json"))])
         count = {f["name"]: f["calls"] for f in json.load(open(p("count.json")))["functions"]}
         # latency does not time unwound calls (thrower's and deep_throw's, left by the
         # exception): the report does, ending them at the unwind, as flame does.

@@ -550,6 +550,28 @@ TEST_F(SessionTest, TwoInstancesOfOnePluginCountIndependently) {
   EXPECT_THAT(reports[1].options, HasSubstr("second"));
 }
 
+// format= and output= of a spec: that plugin's report goes to its own
+// file in its own format, the others' to the session's output.
+TEST_F(SessionTest, APluginsOwnFormatAndFile) {
+  const std::string own = out_ + ".own";
+  auto s = start(config({kGood + ":label=first", kGood + ":label=second,format=text,output=" + own}));
+  ASSERT_TRUE(s);
+  call_many(host_traced_a, 2);
+  auto reports = finish(*s);
+  const std::string own_text = read_file(own);
+  ::unlink(own.c_str());
+  ASSERT_EQ(reports.size(), 1u);  // the first's alone
+  EXPECT_EQ(reports[0].fn["host_traced_a"], 2u);
+  EXPECT_THAT(reports[0].options, HasSubstr("first"));
+  EXPECT_THAT(own_text, HasSubstr("host_traced_a called 2 times\n"));
+
+  // One file is one report's: the session's output is not a plugin's.
+  auto refused = TraceSession::start(engine_, config({kGood + ":output=" + out_}));
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("is another report's file"));
+  expect_good_session_works();
+}
+
 TEST_F(SessionTest, ThreadFilterByTidCountsOnlyThatThread) {
   // Needs the engine to honour ftjit_ops.threads.
   SessionConfig c = config();

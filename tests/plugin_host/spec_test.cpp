@@ -113,6 +113,21 @@ TEST(PluginSpec, ValuesKeepEqualsAndEscapes) {
   EXPECT_EQ(s->options[2].second, "");
 }
 
+// format= and output= are the host's (one report format and file per
+// plugin of a run): kept out of the plugin's options.
+TEST(PluginSpec, HostKeysAreNotPluginOptions) {
+  auto s = parse_plugin_spec("latency:format=json,top=3,output=o\\,x.json");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->format, "json");
+  EXPECT_EQ(s->output, "o,x.json");
+  ASSERT_EQ(s->options.size(), 1u);
+  EXPECT_EQ(s->options[0].first, "top");
+  auto plain = parse_plugin_spec("count");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->format, "");
+  EXPECT_EQ(plain->output, "");
+}
+
 class MalformedSpec : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(MalformedSpec, IsRefusedWithTheCause) {
@@ -135,6 +150,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"count:top=1,,x=2", "empty option"},
                       std::pair{"count:top=1,", "empty option"},
                       std::pair{"count:top=1,top=2", "given twice"},
+                      std::pair{"count:format=json,format=tsv", "'format' given twice"},
+                      std::pair{"trace:output=a,output=b", "'output' given twice"},
+                      std::pair{"trace:output=", "needs a value"},
+                      std::pair{"trace:format=", "needs a value"},
                       std::pair{"count:a=\\x", "must be followed by"}));
 
 // ---------------------------------------------------------------------------

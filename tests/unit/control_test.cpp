@@ -16,8 +16,8 @@ namespace {
 
 TEST(Control, AttachRoundTrip) {
   Attach a;
-  a.plugins.push_back({"/x/ftjit-plugin-count.so", {{"top", "10"}, {"k", "a,b"}}});
-  a.plugins.push_back({"/y.so", {}});
+  a.plugins.push_back({"/x/ftjit-plugin-count.so", {{"top", "10"}, {"k", "a,b"}}, "", 0});
+  a.plugins.push_back({"/y.so", {}, "json", 1});
   a.include = {"demo_*", "libm.so.6!sin*"};
   a.exclude = {"*_cold"};
   a.strategy = FTJIT_STRATEGY_CALL_OPS;
@@ -31,6 +31,10 @@ TEST(Control, AttachRoundTrip) {
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->plugins.size(), 2u);
   EXPECT_EQ(d->plugins[0].options[1].second, "a,b");
+  EXPECT_EQ(d->plugins[0].format, "");
+  EXPECT_EQ(d->plugins[0].output_fd, 0);
+  EXPECT_EQ(d->plugins[1].format, "json");
+  EXPECT_EQ(d->plugins[1].output_fd, 1);
   EXPECT_EQ(d->include, a.include);
   EXPECT_EQ(d->exclude, a.exclude);
   EXPECT_EQ(d->strategy, FTJIT_STRATEGY_CALL_OPS);
@@ -143,6 +147,37 @@ TEST(Control, RequestBoundRefusesBigFrames) {
   close(sv[1]);  // the sender, blocked on a full buffer, gets an error
   sender.join();
   close(sv[0]);
+}
+
+// An Attach with plugins of their own files passes several fds: they must
+// arrive all, in the order sent.
+TEST(Control, FdsInOrderOverASocket) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int pipes[3][2];
+  for (auto& p : pipes) ASSERT_EQ(pipe(p), 0);
+  ASSERT_TRUE(send_frame_fds(sv[0], MsgType::kStatus, "abc", {pipes[0][1], pipes[1][1], pipes[2][1]}).ok());
+  std::vector<int> got;
+  auto frame = recv_frame_fds(sv[1], 5000, &got, kMaxRequest);
+  ASSERT_TRUE(frame.ok()) << frame.error().message;
+  EXPECT_EQ(frame->payload, "abc");
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const char c = static_cast<char>('a' + i);
+    EXPECT_EQ(write(got[i], &c, 1), 1);
+    char back = 0;
+    EXPECT_EQ(read(pipes[i][0], &back, 1), 1);
+    EXPECT_EQ(back, c) << "fd " << i << " arrived out of order";
+    close(got[i]);
+  }
+  std::vector<int> too_many(kMaxPassedFds + 1, pipes[0][1]);
+  EXPECT_FALSE(send_frame_fds(sv[0], MsgType::kStatus, "", too_many).ok());
+  for (auto& p : pipes) {
+    close(p[0]);
+    close(p[1]);
+  }
+  close(sv[0]);
+  close(sv[1]);
 }
 
 TEST(Control, FramesAndFdOverASocket) {
