@@ -130,7 +130,12 @@ uint64_t usable_slot(const DiscoveredSite& d, const IsaTraits& traits) {
   if (traits.slot_bytes == 0) return 0;
   uint64_t at = d.slot;
   if (at == 0 && d.symbol == 0 && d.prefix_bytes >= traits.slot_bytes) at = d.entry - traits.slot_bytes;
-  return at != 0 && at % traits.slot_align == 0 ? at : 0;
+  // The call-ops trampolines find the slot from the ip rounded down to the
+  // slot's alignment (a landing pad may stand between the two): nowhere
+  // else.
+  if (at == 0 || at % traits.slot_align != 0) return 0;
+  const uint64_t symbol = at + traits.slot_bytes;
+  return d.entry >= symbol && d.entry - symbol < traits.slot_align ? at : 0;
 }
 
 }  // namespace

@@ -431,7 +431,14 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_trampoline(
       a.call(rax);
     }
   } else {
-    a.mov(rdx, qword_ptr(rdi, -8));        // the site's ops slot
+    // The site's ops slot: the 8 bytes before the symbol, 8-aligned (the
+    // engine uses no other). The ip is the symbol, or 4 bytes past it
+    // behind an endbr64 (a CET build's sled, a relocated entry's stub):
+    // rounded down to 8 it is the symbol either way.
+    //   symbol-8 [ ops slot ] symbol [ endbr64 ]? ip [ call ] ...
+    a.mov(rdx, rdi);
+    a.and_(rdx, imm(~int64_t{7}));
+    a.mov(rdx, qword_ptr(rdx, -8));
     if (req.func != 0) {
       a.mov(rax, imm(req.func));           // a fixed dispatcher, given the ops
       a.call(rax);

@@ -19,19 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-SLACK_MS = 40
-FUNCS = "leaf_a,leaf_b,mid,deep_throw,thrower,work,main"
-
-# stack -> (calls, own time in ms)
-WANT = {
-    "main": (1, 0),
-    "main;work": (1, 5),
-    "main;work;leaf_a": (2, 60),
-    "main;work;mid": (1, 10),
-    "main;work;mid;leaf_b": (2, 40),
-    "main;work;thrower": (1, 0),
-    "main;work;thrower;deep_throw": (1, 15),
-}
+from fixture_oracle import FUNCS, SLACK_MS, WANT
 
 failures = []
 
@@ -43,7 +31,7 @@ def check(ok, what):
 
 def run(ftjit, fixture, out, fmt):
     args = [ftjit, "run", "--plugin", "flame", "--format", fmt, "-o", out]
-    for f in FUNCS.split(","):
+    for f in FUNCS:
         args += ["--filter", f]
     r = subprocess.run(args + ["--", fixture], capture_output=True, timeout=100)
     check(r.returncode == 0, "ftjit run (%s) exited %d: %s" % (fmt, r.returncode, r.stderr.decode()[-800:]))

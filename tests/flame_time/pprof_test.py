@@ -20,18 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-SLACK_MS = 40
-FUNCS = ["leaf_a", "leaf_b", "mid", "deep_throw", "thrower", "work", "main"]
-# stack -> (calls, own time in ms), as flame_time_test.py
-WANT = {
-    "main": (1, 0),
-    "main;work": (1, 5),
-    "main;work;leaf_a": (2, 60),
-    "main;work;mid": (1, 10),
-    "main;work;mid;leaf_b": (2, 40),
-    "main;work;thrower": (1, 0),
-    "main;work;thrower;deep_throw": (1, 15),
-}
+from fixture_oracle import FUNCS, SLACK_MS, WANT
+
 failures = []
 
 
