@@ -463,7 +463,9 @@ TEST(X86Golden, SlotTrampolineLoadsOpsAndFuncFromTheSite) {
   auto code = x86().emit_trampoline(r, 0x7f0000100000ull);
   ASSERT_TRUE(code.ok());
   std::string h = hex(code->data(), code->size());
-  EXPECT_NE(h.find("488b57f8"), std::string::npos);  // mov -0x8(%rdi),%rdx: the slot
+  // The slot, 8 bytes below the ip rounded down to 8 (behind a landing pad):
+  // mov %rdi,%rdx ; and $-8,%rdx ; mov -0x8(%rdx),%rdx
+  EXPECT_NE(h.find("4889fa4883e2f8488b52f8"), std::string::npos);
   EXPECT_NE(h.find("ff5208"), std::string::npos);    // call *0x8(%rdx): ops->func
   // The direct path: kept below the arrival rsp, tested, jumped through.
   EXPECT_NE(h.find("488b442440488942f0"), std::string::npos);  // mov 0x40(%rsp),%rax ; mov %rax,-0x10(%rdx)
