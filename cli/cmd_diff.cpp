@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `ftjit diff A B`: two recorded runs compared per function, from their
-// JSON reports (count, latency or flame; report_file.h): calls, and time
+// traces or JSON reports (count, latency or flame; report_file.h): calls, and time
 // when both have it (a flame report's own time, else latency's total),
 // with the change and its ratio, the largest change first. Functions of
 // only one run are named; small changes are counted, not listed, unless
@@ -140,9 +140,11 @@ int run_diff(const DiffOptions& o) {
 void add_diff_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<DiffOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "diff", "Compare two recorded runs per function (their count, latency or flame JSON reports)");
-  cmd->add_option("A", o->a, "The first run's report (--format json)")->required();
-  cmd->add_option("B", o->b, "The second run's report")->required();
+      "diff", "Compare two recorded runs per function (their traces, or their count, latency or flame "
+              "JSON reports)");
+  cmd->add_option("A", o->a, "The first run's trace (trace --format chrome) or report (--format json)")
+      ->required();
+  cmd->add_option("B", o->b, "The second run's trace or report")->required();
   cmd->add_option("--threshold", o->threshold_pct,
                   "Percent of change in time below which a function counts as unchanged")
       ->capture_default_str()

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// JSON reports read back (report_file.h), with nlohmann/json.
+// JSON reports and traces read back (report_file.h), with nlohmann/json.
 #include "cli/report_file.h"
 
 #include <nlohmann/json.hpp>
@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "cli/trace_summary.h"
 
 namespace ftjit::cli {
 namespace {
@@ -60,6 +62,17 @@ RunReport from_stacks(const json& doc) {
   return r;
 }
 
+// A recorded trace: its calls matched as `ftjit report` matches them.
+Result<RunReport> from_trace(const std::string& path) {
+  auto summary = summarise_trace(path);
+  if (!summary) return summary.take_error();
+  RunReport r;
+  r.kind = "trace";
+  r.has_total = r.has_self = true;
+  r.functions = std::move(summary->functions);
+  return r;
+}
+
 }  // namespace
 
 Result<RunReport> load_report(const std::string& path) {
@@ -70,12 +83,15 @@ Result<RunReport> load_report(const std::string& path) {
   try {
     const json doc = json::parse(text.str());
     if (!doc.is_object()) throw std::runtime_error("not a JSON object");
+    if (doc.contains("traceEvents")) return from_trace(path);
     if (doc.contains("stacks")) return from_stacks(doc);
     if (doc.contains("functions")) return from_functions(doc);
-    throw std::runtime_error("neither \"functions\" (count, latency) nor \"stacks\" (flame)");
+    throw std::runtime_error(
+        "neither \"functions\" (count, latency), \"stacks\" (flame) nor \"traceEvents\" (trace)");
   } catch (const std::exception& e) {
     return make_error(FTJIT_E_INVALID_ARGUMENT,
-                      path + ": not a JSON report of count, latency or flame (--format json): " + e.what());
+                      path + ": not a JSON report of count, latency or flame (--format json), nor a trace "
+                             "(--plugin trace --format chrome): " + e.what());
   }
 }
 

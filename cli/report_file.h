@@ -7,6 +7,8 @@
 //             "total_ns"}...]}                                     calls, total
 //   flame    {"unit": "ns" | "calls", "stacks": [{"frames",
 //             "calls", ["total_ns", "self_ns"]}...]}               calls, total, self
+//   trace    {"traceEvents": [...]} (--format chrome), summarised
+//             as `ftjit report` does (trace_summary.h)              calls, total, self
 //
 // A flame report is folded back onto functions: a function's calls and
 // own time are those of every stack it ends, its total time that of the
@@ -31,7 +33,7 @@ struct FunctionFigures {
 };
 
 struct RunReport {
-  std::string kind;  // "count", "latency" or "flame"
+  std::string kind;  // "count", "latency", "flame" or "trace"
   bool has_total = false;
   bool has_self = false;
   std::map<std::string, FunctionFigures> functions;
