@@ -12,6 +12,7 @@
 
 #include "runtime/control/protocol.h"
 #include "runtime/plugin_host/arg_capture.h"
+#include "runtime/plugin_host/arg_capture_plan.h"
 #include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins {
@@ -68,7 +69,10 @@ CapturedFunction sample(uint64_t ip) {
 
 struct Frame {
   ftjit_regs regs{};
-  uint64_t stack[4] = {0, 0, 0, 0};  // [0]: the return address (x86-64)
+  // [0]: the return address (x86-64). As deep as the capture reads a
+  // caller's frame directly (kDirectStackBytes): a plan decoded from
+  // random bytes may ask for any slot up to there.
+  uint64_t stack[capture::kDirectStackBytes / 8 + 4] = {};
 };
 
 Frame frame_for(const char* s) {
