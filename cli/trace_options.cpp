@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli/trace_options.h"
 
+#include <CLI/CLI.hpp>
 #include <limits.h>
 #include <unistd.h>
 
@@ -12,6 +13,16 @@
 #include "runtime/plugin_host/plugin_host.h"
 
 namespace ftjit::cli {
+
+ArgOptions TraceOptions::arg_options() const {
+  ArgOptions a = args;
+  a.globs.clear();
+  for (const std::string& g : args.globs) {
+    if (!g.empty()) a.globs.push_back(g);
+  }
+  a.args = args_option != nullptr && args_option->count() > 0;
+  return a;
+}
 
 void add_trace_options(CLI::App* cmd, TraceOptions* o) {
   cmd->add_option("--plugin", o->plugins,

@@ -4,14 +4,19 @@
 // request they become.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
 #include "cli/arg_capture_request.h"
 #include "core/error.h"
 #include "runtime/control/protocol.h"
+
+// CLI11 is header-only and large: declared here, included only where the
+// options are declared (trace_options.cpp, the commands' files).
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace ftjit::cli {
 
@@ -50,15 +55,7 @@ struct TraceOptions {
   ArgOptions args;
   const CLI::Option* args_option = nullptr;
 
-  ArgOptions arg_options() const {
-    ArgOptions a = args;
-    a.globs.clear();
-    for (const std::string& g : args.globs) {
-      if (!g.empty()) a.globs.push_back(g);
-    }
-    a.args = args_option != nullptr && args_option->count() > 0;
-    return a;
-  }
+  ArgOptions arg_options() const;
 };
 
 // Adds the options to `cmd`.

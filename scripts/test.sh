@@ -187,8 +187,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 echo "== building with TSan"
 t0=$SECONDS
 # Only the concurrency tests (every e2e and stress test): TSan has nothing
-# to say about the parsers.
-cmake -S . -B build-tsan -DFTJIT_SANITIZE=thread -DFTJIT_BENCH=OFF \
+# to say about the parsers, whose programs it does not build (unit tests).
+cmake -S . -B build-tsan -DFTJIT_SANITIZE=thread -DFTJIT_BENCH=OFF -DFTJIT_UNIT_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SANITIZER_FLAGS[@]}" >/dev/null &&
   cmake --build build-tsan -j"$JOBS" >/dev/null
 took "the TSan build" "$t0"

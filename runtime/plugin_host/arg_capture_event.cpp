@@ -291,12 +291,9 @@ uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t ex
                          ctx->args_room);
 }
 
+// Hint 0 names no slot: the lookup.
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {
-  if (ctx == nullptr || ret == nullptr || out == nullptr) return 0;
-  const IpSlot* slot = ctx->args_table.find(ip);
-  if (slot == nullptr) return 0;
-  return capture_exit_at(*ctx->instance->args, slot, reinterpret_cast<const ftjit_ret_regs*>(ret), out,
-                         ctx->args_room);
+  return svc_retval_capture_hint(ctx, ip, 0, ret, out);
 }
 
 }  // namespace ftjit::plugins::detail

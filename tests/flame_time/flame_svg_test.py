@@ -26,8 +26,9 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from fixture_oracle import FUNCS
+
 NS = {"s": "http://www.w3.org/2000/svg"}
-FUNCS = ["leaf_a", "leaf_b", "mid", "deep_throw", "thrower", "work", "main"]
 INNER = 1180.0  # px: the width between the margins
 
 PROBE = r"""<script type="text/ecmascript"><![CDATA[
