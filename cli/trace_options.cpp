@@ -105,6 +105,7 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                   "parameter NAME at entry (from DWARF: integers, bools, chars, enums by name, "
                   "pointers, char * by its first 64 bytes); functions without one are one row")
       ->type_name("NAME");
+  add_record_options(cmd, &o->record);
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
   // One value per occurrence of a repeatable option: otherwise CLI11 lets
   // it take the words that follow, and takes a `--` after it as the end of
@@ -298,6 +299,9 @@ Result<control::Attach> make_attach_request(const TraceOptions& o, std::vector<P
   }
   a.buffer_wait_ms = static_cast<uint32_t>(std::ceil(o.buffer_wait * 1000.0));
   a.relocate = o.relocate ? 1 : 0;
+  auto record = parse_record_options(o.record);
+  if (!record) return record.take_error();
+  a.record = std::move(record.value());
   return a;
 }
 

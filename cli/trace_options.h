@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/arg_capture_request.h"
+#include "cli/record_options.h"
 #include "core/error.h"
 #include "runtime/control/protocol.h"
 
@@ -54,6 +55,8 @@ struct TraceOptions {
   // says whether it was given (arg_options()).
   ArgOptions args;
   const CLI::Option* args_option = nullptr;
+  // --depth, --min-duration, --sample, the triggers (record_options.h).
+  RecordOptions record;
 
   ArgOptions arg_options() const;
 };

@@ -66,6 +66,8 @@ int count_init(ftjit_plugin_ctx *ctx) {
       support::new_pool_instance<Instance>(g_host, ctx, "count", pool, "slots");
   if (instance == nullptr) return 1;
   instance->keyed = !support::arg_key_name(g_host, ctx).empty();
+  if (g_host->struct_size > offsetof(ftjit_host, record_info))
+    instance->record = g_host->record_info(ctx);
   g_host->set_instance_data(ctx, instance);
   return 0;
 }
@@ -197,6 +199,25 @@ void write_text(FILE *out, const Totals &totals, uint64_t top,
                "dropped: %" PRIu64 " calls made inside tracer callbacks "
                "(untraced)\n",
                recursion_drops);
+  // What the session narrowed: sampling and the duration filter leave
+  // count alone (FTJIT_PLUGIN_F_EVERY_CALL); depth and triggers do not.
+  const ftjit_record_info *record = instance->record;
+  if (record == nullptr) return;
+  if (record->max_depth != 0)
+    std::fprintf(out, "recorded: calls at most %u traced frames deep\n",
+                 record->max_depth);
+  if (record->triggers != 0)
+    std::fprintf(out, "recorded: between the session's start and stop triggers\n");
+  if (record->sample_period > 1 && record->applies == 0)
+    std::fprintf(out,
+                 "exact: the other plugins sample 1 call in %u of each "
+                 "function; these counts are of every call\n",
+                 record->sample_period);
+  if (record->min_duration_ns != 0 && record->applies == 0)
+    std::fprintf(out,
+                 "exact: the other plugins keep calls of at least %" PRIu64
+                 " ns; these counts are of every call\n",
+                 record->min_duration_ns);
 }
 
 void write_json(FILE *out, const Totals &totals, uint64_t recursion_drops,
@@ -267,6 +288,7 @@ constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .entry = on_entry,
     .report = count_report,
     .inline_work = &kInline,
+    .extra_flags = FTJIT_PLUGIN_F_EVERY_CALL,
 });
 
 }  // namespace

@@ -30,6 +30,8 @@ struct TableHeader {
 //! init so that no thread allocates on its first event.
 struct Instance : ftjit_plugin_support::TablePool<Counter, TableHeader> {
   bool keyed = false;  // --by-arg: the host gives each call's key
+  //! What the session records (an older host: nullptr), for the report.
+  const ftjit_record_info *record = nullptr;
 };
 
 //! The host's per-thread storage block (zeroed by the host): the thread's

@@ -205,6 +205,7 @@ control::Reply AgentSession::attach(const control::Attach& request, std::vector<
   config.exclude = request.exclude;
   config.relocate = request.relocate != 0;
   config.args = request.args;
+  config.record = request.record;
   config.strategy = static_cast<ftjit_strategy>(request.strategy);
   config.format = request.format;
   config.tids = request.tids;

@@ -246,6 +246,46 @@ void put_capture(Writer& w, const ArgCaptureSpec& spec) {
   w.str(spec.by_arg);
 }
 
+void put_record(Writer& w, const RecordControl& rc) {
+  w.put(rc.max_depth);
+  w.put(rc.min_duration_ns);
+  w.put(rc.sample_period);
+  w.put(rc.start_after_ns);
+  w.put(rc.stop_after_ns);
+  w.put<uint32_t>(static_cast<uint32_t>(rc.triggers.size()));
+  for (const RecordTrigger& t : rc.triggers) {
+    w.put(static_cast<uint8_t>(t.action));
+    w.str(t.function);
+    w.put<uint8_t>(t.at_return ? 1 : 0);
+    w.put(t.from_call);
+  }
+}
+
+RecordControl get_record(Reader& r) {
+  RecordControl rc;
+  rc.max_depth = r.get<uint32_t>();
+  rc.min_duration_ns = r.get<uint64_t>();
+  rc.sample_period = r.get<uint32_t>();
+  rc.start_after_ns = r.get<uint64_t>();
+  rc.stop_after_ns = r.get<uint64_t>();
+  const uint32_t n = r.count(64);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    RecordTrigger t;
+    const uint8_t action = r.get<uint8_t>();
+    if (action != static_cast<uint8_t>(RecordTrigger::Action::kStart) &&
+        action != static_cast<uint8_t>(RecordTrigger::Action::kStop)) {
+      r.fail("trigger action out of range");
+    }
+    t.action = static_cast<RecordTrigger::Action>(action);
+    t.function = r.str();
+    t.at_return = r.flag() != 0;
+    t.from_call = r.get<uint64_t>();
+    rc.triggers.push_back(std::move(t));
+  }
+  // What no session could honour is refused by the session, which says why.
+  return rc;
+}
+
 ArgCaptureSpec get_capture(Reader& r) {
   ArgCaptureSpec spec;
   spec.string_max = r.get<uint32_t>();
@@ -347,6 +387,7 @@ std::string encode(const Attach& m) {
   w.put(m.buffer_wait_ms);
   w.put(m.relocate);
   put_capture(w, m.args);
+  put_record(w, m.record);
   return w.take();
 }
 
@@ -386,6 +427,7 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.buffer_wait_ms = r.get<uint32_t>();
   m.relocate = r.flag();
   m.args = get_capture(r);
+  m.record = get_record(r);
   if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");

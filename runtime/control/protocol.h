@@ -38,14 +38,16 @@
 #include "core/dwarf_producers.h"
 #include "core/module_file.h"
 #include "core/error.h"
+#include "core/record_control.h"
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 11;  // 3: Reply::phases; 4: site code; 5: inline;
+inline constexpr uint32_t kProtocolVersion = 12;  // 3: Reply::phases; 4: site code; 5: inline;
                                                  // 6: inline latency; 7: buffer policies, flush;
                                                  // 8: relocated entries' branch; 9: arguments;
                                                  // 10: producers from the generator, --by-arg;
-                                                 // 11: a format and a file per plugin
+                                                 // 11: a format and a file per plugin;
+                                                 // 12: record control (depth, sampling...)
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -118,6 +120,8 @@ struct Attach {
   uint8_t relocate = 0;
   // Arguments and return values to capture (--args, --retval, --when).
   ArgCaptureSpec args;
+  // Which calls are recorded (--depth, --min-duration, --sample, triggers).
+  RecordControl record;
 };
 
 struct Detach {

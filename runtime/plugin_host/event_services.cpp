@@ -152,6 +152,8 @@ inline auto with_block(ftjit_plugin_ctx* ctx) {
   return with_first_block<Use>(ctx);
 }
 
+inline ThreadBlock* block_itself(ThreadBlock* b, ftjit_plugin_ctx*) { return b; }
+
 inline void* storage_of(ThreadBlock* b, ftjit_plugin_ctx*) {
   return b != nullptr ? b->storage : nullptr;  // storage is NULL if size 0
 }
@@ -202,7 +204,15 @@ void mark_writer_thread() { t_is_writer = true; }
 
 void* svc_thread_storage(ftjit_plugin_ctx* ctx) { return with_block<storage_of>(ctx); }
 
-uint64_t svc_now_ns() { return monotonic_ns(); }
+// A late entry of the record gate reads its frame's entry time.
+uint64_t svc_now_ns() {
+  const uint64_t replayed = t_replay_now_ns;
+  return replayed != 0 ? replayed : monotonic_ns();
+}
+
+ThreadBlock* svc_thread_block(ftjit_plugin_ctx* ctx) { return with_block<block_itself>(ctx); }
+
+const ftjit_record_info* svc_record_info(ftjit_plugin_ctx* ctx) { return &ctx->instance->gate.info; }
 
 int32_t svc_thread_id() { return current_tid(); }
 
@@ -237,7 +247,8 @@ ThreadBlock* Instance::create_block() {
   const size_t header = round_up(sizeof(ThreadBlock), 64);
   const size_t storage = round_up(storage_size, 64);
   const size_t ring = static_cast<size_t>(event_size) * (event_size != 0 ? ring_capacity : 0);
-  const size_t bytes = round_up(header + storage + ring, static_cast<size_t>(getpagesize()));
+  const size_t gate_bytes = gated ? round_up(sizeof(GateThread), 64) : 0;
+  const size_t bytes = round_up(header + storage + ring + gate_bytes, static_cast<size_t>(getpagesize()));
   // mmap, not malloc: async-signal-safe, lock-free in userspace, and never
   // a traced allocator. Its pages come zeroed, as thread storage promises.
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -248,6 +259,7 @@ ThreadBlock* Instance::create_block() {
   b->storage = storage_size != 0 ? static_cast<uint8_t*>(mem) + header : nullptr;
   b->events = event_size != 0 ? static_cast<uint8_t*>(mem) + header + storage : nullptr;
   b->event_size = event_size;
+  if (gated) b->gate = reinterpret_cast<GateThread*>(static_cast<uint8_t*>(mem) + header + storage + ring);
   b->id = blocks_made.fetch_add(1, std::memory_order_relaxed);
   b->mask = event_size != 0 ? ring_capacity - 1 : 0;
   char name[17] = {};

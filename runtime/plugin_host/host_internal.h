@@ -16,6 +16,7 @@
 
 #include "runtime/plugin_host/arg_capture.h"
 #include "runtime/plugin_host/plugin_host.h"
+#include "runtime/plugin_host/record_gate.h"
 
 namespace ftjit::plugins::detail {
 
@@ -111,6 +112,10 @@ uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t ex
                                  const ftjit_plugin_ret* ret, void* out);
 constexpr uint64_t kExitHintNone = FTJIT_ARGS_HINT_NONE;
 int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key);
+const ftjit_record_info* svc_record_info(ftjit_plugin_ctx* ctx);
+// The calling thread's block for ctx, made on its first call; NULL if the
+// mapping failed (the record gate's way to its frames).
+ThreadBlock* svc_thread_block(ftjit_plugin_ctx* ctx);
 
 // ---------------------------------------------------------------------------
 // Per-thread state
@@ -131,6 +136,7 @@ struct ThreadBlock {
 
   uint8_t* storage = nullptr;
   uint8_t* events = nullptr;
+  GateThread* gate = nullptr;  // the record gate's frames; null without one
   uint32_t event_size = 0;
   uint64_t mask = 0;  // ring capacity - 1; capacity is a power of two
 
@@ -225,6 +231,9 @@ struct ftjit_plugin_ctx {
   // nothing is captured for this plugin.
   ftjit::plugins::IpView args_table;
   uint32_t args_room;
+  // The record gate in front of the plugin's callbacks (record_gate.h);
+  // null when the session records every call.
+  const ftjit::plugins::detail::Gate* gate;
 };
 static_assert(std::is_standard_layout_v<ftjit_plugin_ctx>);
 static_assert(offsetof(ftjit_plugin_ctx, ops) == 0);
@@ -275,6 +284,10 @@ class Instance {
   // --by-arg: the session's plans when they group by an argument (then
   // no inline work is compiled: the callbacks must see each call).
   const ArgCapturer* keys = nullptr;
+  // What the session records of this plugin's calls (record_gate.h); its
+  // info is what record_info() answers, gate or not.
+  Gate gate;
+  bool gated = false;  // the callbacks go through the gate
 
   const char* name() const { return plugin.desc->name; }
   const OptionValue* option(const char* name) const;

@@ -327,6 +327,7 @@ const ftjit_host kHost = {
     svc_arg_key_value,
     svc_args_capture_hint,
     svc_retval_capture_hint,
+    svc_record_info,
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ constexpr std::string_view kFileSuffix = ".so";
 // The descriptor size of ABI 1; later versions may only append.
 // ABI 1 as first published; inline_work was appended after it.
 constexpr uint32_t kDescriptorSizeV1 = offsetof(ftjit_plugin, inline_work);
-constexpr uint32_t kKnownFlags = FTJIT_PLUGIN_F_NO_FP | FTJIT_PLUGIN_F_ARGS;
+constexpr uint32_t kKnownFlags = FTJIT_PLUGIN_F_NO_FP | FTJIT_PLUGIN_F_ARGS | FTJIT_PLUGIN_F_EVERY_CALL;
 // Limits that catch garbage in a descriptor before it becomes a huge mmap.
 constexpr uint32_t kMaxThreadStorage = 16u << 20;
 constexpr uint32_t kMaxEventSize = 64u << 10;

@@ -17,6 +17,7 @@
 
 #include "core/arg_capture_spec.h"
 #include "core/error.h"
+#include "core/record_control.h"
 #include "ftjit/ftjit.h"
 #include "ftjit/plugin.h"
 
@@ -147,6 +148,9 @@ struct SessionConfig {
   BufferPolicy buffer_policy = BufferPolicy::kDrop;
   // kBlock: how long a thread waits for a writer that frees nothing.
   uint32_t buffer_wait_ms = kDefaultBufferWaitMs;
+  // Which calls the plugins see: every one unless narrowed (depth,
+  // duration, sampling, triggers).
+  RecordControl record;
   // kBlock: the writer appends raw events to a spool file as they come and
   // has them consumed at flush() and stop (it keeps up with any thread);
   // false: it has them consumed as they come (threads wait for that).
@@ -158,6 +162,7 @@ namespace detail {
 class Instance;
 class SymbolCache;
 class Writer;
+class RecordTriggers;
 }  // namespace detail
 
 // The plugins of one run, attached to one engine. Not thread-safe: call its
@@ -232,6 +237,7 @@ class TraceSession {
   std::unique_ptr<detail::SymbolCache> symbols_;
   std::unique_ptr<detail::Writer> writer_;
   std::unique_ptr<ArgCapturer> args_;
+  std::unique_ptr<detail::RecordTriggers> triggers_;
   FILE* out_ = nullptr;
   bool owns_out_ = false;
   // Plugins' own files (PluginSpec::output) the session opened, to close

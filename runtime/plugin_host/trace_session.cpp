@@ -11,6 +11,7 @@
 
 #include "runtime/plugin_host/event_writer.h"
 #include "runtime/plugin_host/host_internal.h"
+#include "runtime/plugin_host/record_triggers.h"
 #include "runtime/cycle_clock.h"
 
 namespace ftjit::plugins {
@@ -71,6 +72,8 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                          " ms is out of range (1 ms to 1 hour)");
   }
 
+  if (std::string why = check_record_control(config.record); !why.empty()) return session_error(why);
+
   calibrate_cycle_clock();  // before any plugin can ask for the time
 
   // Any early return below destroys `s`, whose destructor undoes whatever
@@ -92,6 +95,11 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   }
   for (const std::string& g : c.include) s->include_.push_back(g.c_str());
   for (const std::string& g : c.exclude) s->exclude_.push_back(g.c_str());
+  const RecordControl& record = c.record;
+  if (record.has_triggers()) {
+    s->triggers_ = std::make_unique<detail::RecordTriggers>(
+        engine, record, c.relocate ? FTJIT_OPS_F_RELOCATE : 0, c.strategy);
+  }
   if (!c.args.empty()) {
     s->args_ = std::make_unique<ArgCapturer>(c.args);
     if (s->args_->empty() && !s->args_->has_keys()) s->args_.reset();
@@ -187,15 +195,58 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                               s->thread_filter_.main_thread != 0
                           ? &s->thread_filter_
                           : nullptr;
+    // What it records (record_gate.h): a plugin that counts every call
+    // (FTJIT_PLUGIN_F_EVERY_CALL) is neither sampled nor filtered by time.
+    detail::Gate& gate = inst->gate;
+    const bool every_call = (d->flags & FTJIT_PLUGIN_F_EVERY_CALL) != 0;
+    gate.entry = d->entry;
+    gate.exit = d->exit;
+    gate.max_depth = record.max_depth;
+    gate.sample_period = every_call || record.sample_period <= 1 ? 0 : record.sample_period;
+    gate.min_duration_ns = every_call ? 0 : record.min_duration_ns;
+    gate.regs_bytes = (ctx.ops.flags & FTJIT_OPS_F_NO_FP) != 0 ? offsetof(ftjit_plugin_regs, fp)
+                                                               : sizeof(ftjit_plugin_regs);
+    gate.recording = s->triggers_ != nullptr ? s->triggers_->recording() : nullptr;
+    gate.info.struct_size = sizeof(ftjit_record_info);
+    gate.info.max_depth = record.max_depth;
+    gate.info.sample_period = record.sample_period <= 1 ? 1 : record.sample_period;
+    gate.info.triggers = static_cast<uint32_t>(record.triggers.size()) + (record.start_after_ns != 0) +
+                         (record.stop_after_ns != 0);
+    gate.info.min_duration_ns = record.min_duration_ns;
+    gate.info.applies = every_call ? 0 : 1;
+    inst->gated = gate.max_depth != 0 || gate.sample_period != 0 || gate.min_duration_ns != 0 ||
+                  gate.recording != nullptr;
+    if (inst->gated) {
+      // The gate keeps a frame per call, with the exit hooked, in the
+      // thread's block.
+      ctx.ops.func = detail::gate_entry;
+      ctx.ops.exit_func = detail::gate_exit;
+      ctx.gate = &inst->gate;
+      ctx.needs_block = 1;
+    }
     // Inline work where the engine can take it: a thread filter needs the
     // callback at every call, and so does grouping by an argument
-    // (--by-arg: the callback reads it).
+    // (--by-arg: the callback reads it), and the record gate.
     const ftjit_plugin_inline* work = detail::plugin_inline_work(d);
-    if (work != nullptr && ctx.ops.threads == nullptr && inst->keys == nullptr) {
+    if (work != nullptr && ctx.ops.threads == nullptr && inst->keys == nullptr && !inst->gated) {
       if (work->entry == FTJIT_PLUGIN_INLINE_COUNT) ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
       if (work->entry == FTJIT_PLUGIN_INLINE_LATENCY) ctx.ops.inline_entry = FTJIT_INLINE_LATENCY;
     }
     s->instances_.push_back(std::move(inst));
+  }
+
+  // Sampling and the duration filter with only plugins that count every
+  // call would change nothing: refused rather than ignored.
+  if (record.min_duration_ns != 0 || record.sample_period > 1) {
+    const bool none_applies = std::all_of(s->instances_.begin(), s->instances_.end(), [](const auto& inst) {
+      return (inst->plugin.desc->flags & FTJIT_PLUGIN_F_EVERY_CALL) != 0;
+    });
+    if (none_applies) {
+      return session_error(std::string(record.min_duration_ns != 0 ? "--min-duration" : "--sample") +
+                           ": no plugin of this session is narrowed by it (" +
+                           s->instances_.front()->plugin.desc->name +
+                           " counts every call); use it with trace, flame or latency");
+    }
   }
 
   // 2. The output, before init, so a plugin may write a header there.
@@ -254,7 +305,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     for (Instance* inst : buffered) inst->writer_wake = s->writer_->wake_word();
   }
 
-  // 5. Attach.
+  // 5. Attach: the triggers first (at a site they share with a plugin,
+  //    they run before it), then the plugins.
+  if (s->triggers_ != nullptr) FTJIT_TRY(s->triggers_->start());
   ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
                       s->exclude_.size()};
   for (auto& inst : s->instances_) {
@@ -286,6 +339,9 @@ Status TraceSession::stop() {
       failed += (failed.empty() ? "" : "; ") + inst.plugin.label + ": detach failed (" +
                 ftjit_status_name(st) + "): " + ftjit_last_error();
     }
+  }
+  if (failed.empty() && triggers_ != nullptr) {
+    if (Status st = triggers_->stop(); !st) failed = st.error().message;
   }
   // A plugin still attached may still produce: the writer must keep going.
   if (!failed.empty()) return make_error(FTJIT_E_INTERNAL, failed);
@@ -406,6 +462,7 @@ TraceSession::~TraceSession() {
     }
     (void)writer_.release();
     (void)args_.release();
+    (void)triggers_.release();
     return;
   }
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {

@@ -227,6 +227,9 @@ uint32_t host_args_capture_hint(ftjit_plugin_ctx *, uint64_t, const ftjit_plugin
 uint32_t host_retval_capture_hint(ftjit_plugin_ctx *, uint64_t, uint64_t, const ftjit_plugin_ret *, void *) {
   return 0;
 }
+// It records every call (no --depth, --sample, --min-duration, triggers).
+const ftjit_record_info kRecordAll = {sizeof(ftjit_record_info), 0, 1, 0, 0, 1, 0};
+const ftjit_record_info *host_record_info(ftjit_plugin_ctx *) { return &kRecordAll; }
 
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
@@ -249,6 +252,7 @@ const ftjit_host kHost = {
     host_arg_key_name,     host_arg_key,
     host_arg_key_value,
     host_args_capture_hint, host_retval_capture_hint,
+    host_record_info,
 };
 
 }  // namespace

@@ -220,6 +220,12 @@ enum { FTJIT_LOG_DEBUG = 0, FTJIT_LOG_INFO = 1, FTJIT_LOG_WARN = 2,
                                       return values (args_capture): when the
                                       session captures any, the host adds
                                       args_room() bytes to each event */
+#define FTJIT_PLUGIN_F_EVERY_CALL 0x4u  /* the plugin counts calls: the
+                                      session's sampling (--sample) and
+                                      duration filter (--min-duration)
+                                      leave its calls alone, so its counts
+                                      stay exact (count); depth, pauses and
+                                      triggers still apply */
 
 /* Arguments and return values (`ftjit run|attach --args/--retval`): the
  * CLI reads each traced function's parameters from its module's DWARF,
@@ -258,6 +264,27 @@ typedef struct ftjit_param_info {
   uint32_t size;      /* bytes */
 } ftjit_param_info;
 typedef void (*ftjit_param_visit_fn)(const ftjit_param_info *param, void *arg);
+
+/* Which calls the session lets the plugin see (`ftjit run|attach --depth,
+ * --sample, --min-duration, --start-at...`, record_info below): the host
+ * decides before the plugin's callbacks run, and a call it leaves out
+ * reaches neither entry nor exit. */
+typedef struct ftjit_record_info {
+  uint32_t struct_size;      /* sizeof(ftjit_record_info) */
+  uint32_t max_depth;        /* 0: any; N: calls at most N traced frames
+                                deep (per thread) */
+  uint32_t sample_period;    /* 1: every call; N: per thread and function,
+                                calls 1, N+1, 2N+1... */
+  uint32_t triggers;         /* start/stop triggers (functions, times) */
+  uint64_t min_duration_ns;  /* 0: every call; T: only calls that took at
+                                least T (and the calls they made that did):
+                                their entries are seen at their return,
+                                timestamped as at their entry (now_ns) */
+  uint32_t applies;          /* 0 when sample_period and min_duration_ns
+                                leave this plugin's calls alone
+                                (FTJIT_PLUGIN_F_EVERY_CALL) */
+  uint32_t reserved;
+} ftjit_record_info;
 
 /* What the host offers. Every function may be called from any thread;
  * those marked [event] are safe on the event path (no lock, no
@@ -415,6 +442,11 @@ typedef struct ftjit_host {
   uint32_t (*retval_capture_hint)(ftjit_plugin_ctx *ctx, uint64_t ip,
                                   uint64_t exit_hint,
                                   const ftjit_plugin_ret *ret, void *out);
+
+  /* Appended: which calls the session records (ftjit_record_info); never
+   * NULL. A report may say so: count prints the sampling its counts are
+   * exempt from. */
+  const ftjit_record_info *(*record_info)(ftjit_plugin_ctx *ctx);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+#include "cli/record_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+
+#include "cli/option_values.h"
+
+namespace ftjit::cli {
+
+namespace {
+
+Error bad_record_option(const std::string& message) { return make_error(FTJIT_E_INVALID_ARGUMENT, message); }
+
+constexpr double kYearNs = 365.0 * 24 * 3600 * 1e9;
+
+}  // namespace
+
+void add_record_options(CLI::App* cmd, RecordOptions* o) {
+  cmd->add_option("--depth", o->depth,
+                  "Record only calls at most N traced frames deep (per thread; 1: the outermost)")
+      ->type_name("N");
+  cmd->add_option("--min-duration", o->min_duration,
+                  "Record only calls that took at least TIME (ns, us, ms, s: 10us), with the calls "
+                  "they made that did too; trace, flame and latency (count counts every call)")
+      ->type_name("TIME");
+  cmd->add_option("--sample", o->sample,
+                  "Record 1 call in N of each function, per thread (calls 1, N+1, 2N+1...), with "
+                  "its return; count still counts every call")
+      ->type_name("N|1/N");
+  cmd->add_option("--start-at", o->start_at,
+                  "Start recording when FUNC is entered (@return: when it returns), from its Kth "
+                  "call on (#K); until then nothing is recorded. Repeatable")
+      ->type_name("FUNC[@return][#K]");
+  cmd->add_option("--stop-at", o->stop_at,
+                  "Stop recording when FUNC is entered (@return: when it returns), from its Kth "
+                  "call on (#K). Repeatable")
+      ->type_name("FUNC[@return][#K]");
+  cmd->add_option("--start-after", o->start_after, "Start recording TIME after the attach")
+      ->type_name("TIME");
+  cmd->add_option("--stop-after", o->stop_after,
+                  "Stop recording TIME after the attach (the session goes on: see --duration)")
+      ->type_name("TIME");
+}
+
+bool parse_time_ns(const std::string& text, uint64_t* ns) {
+  static const struct {
+    const char* unit;
+    double ns;
+  } kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  for (const auto& u : kUnits) {
+    const std::string unit = u.unit;
+    if (text.size() <= unit.size() || text.compare(text.size() - unit.size(), unit.size(), unit) != 0) continue;
+    // "10ms" also ends in "s": the two-letter units come first.
+    const std::string number = text.substr(0, text.size() - unit.size());
+    double v = 0;
+    if (!detail::parse_finite_number(number, &v) || !(v > 0)) return false;
+    const double total = v * u.ns;
+    if (total > kYearNs || total < 1) return false;
+    *ns = static_cast<uint64_t>(std::llround(total));
+    return true;
+  }
+  return false;
+}
+
+Result<RecordTrigger> parse_trigger(const std::string& option, const std::string& text) {
+  RecordTrigger t;
+  std::string rest = text;
+  const std::string where = option + " " + detail::shown_value(text);
+  if (const size_t hash = rest.rfind('#'); hash != std::string::npos) {
+    long long k = 0;
+    if (!detail::parse_whole_number(rest.substr(hash + 1), &k) || k < 1) {
+      return bad_record_option(where + ": #K must be a call number from 1 (#3: from the third call on)");
+    }
+    t.from_call = static_cast<uint64_t>(k);
+    rest.resize(hash);
+  }
+  if (const size_t at = rest.rfind('@'); at != std::string::npos) {
+    const std::string point = rest.substr(at + 1);
+    if (point == "return") {
+      t.at_return = true;
+    } else if (point != "entry") {
+      return bad_record_option(where + ": '@" + point + "' is not a point of a call (@entry or @return)");
+    }
+    rest.resize(at);
+  }
+  if (rest.empty()) return bad_record_option(where + ": no function named (FUNC[@return][#K])");
+  t.function = rest;
+  return t;
+}
+
+Result<RecordControl> parse_record_options(const RecordOptions& o) {
+  RecordControl r;
+  if (!o.depth.empty()) {
+    long long n = 0;
+    if (!detail::parse_whole_number(o.depth, &n) || n < 1 || n > 1'000'000) {
+      return bad_record_option("--depth " + detail::shown_value(o.depth) +
+                     ": must be a number of frames from 1 (the outermost traced calls only)");
+    }
+    r.max_depth = static_cast<uint32_t>(n);
+  }
+  if (!o.min_duration.empty() && !parse_time_ns(o.min_duration, &r.min_duration_ns)) {
+    return bad_record_option("--min-duration " + detail::shown_value(o.min_duration) +
+                   ": must be a time with its unit, ns, us, ms or s (e.g. 10us), up to a year");
+  }
+  if (!o.sample.empty()) {
+    std::string n_text = o.sample;
+    if (n_text.rfind("1/", 0) == 0) n_text = n_text.substr(2);
+    long long n = 0;
+    if (!detail::parse_whole_number(n_text, &n) || n < 1 || n > 1'000'000'000) {
+      return bad_record_option("--sample " + detail::shown_value(o.sample) +
+                     ": must be N or 1/N, a whole number from 1 (every call) to 1000000000");
+    }
+    r.sample_period = static_cast<uint32_t>(n);
+  }
+  for (const auto& [option, list, action] :
+       {std::tuple{"--start-at", &o.start_at, RecordTrigger::Action::kStart},
+        std::tuple{"--stop-at", &o.stop_at, RecordTrigger::Action::kStop}}) {
+    for (const std::string& text : *list) {
+      auto t = parse_trigger(option, text);
+      if (!t) return t.take_error();
+      t.value().action = action;
+      r.triggers.push_back(std::move(t.value()));
+    }
+  }
+  if (!o.start_after.empty() && !parse_time_ns(o.start_after, &r.start_after_ns)) {
+    return bad_record_option("--start-after " + detail::shown_value(o.start_after) +
+                   ": must be a time with its unit, ns, us, ms or s (e.g. 2s), up to a year");
+  }
+  if (!o.stop_after.empty() && !parse_time_ns(o.stop_after, &r.stop_after_ns)) {
+    return bad_record_option("--stop-after " + detail::shown_value(o.stop_after) +
+                   ": must be a time with its unit, ns, us, ms or s (e.g. 2s), up to a year");
+  }
+  if (std::string why = check_record_control(r); !why.empty()) return bad_record_option(why);
+  return r;
+}
+
+}  // namespace ftjit::cli
