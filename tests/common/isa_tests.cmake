@@ -200,6 +200,14 @@ function(_ftjit_isa_tests isa prefix suite engine_sources environment)
   add_test(NAME ${prefix}.run.put_back COMMAND ${guest_run} put-back $<TARGET_FILE:${second_program}>)
   set_tests_properties(${prefix}.run.plugins ${prefix}.run.bad_input ${prefix}.run.put_back PROPERTIES
     LABELS ${labels} TIMEOUT 300)
+  # Record control (--depth, --sample, --min-duration, triggers) on this
+  # ISA's build of its fixture, the first layout's sites.
+  include(${src}/record_control/record_control.cmake)
+  list(GET FTJIT_ISA_LAYOUTS 0 first_layout)
+  string(TOUPPER ${isa} isa_upper)
+  ftjit_record_control_test(${prefix} ${labels} ${FTJIT_HOST_CLI} "${FTJIT_ISA_LAYOUT_${first_layout}_FLAGS}"
+    FTJIT_AGENT_${isa_upper}=$<TARGET_FILE:ftjit_agent>)
+  add_dependencies(ftjit_${prefix}_record_fixture ftjit_agent)
   # The agent and plugins must be built before these tests run.
   add_dependencies(${first_program} ftjit_agent)
   get_property(plugins GLOBAL PROPERTY FTJIT_BUILTIN_PLUGINS)
