@@ -2,6 +2,8 @@
 #include "cli/record_options.h"
 
 #include <CLI/CLI.hpp>
+#include <signal.h>
+#include <string.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -39,11 +41,51 @@ void add_record_options(CLI::App* cmd, RecordOptions* o) {
                   "Stop recording when FUNC is entered (@return: when it returns), from its Kth "
                   "call on (#K). Repeatable")
       ->type_name("FUNC[@return][#K]");
+  cmd->add_option("--dump-at", o->dump_at,
+                  "With --buffer-policy overwrite: write what the buffers hold (each thread's "
+                  "last events) when FUNC is entered (@return: returns), from its Kth call on "
+                  "(#K), and go on recording. Repeatable")
+      ->type_name("FUNC[@return][#K]");
+  cmd->add_option("--on-signal", o->on_signal,
+                  "When the traced process gets signal SIG (kill -USR2 PID): start, stop or toggle "
+                  "(the default) recording, or dump the buffers; its own handler of SIG is "
+                  "replaced while attached")
+      ->type_name("SIG[:start|stop|toggle|dump]");
   cmd->add_option("--start-after", o->start_after, "Start recording TIME after the attach")
       ->type_name("TIME");
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop recording TIME after the attach (the session goes on: see --duration)")
       ->type_name("TIME");
+}
+
+int parse_signal(const std::string& text) {
+  std::string name = text;
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  long long n = 0;
+  int sig = 0;
+  if (detail::parse_whole_number(name, &n)) {
+    sig = n > 0 && n < 65 ? static_cast<int>(n) : 0;
+  } else if (name.rfind("RTMIN", 0) == 0 || name.rfind("RTMAX", 0) == 0) {
+    long long off = 0;
+    const std::string rest = name.substr(5);
+    if (rest.empty() || (rest.size() > 1 && (rest[0] == '+' || rest[0] == '-') &&
+                         detail::parse_whole_number(rest.substr(1), &off))) {
+      if (rest.size() > 1 && rest[0] == '-') off = -off;
+      sig = static_cast<int>((name[2] == 'M' && name[3] == 'I' ? SIGRTMIN : SIGRTMAX) + off);
+    }
+  } else {
+    for (int s = 1; s < 65; ++s) {
+      const char* abbrev = sigabbrev_np(s);
+      if (abbrev != nullptr && name == abbrev) sig = s;
+    }
+  }
+  // What cannot be caught, or what ftjit's own stop-the-world and the
+  // faults of the program need.
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+      sig == SIGFPE || sig == SIGTRAP || sig < 1 || sig > SIGRTMAX) {
+    return 0;
+  }
+  return sig;
 }
 
 bool parse_time_ns(const std::string& text, uint64_t* ns) {
@@ -118,7 +160,8 @@ Result<RecordControl> parse_record_options(const RecordOptions& o) {
   }
   for (const auto& [option, list, action] :
        {std::tuple{"--start-at", &o.start_at, RecordTrigger::Action::kStart},
-        std::tuple{"--stop-at", &o.stop_at, RecordTrigger::Action::kStop}}) {
+        std::tuple{"--stop-at", &o.stop_at, RecordTrigger::Action::kStop},
+        std::tuple{"--dump-at", &o.dump_at, RecordTrigger::Action::kDump}}) {
     for (const std::string& text : *list) {
       auto t = parse_trigger(option, text);
       if (!t) return t.take_error();
@@ -133,6 +176,28 @@ Result<RecordControl> parse_record_options(const RecordOptions& o) {
   if (!o.stop_after.empty() && !parse_time_ns(o.stop_after, &r.stop_after_ns)) {
     return bad_record_option("--stop-after " + detail::shown_value(o.stop_after) +
                    ": must be a time with its unit, ns, us, ms or s (e.g. 2s), up to a year");
+  }
+  if (!o.on_signal.empty()) {
+    const size_t colon = o.on_signal.rfind(':');
+    const std::string sig = o.on_signal.substr(0, colon);
+    const std::string action = colon == std::string::npos ? "toggle" : o.on_signal.substr(colon + 1);
+    r.signal = parse_signal(sig);
+    if (r.signal == 0) {
+      return bad_record_option("--on-signal " + detail::shown_value(o.on_signal) + ": '" + sig +
+                               "' is not a signal a program can catch (USR1, USR2, SIGRTMIN+3, 40...)");
+    }
+    if (action == "start") {
+      r.signal_action = TriggerAction::kStart;
+    } else if (action == "stop") {
+      r.signal_action = TriggerAction::kStop;
+    } else if (action == "toggle") {
+      r.signal_action = TriggerAction::kToggle;
+    } else if (action == "dump") {
+      r.signal_action = TriggerAction::kDump;
+    } else {
+      return bad_record_option("--on-signal " + detail::shown_value(o.on_signal) + ": '" + action +
+                               "' is not an action (start, stop, toggle or dump)");
+    }
   }
   if (std::string why = check_record_control(r); !why.empty()) return bad_record_option(why);
   return r;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The options of `ftjit run` and `ftjit attach` that narrow what is
 // recorded (core/record_control.h): --depth, --min-duration, --sample,
-// --start-at, --stop-at, --start-after, --stop-after; as given, and
-// parsed into the Attach request's RecordControl.
+// --start-at, --stop-at, --dump-at, --start-after, --stop-after,
+// --on-signal; as given, and parsed into the Attach request's
+// RecordControl.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +23,17 @@ struct RecordOptions {
   std::string depth;
   std::string min_duration;
   std::string sample;
-  std::vector<std::string> start_at, stop_at;
+  std::vector<std::string> start_at, stop_at, dump_at;
   std::string start_after, stop_after;
+  std::string on_signal;
 };
 
 void add_record_options(CLI::App* cmd, RecordOptions* o);
+
+// "USR2", "SIGUSR2", "12", "RTMIN+3": the signal's number; 0 for what is
+// no signal or one a program cannot catch or must keep (KILL, STOP, SEGV,
+// BUS, ILL, FPE, TRAP).
+int parse_signal(const std::string& text);
 
 // "10us", "1.5ms", "2s", "250ns" as ns; false for anything else (a bare
 // number included: its unit would be a guess) or more than a year.

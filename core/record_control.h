@@ -13,12 +13,17 @@
 
 namespace ftjit {
 
-// A function whose calls start or stop recording: at its entry (the call
-// itself recorded when it starts, not when it stops) or at its return
-// (the call recorded when it stops, not when it starts), from its
-// `from_call`th call on (per process; every later call fires again).
+// What a trigger does: start or stop recording, or dump the flight
+// recorder (--buffer-policy overwrite: the plugins get what each thread's
+// buffer holds, as at a flush), or, for a signal, toggle recording.
+enum class TriggerAction : uint8_t { kStart = 1, kStop = 2, kDump = 3, kToggle = 4 };
+
+// A function whose calls fire a trigger: at its entry (the call itself
+// recorded when it starts, not when it stops) or at its return (the call
+// recorded when it stops, not when it starts), from its `from_call`th call
+// on (per process; every later call fires again).
 struct RecordTrigger {
-  enum class Action : uint8_t { kStart = 1, kStop = 2 };
+  using Action = TriggerAction;  // kStart, kStop or kDump
   Action action = Action::kStart;
   std::string function;  // a glob, as --filter takes (MODULE!GLOB too)
   bool at_return = false;
@@ -37,11 +42,18 @@ struct RecordControl {
   // Times from the session's start: 0, none.
   uint64_t start_after_ns = 0;
   uint64_t stop_after_ns = 0;
+  // A signal sent to the traced process (its handler replaced while the
+  // session runs): 0, none.
+  int signal = 0;
+  TriggerAction signal_action = TriggerAction::kToggle;
 
-  bool has_triggers() const { return !triggers.empty() || start_after_ns != 0 || stop_after_ns != 0; }
-  // Recording waits for a start trigger (a function's or a time).
+  bool has_triggers() const {
+    return !triggers.empty() || start_after_ns != 0 || stop_after_ns != 0 || signal != 0;
+  }
+  // Recording waits for a start trigger (a function's, a time or a signal).
   bool starts_off() const {
     if (start_after_ns != 0) return true;
+    if (signal != 0 && signal_action == TriggerAction::kStart) return true;
     for (const RecordTrigger& t : triggers) {
       if (t.action == RecordTrigger::Action::kStart) return true;
     }
@@ -52,7 +64,7 @@ struct RecordControl {
   }
 };
 
-// "start-at handle@return#3": how the trigger was given, for messages.
+// "--start-at handle@return#3": how the trigger was given, for messages.
 std::string describe_trigger(const RecordTrigger& t);
 
 // Checks what no session could honour: a zero-length function, a trigger

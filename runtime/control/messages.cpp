@@ -252,6 +252,8 @@ void put_record(Writer& w, const RecordControl& rc) {
   w.put(rc.sample_period);
   w.put(rc.start_after_ns);
   w.put(rc.stop_after_ns);
+  w.put<int32_t>(rc.signal);
+  w.put(static_cast<uint8_t>(rc.signal_action));
   w.put<uint32_t>(static_cast<uint32_t>(rc.triggers.size()));
   for (const RecordTrigger& t : rc.triggers) {
     w.put(static_cast<uint8_t>(t.action));
@@ -268,12 +270,19 @@ RecordControl get_record(Reader& r) {
   rc.sample_period = r.get<uint32_t>();
   rc.start_after_ns = r.get<uint64_t>();
   rc.stop_after_ns = r.get<uint64_t>();
+  rc.signal = r.get<int32_t>();
+  const uint8_t signal_action = r.get<uint8_t>();
+  if (signal_action < static_cast<uint8_t>(TriggerAction::kStart) ||
+      signal_action > static_cast<uint8_t>(TriggerAction::kToggle)) {
+    r.fail("signal action out of range");
+  }
+  rc.signal_action = static_cast<TriggerAction>(signal_action);
   const uint32_t n = r.count(64);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     RecordTrigger t;
     const uint8_t action = r.get<uint8_t>();
-    if (action != static_cast<uint8_t>(RecordTrigger::Action::kStart) &&
-        action != static_cast<uint8_t>(RecordTrigger::Action::kStop)) {
+    if (action < static_cast<uint8_t>(TriggerAction::kStart) ||
+        action > static_cast<uint8_t>(TriggerAction::kDump)) {
       r.fail("trigger action out of range");
     }
     t.action = static_cast<RecordTrigger::Action>(action);

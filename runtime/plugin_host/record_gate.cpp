@@ -117,12 +117,20 @@ namespace {
 
 void fire(ftjit_ops* ops) {
   auto* t = reinterpret_cast<TriggerOps*>(ops);
-  if (t->calls.fetch_add(1, std::memory_order_relaxed) + 1 >= t->from_call) {
+  if (t->calls.fetch_add(1, std::memory_order_relaxed) + 1 < t->from_call) return;
+  if (t->value == kDumpValue) {
+    request_dump(t->dumps);
+  } else {
     t->recording->store(t->value, std::memory_order_relaxed);
   }
 }
 
 }  // namespace
+
+void request_dump(std::atomic<uint32_t>* dumps) {
+  dumps->fetch_add(1, std::memory_order_release);
+  futex_wake_all(dumps);
+}
 
 void trigger_at_entry(uint64_t, uint64_t, ftjit_ops* ops, ftjit_regs*) { fire(ops); }
 void trigger_at_exit(uint64_t, uint64_t, ftjit_ops* ops, ftjit_ret_regs*) { fire(ops); }

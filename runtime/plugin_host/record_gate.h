@@ -89,9 +89,16 @@ struct TriggerOps {
   ftjit_ops ops;  // first: the engine's callbacks get &ops
   std::atomic<uint64_t> calls{0};
   uint64_t from_call = 1;
-  uint32_t value = 0;  // what the recording word becomes: 1 start, 0 stop
+  // What the recording word becomes: 1 start, 0 stop; kDumpValue: a dump
+  // asked of the session's trigger thread (`dumps` bumped, `wake` woken).
+  uint32_t value = 0;
   std::atomic<uint32_t>* recording = nullptr;
+  std::atomic<uint32_t>* dumps = nullptr;
 };
+inline constexpr uint32_t kDumpValue = 2;
+// Asks the trigger thread for a dump: async-signal-safe (an atomic and a
+// futex wake), so a signal handler may too.
+void request_dump(std::atomic<uint32_t>* dumps);
 void trigger_at_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs);
 // A return, or an unwind (exception, longjmp): the call is over.
 void trigger_at_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* ret);

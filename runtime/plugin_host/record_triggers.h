@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: MIT
-// A session's triggers (record_control.h): the recording word the record
-// gates read, the functions' trigger ops that set it (record_gate.h), and
-// a timer thread for --start-after and --stop-after.
+// A session's triggers (core/record_control.h): the recording word the
+// record gates read; the functions' trigger ops that set it or ask for a
+// dump (record_gate.h); the signal handler that does the same; and the
+// trigger thread, which starts and stops recording at their times and
+// dumps the flight recorder when asked (never on the traced thread: a
+// dump waits for the threads to leave their callbacks).
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
-#include "ftjit/ftjit.h"
 #include "core/record_control.h"
+#include "ftjit/ftjit.h"
 #include "runtime/plugin_host/record_gate.h"
 
 namespace ftjit::plugins::detail {
@@ -22,7 +27,7 @@ namespace ftjit::plugins::detail {
 class RecordTriggers {
  public:
   // Nothing attached yet: the word reads 0 when a start trigger is to
-  // come, else 1.
+  // come, else 1. `dump` writes the flight recorder out (a flush).
   RecordTriggers(ftjit_engine* engine, const RecordControl& control, uint32_t ops_flags,
                  ftjit_strategy strategy);
   ~RecordTriggers();  // stop()
@@ -30,12 +35,16 @@ class RecordTriggers {
   RecordTriggers& operator=(const RecordTriggers&) = delete;
 
   const std::atomic<uint32_t>* recording() const { return &recording_; }
+  // Dumps asked for and done so far.
+  uint64_t dumps() const { return dumps_done_.load(std::memory_order_relaxed); }
 
-  // Attaches each function trigger (before the plugins attach) and starts
-  // the timer. Fails naming the trigger: no traced function matches it,
-  // or the engine refused.
-  Status start();
-  // Joins the timer, detaches the triggers; idempotent.
+  // Attaches each function trigger (before the plugins attach), installs
+  // the signal's handler and starts the trigger thread. Fails naming the
+  // trigger: no traced function matches it, the engine refused, the
+  // signal is taken by another session or cannot be caught.
+  Status start(std::function<Status()> dump);
+  // Joins the thread, restores the signal's handler, detaches the
+  // triggers; idempotent.
   Status stop();
 
  private:
@@ -45,16 +54,22 @@ class RecordTriggers {
     std::string glob;
     bool attached = false;
   };
-  void run_timer();
+  void run();
+  static void on_signal(int);
 
   ftjit_engine* engine_;
   RecordControl control_;
   std::atomic<uint32_t> recording_{1};
+  // Bumped by a dump trigger (a futex word the thread sleeps on); the
+  // thread's count of those it served.
+  std::atomic<uint32_t> dump_asks_{0};
+  std::atomic<uint64_t> dumps_done_{0};
+  std::atomic<bool> stopping_{false};
+  std::function<Status()> dump_;
   std::vector<std::unique_ptr<Function>> functions_;
-  std::thread timer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  std::thread thread_;
+  bool signal_installed_ = false;
+  struct sigaction old_action_ {};
 };
 
 }  // namespace ftjit::plugins::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include <spdlog/spdlog.h>
 
@@ -307,7 +308,11 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
 
   // 5. Attach: the triggers first (at a site they share with a plugin,
   //    they run before it), then the plugins.
-  if (s->triggers_ != nullptr) FTJIT_TRY(s->triggers_->start());
+  if (s->triggers_ != nullptr) {
+    std::function<Status()> dump;
+    if (s->writer_ != nullptr) dump = [w = s->writer_.get()] { return w->flush(); };
+    FTJIT_TRY(s->triggers_->start(std::move(dump)));
+  }
   ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
                       s->exclude_.size()};
   for (auto& inst : s->instances_) {
@@ -328,6 +333,11 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
 Status TraceSession::stop() {
   if (stopped_) return {};
   std::string failed;
+  // The triggers first: their thread may be dumping through the writer,
+  // which must not run beside the detaches below.
+  if (triggers_ != nullptr) {
+    if (Status st = triggers_->stop(); !st) failed = st.error().message;
+  }
   // Reverse order: undo in the opposite order of start.
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
     Instance& inst = **it;
@@ -339,9 +349,6 @@ Status TraceSession::stop() {
       failed += (failed.empty() ? "" : "; ") + inst.plugin.label + ": detach failed (" +
                 ftjit_status_name(st) + "): " + ftjit_last_error();
     }
-  }
-  if (failed.empty() && triggers_ != nullptr) {
-    if (Status st = triggers_->stop(); !st) failed = st.error().message;
   }
   // A plugin still attached may still produce: the writer must keep going.
   if (!failed.empty()) return make_error(FTJIT_E_INTERNAL, failed);

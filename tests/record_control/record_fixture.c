@@ -15,10 +15,15 @@
  * it: the test's oracle for what each record option must keep.
  *
  *   thread NAME TID
- *   call NAME ORDER FUNCTION DEPTH PHASE DURATION_NS */
+ *   call NAME ORDER FUNCTION DEPTH PHASE DURATION_NS
+ *
+ * RC_RAISE=SIG in its environment: it sends itself that signal at the
+ * start of phase 6, just before the marker. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -102,6 +107,8 @@ static void* worker(void* arg) {
 }
 
 int main(void) {
+  const char* raise_env = getenv("RC_RAISE");
+  const int raise_signal = raise_env != NULL ? atoi(raise_env) : 0;
   enter_log(THREADS, "main");
   pthread_barrier_init(&barrier, NULL, THREADS + 1);
   pthread_t threads[THREADS];
@@ -110,6 +117,9 @@ int main(void) {
     phase = p;
     pthread_barrier_wait(&barrier);
     if (p == 0 || p == 5) rc_root(THREADS);
+    /* RC_RAISE=SIG: that signal to itself just before phase 6's marker
+     * (ftjit run --on-signal SIG:start must start recording there). */
+    if (p == 6 && raise_signal != 0) raise(raise_signal);
     if (p == 2 || p == 6) rc_start_marker();
     if (p == 4 || p == 8) rc_stop_marker();
     pthread_barrier_wait(&barrier);

@@ -32,9 +32,10 @@ def check(cond, what):
     return cond
 
 
-def ftjit(*args):
+def ftjit(*args, env_extra=None):
     env = dict(os.environ)
     env.update(EXTRA_ENV)
+    env.update(env_extra or {})
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=240, env=env)
 
 
@@ -137,10 +138,10 @@ def traced(tids, chrome):
     return out
 
 
-def run_trace(tmp, label, o, extra=()):
+def run_trace(tmp, label, o, extra=(), env_extra=None):
     path = os.path.join(tmp, "trace.json")
     r = ftjit("run", "--plugin", "trace", "--format", "chrome", "-o", path, *o.args(), *extra,
-              "--", FIXTURE)
+              "--", FIXTURE, env_extra=env_extra)
     if not check(r.returncode == 0, "%s: ftjit run failed: %s" % (label, r.stderr.strip())):
         return None, None, None
     tids, calls = fixture_log(r.stdout)
@@ -148,11 +149,13 @@ def run_trace(tmp, label, o, extra=()):
         return tids, calls, traced(tids, json.load(f))
 
 
-def trace_case(tmp, label, o):
-    tids, calls, got = run_trace(tmp, label, o)
+def trace_case(tmp, label, o, extra=(), env_extra=None, like=None):
+    """`like`: the options whose oracle this run must match (a signal
+    trigger fires where a function trigger would)."""
+    tids, calls, got = run_trace(tmp, label, o, extra, env_extra)
     if got is None:
         return
-    want = oracle(calls, o)
+    want = oracle(calls, like or o)
     for name in calls:
         if got[name] != want[name]:
             check(False, "%s: thread %s recorded %d calls, the oracle %d; first difference at %s" % (
@@ -197,6 +200,30 @@ def main():
                         stop=[("rc_stop_marker", False, 2)]))
         trace_case(tmp, "--start-at rc_start_marker#2 --min-duration %dms --sample 2" % MIN_MS,
                    Opts(sample=2, min_ms=MIN_MS, start=[("rc_start_marker", False, 2)]))
+
+        # A signal: the fixture raises SIGUSR2 just before phase 6's marker,
+        # where --start-at rc_start_marker#2 starts.
+        trace_case(tmp, "--on-signal USR2:start", Opts(), ["--on-signal", "USR2:start"], {"RC_RAISE": "12"},
+                   like=Opts(start=[("rc_start_marker", False, 2)]))
+        trace_case(tmp, "--on-signal SIGUSR2 (toggle)", Opts(), ["--on-signal", "SIGUSR2"], {"RC_RAISE": "12"},
+                   like=Opts(stop=[("rc_start_marker", False, 2)]))
+
+        # A dump: the flight recorder written at the first stop marker, then
+        # at the end. Each thread's buffer holds its last 32 events: the
+        # main thread's first start marker survives only in the dump.
+        path = os.path.join(tmp, "dump.json")
+        r = ftjit("run", "--plugin", "trace", "--format", "chrome", "-o", path, "--buffer-policy", "overwrite",
+                  "--buffer-size", "1K", "--dump-at", "rc_stop_marker", "--", FIXTURE)
+        if check(r.returncode == 0, "--dump-at: " + r.stderr.strip()):
+            tids, calls = fixture_log(r.stdout)
+            # What a ring holds starts anywhere in a call: the events are
+            # counted, not nested.
+            events = [e for e in json.load(open(path))["traceEvents"]
+                      if e["ph"] == "B" and e["tid"] == tids["main"]]
+            markers = [e for e in events if e["name"] == "rc_start_marker"]
+            check(len(markers) == 2, "--dump-at rc_stop_marker: the main thread's start markers: %d, want 2 "
+                  "(the first from the dump)" % len(markers))
+            print("ok --dump-at rc_stop_marker: %d entries of the main thread" % len(events))
 
         # Time triggers: the fixture's phases take about 30 ms each (sleeps),
         # so 90 ms after the attach is past phase 0 and before phase 9.
@@ -280,6 +307,8 @@ def main():
             (["--start-at", "no_such_function_xyz"], "no patchable function matches"),
             (["--start-after", "2s", "--stop-after", "1s"], "--stop-after"),
             (["--start-at", "rc_start_marker", "--stop-at", "rc_start_marker"], "the same call"),
+            (["--on-signal", "KILL"], "--on-signal KILL"),
+            (["--on-signal", "USR2:pause"], "'pause' is not an action"),
         ):
             r = ftjit("run", "--plugin", "trace", *args, "--", FIXTURE)
             lines = [l for l in r.stderr.strip().splitlines() if l]
