@@ -24,6 +24,7 @@ void set_run_program_arguments(std::vector<std::string> args);
 void add_attach_command(CLI::App& app, std::function<int()>* run);
 void add_detach_command(CLI::App& app, std::function<int()>* run);
 void add_status_command(CLI::App& app, std::function<int()>* run);
+void add_control_command(CLI::App& app, std::function<int()>* run);
 void add_generator_command(CLI::App& app, std::function<int()>* run);
 // Host builds (nlohmann/json found): see cmd_diff.cpp, cmd_report.cpp.
 void add_diff_command(CLI::App& app, std::function<int()>* run);

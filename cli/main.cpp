@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   ftjit::cli::add_attach_command(app, &run);
   ftjit::cli::add_detach_command(app, &run);
   ftjit::cli::add_status_command(app, &run);
+  ftjit::cli::add_control_command(app, &run);
 #if FTJIT_HAVE_DIFF
   ftjit::cli::add_diff_command(app, &run);
   ftjit::cli::add_report_command(app, &run);

@@ -106,6 +106,10 @@ void add_trace_options(CLI::App* cmd, TraceOptions* o) {
                   "pointers, char * by its first 64 bytes); functions without one are one row")
       ->type_name("NAME");
   add_record_options(cmd, &o->record);
+  cmd->add_flag("--live", o->live,
+                "Keep a record gate in front of the plugins so that `ftjit control` can pause, "
+                "resume and narrow recording while attached (each call pays for the gate; no "
+                "inline work)");
   cmd->add_flag("-v,--verbose", o->verbose, "Say what is done, on stderr");
   // One value per occurrence of a repeatable option: otherwise CLI11 lets
   // it take the words that follow, and takes a `--` after it as the end of
@@ -302,6 +306,7 @@ Result<control::Attach> make_attach_request(const TraceOptions& o, std::vector<P
   auto record = parse_record_options(o.record);
   if (!record) return record.take_error();
   a.record = std::move(record.value());
+  a.live = o.live ? 1 : 0;
   return a;
 }
 

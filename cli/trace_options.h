@@ -57,6 +57,7 @@ struct TraceOptions {
   const CLI::Option* args_option = nullptr;
   // --depth, --min-duration, --sample, the triggers (record_options.h).
   RecordOptions record;
+  bool live = false;  // --live: `ftjit control` may change what is recorded
 
   ArgOptions arg_options() const;
 };

@@ -206,6 +206,7 @@ control::Reply AgentSession::attach(const control::Attach& request, std::vector<
   config.relocate = request.relocate != 0;
   config.args = request.args;
   config.record = request.record;
+  config.live = request.live != 0;
   config.strategy = static_cast<ftjit_strategy>(request.strategy);
   config.format = request.format;
   config.tids = request.tids;
@@ -266,6 +267,28 @@ void put_totals(const plugins::TraceSession& session, control::Reply* r) {
 }
 
 }  // namespace
+
+control::Reply AgentSession::control(const control::Control& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (session_ == nullptr) return error_reply(FTJIT_E_NOT_ATTACHED, "not attached");
+  plugins::TraceSession::Control change;
+  if (request.has_paused) change.paused = request.paused != 0;
+  if (request.has_depth) change.max_depth = request.depth;
+  if (request.has_sample) change.sample_period = request.sample;
+  if (request.has_min_duration) change.min_duration_ns = request.min_duration_ns;
+  if (request.has_filter) change.filter = std::make_pair(request.include, request.exclude);
+  if (auto st = session_->control(change); !st) return error_reply(st.error());
+  if (request.flush) {
+    if (auto st = session_->flush(); !st) return error_reply(st.error());
+  }
+  control::Reply r;
+  put_totals(*session_, &r);
+  ftjit_stats stats{};
+  ftjit_get_stats(engine_, &stats);
+  r.sites = stats.sites_enabled;
+  r.message = session_->describe_recording();
+  return r;
+}
 
 control::Reply AgentSession::flush() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -355,6 +378,7 @@ control::Reply AgentSession::status(const control::StatusQuery& request) {
     t += "plugins:";
     for (const auto& p : session_->plugins()) t += " " + p.name;
     t += "\n";
+    t += "recording: " + session_->describe_recording() + "\n";
   }
   if (engine_ == nullptr) {
     t += "sites: not scanned yet (nothing was ever attached)\n";

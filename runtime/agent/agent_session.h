@@ -39,6 +39,9 @@ class AgentSession {
   // Has the plugins write what their buffers hold now (a flight recorder's
   // contents, say), tracing going on.
   control::Reply flush();
+  // Live control (`ftjit control`): pause, resume, the record limits, the
+  // filter; the reply's message says what is recorded now.
+  control::Reply control(const control::Control& request);
 
   // The process is exiting: detach, and the report for the CLI that
   // attached (nullopt-like: code FTJIT_E_NOT_ATTACHED when no session).

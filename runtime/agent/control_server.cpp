@@ -266,6 +266,11 @@ bool ControlServer::handle_frame(int fd) {
     }
     case control::MsgType::kFlush:
       return reply_with(session_.flush());
+    case control::MsgType::kControl: {
+      auto req = control::decode_control(frame->payload);
+      if (!req) return refuse(req.error());
+      return reply_with(session_.control(*req));
+    }
     case control::MsgType::kStatus: {
       auto req = control::decode_status(frame->payload);
       if (!req) return refuse(req.error());

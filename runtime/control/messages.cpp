@@ -397,6 +397,7 @@ std::string encode(const Attach& m) {
   w.put(m.relocate);
   put_capture(w, m.args);
   put_record(w, m.record);
+  w.put(m.live);
   return w.take();
 }
 
@@ -437,6 +438,7 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.relocate = r.flag();
   m.args = get_capture(r);
   m.record = get_record(r);
+  m.live = r.flag();
   if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");
@@ -468,6 +470,41 @@ std::string encode(const StatusQuery& m) {
   Writer w;
   w.put(m.sites);
   return w.take();
+}
+
+std::string encode(const Control& m) {
+  Writer w;
+  w.put(m.has_paused);
+  w.put(m.paused);
+  w.put(m.has_depth);
+  w.put(m.depth);
+  w.put(m.has_sample);
+  w.put(m.sample);
+  w.put(m.has_min_duration);
+  w.put(m.min_duration_ns);
+  w.put(m.has_filter);
+  w.strs(m.include);
+  w.strs(m.exclude);
+  w.put(m.flush);
+  return w.take();
+}
+
+Result<Control> decode_control(std::string_view payload) {
+  Reader r(payload);
+  Control m;
+  m.has_paused = r.flag();
+  m.paused = r.flag();
+  m.has_depth = r.flag();
+  m.depth = r.get<uint32_t>();
+  m.has_sample = r.flag();
+  m.sample = r.get<uint32_t>();
+  m.has_min_duration = r.flag();
+  m.min_duration_ns = r.get<uint64_t>();
+  m.has_filter = r.flag();
+  m.include = r.strs();
+  m.exclude = r.strs();
+  m.flush = r.flag();
+  return r.finish("control", std::move(m));
 }
 
 Result<StatusQuery> decode_status(std::string_view payload) {

@@ -47,7 +47,8 @@ inline constexpr uint32_t kProtocolVersion = 12;  // 3: Reply::phases; 4: site c
                                                  // 8: relocated entries' branch; 9: arguments;
                                                  // 10: producers from the generator, --by-arg;
                                                  // 11: a format and a file per plugin;
-                                                 // 12: record control (depth, sampling...)
+                                                 // 12: record control (depth, sampling...),
+                                                 //     live control
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -66,6 +67,7 @@ enum class MsgType : uint16_t {
   kReply = 8,
   kExited = 9,
   kFlush = 10,  // write what the plugins' buffers hold now (no payload)
+  kControl = 11,  // change what a live session records (Control)
 };
 
 struct Frame {
@@ -122,6 +124,25 @@ struct Attach {
   ArgCaptureSpec args;
   // Which calls are recorded (--depth, --min-duration, --sample, triggers).
   RecordControl record;
+  // Keep the record gate for live control (ftjit control) whatever is
+  // recorded now (--live).
+  uint8_t live = 0;
+};
+
+// `ftjit control`: each has_* field set changes that setting of the
+// session (plugins::TraceSession::Control); flush writes the buffers out
+// after the changes.
+struct Control {
+  uint8_t has_paused = 0, paused = 0;
+  uint8_t has_depth = 0;
+  uint32_t depth = 0;
+  uint8_t has_sample = 0;
+  uint32_t sample = 0;
+  uint8_t has_min_duration = 0;
+  uint64_t min_duration_ns = 0;
+  uint8_t has_filter = 0;
+  std::vector<std::string> include, exclude;
+  uint8_t flush = 0;
 };
 
 struct Detach {
@@ -194,6 +215,7 @@ std::string encode(const Hello& m);
 std::string encode(const Attach& m);
 std::string encode(const Detach& m);
 std::string encode(const StatusQuery& m);
+std::string encode(const Control& m);
 std::string encode(const Generate& m);
 std::string encode(const Generated& m);
 std::string encode(const Reply& m);
@@ -203,6 +225,7 @@ Result<Hello> decode_hello(std::string_view payload);
 Result<Attach> decode_attach(std::string_view payload);
 Result<Detach> decode_detach(std::string_view payload);
 Result<StatusQuery> decode_status(std::string_view payload);
+Result<Control> decode_control(std::string_view payload);
 Result<Generate> decode_generate(std::string_view payload);
 Result<Generated> decode_generated(std::string_view payload);
 // SiteCode as Generated::bytes carry it (GenerateKind::kSiteCode).

@@ -16,7 +16,7 @@ namespace {
 constexpr size_t kHeader = 6;  // u32 length, u16 type
 
 bool known_type(uint16_t t) {
-  return t >= static_cast<uint16_t>(MsgType::kHello) && t <= static_cast<uint16_t>(MsgType::kFlush);
+  return t >= static_cast<uint16_t>(MsgType::kHello) && t <= static_cast<uint16_t>(MsgType::kControl);
 }
 
 Error sys_error(const char* what) {

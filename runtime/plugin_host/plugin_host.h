@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -151,6 +153,10 @@ struct SessionConfig {
   // Which calls the plugins see: every one unless narrowed (depth,
   // duration, sampling, triggers).
   RecordControl record;
+  // Keeps the record gate in front of every plugin, so that recording may
+  // be paused and its limits changed while attached (control()): the
+  // gate's price on every call, and no inline work.
+  bool live = false;
   // kBlock: the writer appends raw events to a spool file as they come and
   // has them consumed at flush() and stop (it keeps up with any thread);
   // false: it has them consumed as they come (threads wait for that).
@@ -219,6 +225,27 @@ class TraceSession {
   };
   Totals totals() const;
 
+  // Live control (SessionConfig::live, or a session started with any
+  // record option): what may change while the threads go on. Each field
+  // set is applied; pause and resume take effect from each thread's next
+  // call, a frame open then still gets its exit; a new filter patches and
+  // unpatches the sites of each plugin in one batch. Fails, changing
+  // nothing, on a session without the gate, a limit out of range, or a
+  // filter that selects nothing.
+  struct Control {
+    std::optional<bool> paused;
+    std::optional<uint32_t> max_depth;        // 0: any
+    std::optional<uint32_t> sample_period;    // 0, 1: every call
+    std::optional<uint64_t> min_duration_ns;  // 0: none
+    std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> filter;  // include, exclude
+  };
+  Status control(const Control& change);
+  bool live() const;
+  bool paused() const { return paused_.load(std::memory_order_relaxed) != 0; }
+  // What is recorded now, as the options would say it: "depth <= 3,
+  // 1 call in 10, calls >= 10us, filter 'a*' but not 'b*', paused".
+  std::string describe_recording() const;
+
   // How the writer hands events to the plugins: "stream", "spool",
   // "recorder" (plugins/event_writer.h); "" when no plugin buffers events.
   const char* writer_mode() const;
@@ -245,6 +272,7 @@ class TraceSession {
   std::vector<std::pair<FILE*, std::string>> plugin_files_;
   bool stopped_ = false;
   bool reported_ = false;
+  std::atomic<uint32_t> paused_{0};
   uint64_t recursion_base_ = 0;
 };
 

@@ -76,11 +76,14 @@ void gate_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* reg
   f.ip = ip;
   f.parent_ip = parent_ip;
   f.state = kSkipped;
+  if (gate.paused->load(std::memory_order_relaxed) != 0) return;
   if (gate.recording != nullptr && gate.recording->load(std::memory_order_relaxed) == 0) return;
-  if (gate.max_depth != 0 && depth >= gate.max_depth) return;
-  if (gate.sample_period > 1 && !sample_turn(g, ip, gate.sample_period)) return;
+  const uint32_t max_depth = gate.max_depth.load(std::memory_order_relaxed);
+  if (max_depth != 0 && depth >= max_depth) return;
+  const uint32_t period = gate.sample_period.load(std::memory_order_relaxed);
+  if (period > 1 && !sample_turn(g, ip, period)) return;
   auto* pregs = reinterpret_cast<ftjit_plugin_regs*>(regs);
-  if (gate.min_duration_ns == 0) {
+  if (gate.min_duration_ns.load(std::memory_order_relaxed) == 0) {
     f.state = kDelivered;
     if (gate.entry != nullptr) gate.entry(ip, parent_ip, ctx, pregs);
     return;
@@ -103,7 +106,7 @@ void gate_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* 
   const auto* pret = reinterpret_cast<const ftjit_plugin_ret*>(ret);
   if (f.state == kSkipped) return;
   if (f.state == kPending) {
-    if (monotonic_ns() - f.entry_ns < gate.min_duration_ns) {
+    if (monotonic_ns() - f.entry_ns < gate.min_duration_ns.load(std::memory_order_relaxed)) {
       f.state = kSkipped;
       return;
     }

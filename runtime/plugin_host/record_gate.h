@@ -33,17 +33,22 @@ namespace ftjit::plugins::detail {
 
 struct ThreadBlock;
 
-// What a gate does for one plugin instance; immutable while attached,
-// but for `recording`, which triggers flip.
+// What a gate does for one plugin instance. The limits may change while
+// attached (live control: each is read once per call, relaxed); a change
+// applies from the next call on, a pending frame judged at its return by
+// the minimum of that moment.
 struct Gate {
   ftjit_plugin_entry_fn entry = nullptr;  // the plugin's (may be null)
   ftjit_plugin_exit_fn exit = nullptr;
-  uint32_t max_depth = 0;         // 0: any
-  uint32_t sample_period = 0;     // 0, 1: every call
-  uint64_t min_duration_ns = 0;   // 0: none
+  std::atomic<uint32_t> max_depth{0};        // 0: any
+  std::atomic<uint32_t> sample_period{0};    // 0, 1: every call
+  std::atomic<uint64_t> min_duration_ns{0};  // 0: none
+  bool every_call = false;        // FTJIT_PLUGIN_F_EVERY_CALL: no sample, no minimum
   uint32_t regs_bytes = 0;        // what a pending frame keeps of the registers
   // Session-wide: nonzero while recording (triggers); null when always.
   const std::atomic<uint32_t>* recording = nullptr;
+  // Session-wide: nonzero while paused (live control); never null.
+  const std::atomic<uint32_t>* paused = nullptr;
   ftjit_record_info info{};       // what record_info() tells the plugin
 };
 

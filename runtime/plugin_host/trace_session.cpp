@@ -202,9 +202,12 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     const bool every_call = (d->flags & FTJIT_PLUGIN_F_EVERY_CALL) != 0;
     gate.entry = d->entry;
     gate.exit = d->exit;
-    gate.max_depth = record.max_depth;
-    gate.sample_period = every_call || record.sample_period <= 1 ? 0 : record.sample_period;
-    gate.min_duration_ns = every_call ? 0 : record.min_duration_ns;
+    gate.every_call = every_call;
+    gate.max_depth.store(record.max_depth, std::memory_order_relaxed);
+    gate.sample_period.store(every_call || record.sample_period <= 1 ? 0 : record.sample_period,
+                             std::memory_order_relaxed);
+    gate.min_duration_ns.store(every_call ? 0 : record.min_duration_ns, std::memory_order_relaxed);
+    gate.paused = &s->paused_;
     gate.regs_bytes = (ctx.ops.flags & FTJIT_OPS_F_NO_FP) != 0 ? offsetof(ftjit_plugin_regs, fp)
                                                                : sizeof(ftjit_plugin_regs);
     gate.recording = s->triggers_ != nullptr ? s->triggers_->recording() : nullptr;
@@ -215,8 +218,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                          (record.stop_after_ns != 0);
     gate.info.min_duration_ns = record.min_duration_ns;
     gate.info.applies = every_call ? 0 : 1;
-    inst->gated = gate.max_depth != 0 || gate.sample_period != 0 || gate.min_duration_ns != 0 ||
-                  gate.recording != nullptr;
+    // A live session keeps the gate whatever it records now: pause,
+    // resume and the limits change through it (TraceSession::control).
+    inst->gated = c.live || record.max_depth != 0 || (!every_call && record.sample_period > 1) ||
+                  (!every_call && record.min_duration_ns != 0) || gate.recording != nullptr;
     if (inst->gated) {
       // The gate keeps a frame per call, with the exit hooked, in the
       // thread's block.
