@@ -206,7 +206,7 @@ function(_ftjit_isa_tests isa prefix suite engine_sources environment)
   list(GET FTJIT_ISA_LAYOUTS 0 first_layout)
   string(TOUPPER ${isa} isa_upper)
   ftjit_record_control_test(${prefix} ${labels} ${FTJIT_HOST_CLI} "${FTJIT_ISA_LAYOUT_${first_layout}_FLAGS}"
-    FTJIT_AGENT_${isa_upper}=$<TARGET_FILE:ftjit_agent> FTJIT_LIVE_CHANGES=200)
+    FTJIT_AGENT_${isa_upper}=$<TARGET_FILE:ftjit_agent>)
   add_dependencies(ftjit_${prefix}_record_fixture ftjit_agent)
   add_dependencies(ftjit_${prefix}_live_target ftjit_agent)
   # The agent and plugins must be built before these tests run.

@@ -15,7 +15,6 @@
 #
 # run: `ftjit run` (a cross leg's program under qemu-user, where attach
 # has no ptrace); the code check is then the agent tests' (tests/agent).
-# The cross legs make 200 changes (FTJIT_LIVE_CHANGES=200).
 import os
 import signal
 import subprocess
