@@ -44,6 +44,60 @@ TEST(Control, AttachRoundTrip) {
   EXPECT_EQ(encode(*d), encode(a));
 }
 
+TEST(Control, RecordControlAndLiveControlRoundTrip) {
+  Attach a;
+  a.plugins.push_back({"/x/ftjit-plugin-trace.so", {}, "", 0});
+  a.record.max_depth = 3;
+  a.record.min_duration_ns = 10'000;
+  a.record.sample_period = 7;
+  a.record.start_after_ns = 5;
+  a.record.stop_after_ns = 9;
+  a.record.signal = 12;
+  a.record.signal_action = TriggerAction::kDump;
+  a.record.triggers.push_back({TriggerAction::kStart, "handle_*", true, 3});
+  a.record.triggers.push_back({TriggerAction::kDump, "lib.so!slow", false, 1});
+  a.live = 1;
+  auto d = decode_attach(encode(a));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->record.max_depth, 3u);
+  EXPECT_EQ(d->record.min_duration_ns, 10'000u);
+  EXPECT_EQ(d->record.sample_period, 7u);
+  EXPECT_EQ(d->record.signal, 12);
+  EXPECT_EQ(d->record.signal_action, TriggerAction::kDump);
+  ASSERT_EQ(d->record.triggers.size(), 2u);
+  EXPECT_EQ(d->record.triggers[0].function, "handle_*");
+  EXPECT_TRUE(d->record.triggers[0].at_return);
+  EXPECT_EQ(d->record.triggers[0].from_call, 3u);
+  EXPECT_EQ(d->record.triggers[1].action, TriggerAction::kDump);
+  EXPECT_EQ(d->live, 1);
+  EXPECT_EQ(encode(*d), encode(a));
+
+  Control c;
+  c.has_paused = 1;
+  c.paused = 1;
+  c.has_sample = 1;
+  c.sample = 10;
+  c.has_filter = 1;
+  c.include = {"lt_[ac]"};
+  c.exclude = {"lt_c"};
+  c.flush = 1;
+  auto dc = decode_control(encode(c));
+  ASSERT_TRUE(dc.ok()) << dc.error().message;
+  EXPECT_EQ(dc->paused, 1);
+  EXPECT_EQ(dc->sample, 10u);
+  EXPECT_EQ(dc->include, c.include);
+  EXPECT_EQ(dc->exclude, c.exclude);
+  EXPECT_EQ(encode(*dc), encode(c));
+  // A flag that is not 0 or 1, a trigger action out of range: refused.
+  std::string bad = encode(c);
+  bad[0] = 2;
+  EXPECT_FALSE(decode_control(bad).ok());
+  Attach t;
+  t.plugins.push_back({"/x.so", {}, "", 0});
+  t.record.triggers.push_back({TriggerAction::kToggle, "f", false, 1});
+  EXPECT_FALSE(decode_attach(encode(t)).ok());
+}
+
 TEST(Control, GenerateRoundTrip) {
   Generate g;
   g.trampoline.source = OpsSource::kSiteSlot;
