@@ -30,12 +30,31 @@ namespace {
 // arguments), without or with its arguments and return value captured.
 enum class Traced { kLeaf, kArgs4, kArgs4Captured };
 
+// What the session records (record control): everything; through the
+// live record gate; the gate paused (the sites stay patched); the site
+// filtered out live (unpatched); 1 call in 10; only calls of 1 ms or more
+// (none of bench_leaf's: each is held back, then dropped).
+enum class Recording { kAll, kLive, kLivePaused, kLiveFilteredOut, kSample10, kMinDuration1ms };
+
 struct PluginRow {
   const char* spec;
   const char* format;
   int events_per_call;  // buffered events a call produces (0: none)
   Traced traced = Traced::kLeaf;
+  Recording recording = Recording::kAll;
 };
+
+const char* recording_label(Recording r) {
+  switch (r) {
+    case Recording::kAll: return "";
+    case Recording::kLive: return " --live";
+    case Recording::kLivePaused: return " --live, paused";
+    case Recording::kLiveFilteredOut: return " --live, filtered out";
+    case Recording::kSample10: return " --sample 10";
+    case Recording::kMinDuration1ms: return " --min-duration 1ms";
+  }
+  return "";
+}
 
 // A tracer with events gets a buffer that stays in cache (256 KiB of trace
 // events) and is timed in chunks that half fill it; between chunks, untimed,
@@ -54,6 +73,12 @@ constexpr PluginRow kPlugins[] = {
     {"trace", "text", 2},
     {"trace", "text", 2, Traced::kArgs4},
     {"trace", "text", 2, Traced::kArgs4Captured},
+    {"count", "tsv", 0, Traced::kLeaf, Recording::kLive},
+    {"count", "tsv", 0, Traced::kLeaf, Recording::kLivePaused},
+    {"count", "tsv", 0, Traced::kLeaf, Recording::kLiveFilteredOut},
+    {"trace", "text", 2, Traced::kLeaf, Recording::kLive},
+    {"trace", "text", 2, Traced::kLeaf, Recording::kSample10},
+    {"trace", "text", 2, Traced::kLeaf, Recording::kMinDuration1ms},
 };
 
 // What `ftjit run --args` sends for bench_args4 (its DWARF says four longs
@@ -233,6 +258,12 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
       "loaded through the plugin host as `ftjit --plugin NAME` would; generated strategy; "
       "overhead = per-call minus the untraced bench_leaf of the same run");
   table.notes.push_back(
+      "record control: --live puts the record gate in front of the plugin (a frame per call, the "
+      "exit hooked, no inline work); paused, the sites stay patched and the gate drops each call; "
+      "filtered out (ftjit control --filter), the site is unpatched and costs what an untraced one "
+      "does; --sample 10 records 1 call in 10; --min-duration 1ms holds every call back and drops "
+      "it at its return");
+  table.notes.push_back(
       "trace: two events per call (entry, exit) into per-thread buffers, streamed to a file by "
       "the writer thread; per_event_ns = overhead / 2; repetitions of at most 250,000 calls "
       "timed 2,048 at a time into a buffer of 8,192 events that the writer empties between "
@@ -256,7 +287,8 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     const bool args4 = row.traced != Traced::kLeaf;
     const LeafFn fn = args4 ? &bench_args4_caller : &bench_leaf;
     const std::string label = std::string("plugins/") + row.spec + " " + row.format +
-                              (args4 ? row.traced == Traced::kArgs4Captured ? " args4 --args" : " args4" : "");
+                              (args4 ? row.traced == Traced::kArgs4Captured ? " args4 --args" : " args4" : "") +
+                              recording_label(row.recording);
     auto spec = parse_plugin_spec(row.spec);
     if (!spec) {
       report.add_error(label + ": " + spec.error().message);
@@ -270,11 +302,21 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     config.format = row.format;
     config.output = std::string(dir) + "/" + row.spec + (args4 ? "_args4." : ".") + row.format;
     if (row.events_per_call > 0) config.buffer_events = kEventBuffer;
+    config.live = row.recording == Recording::kLive || row.recording == Recording::kLivePaused ||
+                  row.recording == Recording::kLiveFilteredOut;
+    if (row.recording == Recording::kSample10) config.record.sample_period = 10;
+    if (row.recording == Recording::kMinDuration1ms) config.record.min_duration_ns = 1'000'000;
     auto session = TraceSession::start(engine->get(), config);
     if (!session) {
       report.add_error(label + ": " + session.error().message);
       continue;
     }
+    TraceSession::Control change;
+    if (row.recording == Recording::kLivePaused) change.paused = true;
+    if (row.recording == Recording::kLiveFilteredOut) {
+      change.filter = std::make_pair(std::vector<std::string>{"bench_args4"}, std::vector<std::string>{});
+    }
+    if (auto st = session.value()->control(change); !st) report.add_error(label + ": " + st.error().message);
     uint64_t calls = 0;
     std::vector<double> per_call;
     if (row.events_per_call > 0) {
@@ -305,7 +347,9 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
       }
     }
     if (std::string(row.spec) == "count") {
-      const std::string want = "bench_leaf\t" + std::to_string(calls) + "\n";
+      // Paused or filtered out, bench_leaf is not counted at all.
+      const bool counted = row.recording == Recording::kAll || row.recording == Recording::kLive;
+      const std::string want = counted ? "bench_leaf\t" + std::to_string(calls) + "\n" : "";
       const std::string got = read_file(config.output);
       if (got != want) report.add_error(label + ": report says '" + got + "', want '" + want + "'");
     }
@@ -364,9 +408,11 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
               "plain, then the other way round; rows: the difference of the two rows' medians)");
       }
     }
+    plugin += recording_label(m.row->recording);
     r.set("plugin", plugin).set("format", m.row->format).set("per_call_ns", m.s.median);
     r.set("overhead_ns", overhead);
-    if (m.row->events_per_call > 0) {
+    if (m.row->events_per_call > 0 && m.row->recording != Recording::kSample10 &&
+        m.row->recording != Recording::kMinDuration1ms) {
       r.set("per_event_ns", overhead / m.row->events_per_call);
     } else {
       r.set("per_event_ns", Value());
