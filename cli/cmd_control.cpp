@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// `ftjit control -p PID`: changes what a live session records while it
-// runs (attached with --live, or with any record option): pause, resume,
-// the depth, the sampling, the minimum duration, the filter (the sites
-// patched and unpatched in one batch), a flush. Prints what is recorded
-// afterwards, as `ftjit status` does.
+// `ftjit control -p PID`: changes what a session records while it runs:
+// pause and resume (the sites unpatched and patched again), the filter
+// (patched and unpatched in one batch), a flush; and, in a session
+// attached with --live or any record option, the depth, the sampling and
+// the minimum duration. Prints what is recorded afterwards, as `ftjit
+// status` does.
 #include <cstdio>
 #include <memory>
 
@@ -77,10 +78,12 @@ int run_control(const ControlOptions& o) {
 void add_control_command(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<ControlOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "control", "Change what a live session records while it runs (attached with --live or a record option)");
+      "control", "Pause, resume, refilter a session while it runs; with --live, change its depth, sampling, minimum duration");
   accept_process_id(cmd->add_option("-p,--pid", o->pid, "The traced process")->required());
-  cmd->add_flag("--pause", o->pause, "Stop recording (the plugins see no new call); the sites stay patched");
-  cmd->add_flag("--resume", o->resume, "Record again");
+  cmd->add_flag("--pause", o->pause,
+                "Stop recording: the plugins' sites are unpatched (a paused function costs what an "
+                "untraced one does); frames open go on to their exits");
+  cmd->add_flag("--resume", o->resume, "Patch the sites again and record");
   cmd->add_option("--depth", o->record.depth, "Record calls at most N traced frames deep (0: any)")
       ->type_name("N");
   cmd->add_option("--sample", o->record.sample, "Record 1 call in N of each function (1: every call)")

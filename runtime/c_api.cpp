@@ -122,6 +122,11 @@ ftjit_status ftjit_set_filter(ftjit_engine* engine, ftjit_ops* ops, const ftjit_
   return report(engine->engine->set_filter(ops, f.value()));
 }
 
+ftjit_status ftjit_set_paused(ftjit_engine* engine, ftjit_ops* ops, int paused) {
+  if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
+  return report(engine->engine->set_paused(ops, paused != 0));
+}
+
 ftjit_status ftjit_detach(ftjit_engine* engine, ftjit_ops* ops) {
   if (engine == nullptr) return fail(ftjit::make_error(FTJIT_E_INVALID_ARGUMENT, "engine is null"));
   return report(engine->engine->detach(ops));

@@ -366,6 +366,7 @@ void Engine::forget_unloaded_modules() {
 void Engine::attach_new_sites(size_t first_module) {
   for (size_t oi = 0; oi < ops_.size(); ++oi) {
     OpsRecord* rec = ops_[oi].get();
+    if (rec->paused) continue;  // its resume selects them
     for (size_t mi = first_module; mi < modules_.size(); ++mi) {
       auto selected = select_sites(rec->filter, mi, mi + 1);
       if (!selected) {

@@ -584,6 +584,12 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
     drop_idle();
     return selected.take_error();
   }
+  if (rec->paused) {
+    // Kept for the resume, which patches what it selects then.
+    rec->filter = filter;
+    drop_idle();
+    return {};
+  }
   std::vector<uint32_t> old = std::move(rec->sites);
   Status st = commit(rec, old, std::move(selected.value()));
   if (!st) {
@@ -593,6 +599,31 @@ Status Engine::set_filter(ftjit_ops* ops, const Filter& filter) {
   }
   rec->filter = filter;
   drop_idle();
+  return release_if_much_retired();
+}
+
+Status Engine::set_paused(ftjit_ops* ops, bool paused) {
+  FTJIT_TRY(may_change("ftjit_set_paused", true));
+  std::lock_guard<std::mutex> lock(mu_);
+  OpsRecord* rec = find(ops);
+  if (rec == nullptr) return make_error(FTJIT_E_NOT_ATTACHED, "set_paused: this ops is not attached");
+  if (rec->paused == paused) return {};
+  std::vector<uint32_t> old = std::move(rec->sites);
+  std::vector<uint32_t> want;
+  if (!paused) {
+    auto selected = select_sites(rec->filter);
+    if (!selected) {
+      rec->sites = std::move(old);
+      return selected.take_error();
+    }
+    want = std::move(selected.value());
+  }
+  Status st = commit(rec, old, std::move(want));
+  if (!st) {
+    rec->sites = std::move(old);
+    return st;
+  }
+  rec->paused = paused;
   return release_if_much_retired();
 }
 

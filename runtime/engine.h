@@ -106,6 +106,9 @@ struct OpsRecord {
   }
   ftjit_strategy strategy = FTJIT_STRATEGY_AUTO;  // resolved against the engine default
   Filter filter;
+  // Paused (set_paused): no site patched for it, its filter kept, new
+  // modules' sites left alone until it resumes.
+  bool paused = false;
   std::vector<uint32_t> sites;  // sorted site indices
   std::map<CodeArena*, uint64_t> generated;  // its trampoline in each arena
   // Inline work (ftjit_ops.inline_entry) the backend compiles: its sites
@@ -196,6 +199,10 @@ class Engine {
   Status attach(ftjit_ops* ops, const Filter& filter);
   // Changes the sites of an attached ops; same failure rules as attach.
   Status set_filter(ftjit_ops* ops, const Filter& filter);
+  // Unpatches every site of `ops` (one batch), which stays attached: the
+  // frames it hooked still return through its exit, its inline counts are
+  // kept; resuming patches what its filter selects now.
+  Status set_paused(ftjit_ops* ops, bool paused);
   // Detaches `ops` and waits for a grace period before returning.
   Status detach(ftjit_ops* ops);
   // A grace period with nothing retired: returns once every thread that was

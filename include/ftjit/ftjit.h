@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 5
+#define FTJIT_API_VERSION 6
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -279,6 +279,13 @@ ftjit_status ftjit_attach(ftjit_engine *engine, ftjit_ops *ops,
 ftjit_status ftjit_set_filter(ftjit_engine *engine, ftjit_ops *ops,
                               const ftjit_filter *filter);
 ftjit_status ftjit_detach(ftjit_engine *engine, ftjit_ops *ops);
+/* Since API 6: pauses (nonzero) or resumes an attached ops. Paused, none of
+ * its sites is patched for it (one batch, as detach would), yet it stays
+ * attached: frames it hooked still return through its exit_func, its
+ * inline counts are kept, ftjit_set_filter changes what the resume will
+ * patch, and modules loaded meanwhile wait for the resume. Resuming
+ * patches what its filter selects then. */
+ftjit_status ftjit_set_paused(ftjit_engine *engine, ftjit_ops *ops, int paused);
 
 /* Number of sites the ops is attached to, or -1 if it is not attached. */
 long ftjit_ops_site_count(ftjit_engine *engine, const ftjit_ops *ops);

@@ -153,9 +153,9 @@ struct SessionConfig {
   // Which calls the plugins see: every one unless narrowed (depth,
   // duration, sampling, triggers).
   RecordControl record;
-  // Keeps the record gate in front of every plugin, so that recording may
-  // be paused and its limits changed while attached (control()): the
-  // gate's price on every call, and no inline work.
+  // Keeps the record gate in front of every plugin, so that the record
+  // limits may change while attached (control()): the gate's price on
+  // every call, and no inline work.
   bool live = false;
   // kBlock: the writer appends raw events to a spool file as they come and
   // has them consumed at flush() and stop (it keeps up with any thread);
@@ -225,13 +225,14 @@ class TraceSession {
   };
   Totals totals() const;
 
-  // Live control (SessionConfig::live, or a session started with any
-  // record option): what may change while the threads go on. Each field
-  // set is applied; pause and resume take effect from each thread's next
-  // call, a frame open then still gets its exit; a new filter patches and
-  // unpatches the sites of each plugin in one batch. Fails, changing
-  // nothing, on a session without the gate, a limit out of range, or a
-  // filter that selects nothing.
+  // Live control: what may change while the threads go on. Each field set
+  // is applied. Pause unpatches the plugins' sites (each plugin's in one
+  // batch; a frame open then still gets its exit, inline counts are kept)
+  // and resume patches them again; a new filter patches and unpatches the
+  // sites in one batch: both on any session. The limits need the record
+  // gate (SessionConfig::live, or a session started with any record
+  // option). Fails, changing nothing, on a limit the session cannot take,
+  // a limit out of range, or a filter that selects nothing.
   struct Control {
     std::optional<bool> paused;
     std::optional<uint32_t> max_depth;        // 0: any

@@ -76,7 +76,6 @@ void gate_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* reg
   f.ip = ip;
   f.parent_ip = parent_ip;
   f.state = kSkipped;
-  if (gate.paused->load(std::memory_order_relaxed) != 0) return;
   if (gate.recording != nullptr && gate.recording->load(std::memory_order_relaxed) == 0) return;
   const uint32_t max_depth = gate.max_depth.load(std::memory_order_relaxed);
   if (max_depth != 0 && depth >= max_depth) return;

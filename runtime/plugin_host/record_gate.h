@@ -47,8 +47,6 @@ struct Gate {
   uint32_t regs_bytes = 0;        // what a pending frame keeps of the registers
   // Session-wide: nonzero while recording (triggers); null when always.
   const std::atomic<uint32_t>* recording = nullptr;
-  // Session-wide: nonzero while paused (live control); never null.
-  const std::atomic<uint32_t>* paused = nullptr;
   ftjit_record_info info{};       // what record_info() tells the plugin
 };
 

@@ -31,11 +31,11 @@ bool TraceSession::live() const {
 
 Status TraceSession::control(const Control& change) {
   if (stopped_) return control_error("the session has stopped");
-  const bool limits = change.paused || change.max_depth || change.sample_period || change.min_duration_ns;
+  const bool limits = change.max_depth || change.sample_period || change.min_duration_ns;
   if (limits && !live()) {
     return control_error(
         "this session records without a record gate: attach with --live (or any of --depth, --sample, "
-        "--min-duration, the triggers) to pause it or change what it records");
+        "--min-duration, the triggers) to change its depth, sampling or minimum duration");
   }
   if (change.max_depth && *change.max_depth > 1'000'000) return control_error("--depth: at most 1000000 frames");
   if (change.sample_period && *change.sample_period > 1'000'000'000) {
@@ -89,7 +89,20 @@ Status TraceSession::control(const Control& change) {
     gate.info.sample_period = record.sample_period <= 1 ? 1 : record.sample_period;
     gate.info.min_duration_ns = record.min_duration_ns;
   }
-  if (change.paused) paused_.store(*change.paused ? 1 : 0, std::memory_order_relaxed);
+  // Paused, the plugins' sites are unpatched (each plugin in one batch):
+  // a paused function costs what an untraced one does. The trigger ops
+  // stay: a trigger still fires while paused.
+  if (change.paused && *change.paused != paused()) {
+    const int want = *change.paused ? 1 : 0;
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      const ftjit_status st = ftjit_set_paused(engine_, &instances_[i]->ctx.ops, want);
+      if (st == FTJIT_OK) continue;
+      const std::string why = std::string(ftjit_status_name(st)) + ": " + ftjit_last_error();
+      for (size_t j = 0; j < i; ++j) (void)ftjit_set_paused(engine_, &instances_[j]->ctx.ops, 1 - want);
+      return make_error(st, std::string(want ? "--pause: " : "--resume: ") + why);
+    }
+    paused_.store(want, std::memory_order_relaxed);
+  }
   return {};
 }
 
@@ -110,7 +123,7 @@ std::string TraceSession::describe_recording() const {
   if (filter.empty()) filter = "every function";
   for (const std::string& g : config_.exclude) filter += " but not '" + g + "'";
   add("filter " + filter);
-  add(live() ? "live" : "not live (attached without --live)");
+  add(live() ? "live" : "limits fixed (attached without --live)");
   return s;
 }
 

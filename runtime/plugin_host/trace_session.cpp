@@ -207,7 +207,6 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     gate.sample_period.store(every_call || record.sample_period <= 1 ? 0 : record.sample_period,
                              std::memory_order_relaxed);
     gate.min_duration_ns.store(every_call ? 0 : record.min_duration_ns, std::memory_order_relaxed);
-    gate.paused = &s->paused_;
     gate.regs_bytes = (ctx.ops.flags & FTJIT_OPS_F_NO_FP) != 0 ? offsetof(ftjit_plugin_regs, fp)
                                                                : sizeof(ftjit_plugin_regs);
     gate.recording = s->triggers_ != nullptr ? s->triggers_->recording() : nullptr;

@@ -6,6 +6,8 @@
 # workers call lt_a and lt_b a number of times the test chose (a batch);
 # two noise threads call lt_c all along, so that every change lands among
 # calls and every filter change patches or unpatches sites being run.
+# The session is a plain one (no --live): a pause unpatches the sites and
+# a resume patches them again, count's inline counts kept throughout.
 # count's final counts of lt_a and lt_b must be exactly the sum of the
 # batches made while they were recorded; the target must finish with its
 # output intact; attached with `ftjit attach`, the code of the target must
@@ -104,7 +106,7 @@ def main():
             check(target.line() == "ready", "the target did not start")
             pid = target.p.pid
             before = text_of(pid)
-            cli = subprocess.Popen([CLI, "attach", "-p", str(pid), "--live", "--plugin", plugin,
+            cli = subprocess.Popen([CLI, "attach", "-p", str(pid), "--plugin", plugin,
                                     "--filter", "lt_*"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env())
             deadline = time.monotonic() + 60
@@ -115,7 +117,7 @@ def main():
                     raise RuntimeError("ftjit attach did not attach")
                 time.sleep(0.05)
         else:
-            target = Target([CLI, "run", "--live", "--plugin", plugin, "--filter", "lt_*", "--", TARGET])
+            target = Target([CLI, "run", "--plugin", plugin, "--filter", "lt_*", "--", TARGET])
             check(target.line() == "ready", "the target did not start")
             pid = child_of(target.p.pid)
             cli = None
