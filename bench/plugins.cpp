@@ -31,10 +31,11 @@ namespace {
 enum class Traced { kLeaf, kArgs4, kArgs4Captured };
 
 // What the session records (record control): everything; through the
-// live record gate; the gate paused (the sites stay patched); the site
-// filtered out live (unpatched); 1 call in 10; only calls of 1 ms or more
-// (none of bench_leaf's: each is held back, then dropped).
-enum class Recording { kAll, kLive, kLivePaused, kLiveFilteredOut, kSample10, kMinDuration1ms };
+// live record gate; paused (the sites unpatched); the site filtered out
+// live (unpatched); before a start trigger (patched, the gate drops each
+// call); 1 call in 10; only calls of 1 ms or more (none of bench_leaf's:
+// each is held back, then dropped).
+enum class Recording { kAll, kLive, kLivePaused, kLiveFilteredOut, kBeforeStart, kSample10, kMinDuration1ms };
 
 struct PluginRow {
   const char* spec;
@@ -50,6 +51,7 @@ const char* recording_label(Recording r) {
     case Recording::kLive: return " --live";
     case Recording::kLivePaused: return " --live, paused";
     case Recording::kLiveFilteredOut: return " --live, filtered out";
+    case Recording::kBeforeStart: return " --start-at, before it";
     case Recording::kSample10: return " --sample 10";
     case Recording::kMinDuration1ms: return " --min-duration 1ms";
   }
@@ -76,6 +78,7 @@ constexpr PluginRow kPlugins[] = {
     {"count", "tsv", 0, Traced::kLeaf, Recording::kLive},
     {"count", "tsv", 0, Traced::kLeaf, Recording::kLivePaused},
     {"count", "tsv", 0, Traced::kLeaf, Recording::kLiveFilteredOut},
+    {"count", "tsv", 0, Traced::kLeaf, Recording::kBeforeStart},
     {"trace", "text", 2, Traced::kLeaf, Recording::kLive},
     {"trace", "text", 2, Traced::kLeaf, Recording::kSample10},
     {"trace", "text", 2, Traced::kLeaf, Recording::kMinDuration1ms},
@@ -259,10 +262,10 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
       "overhead = per-call minus the untraced bench_leaf of the same run");
   table.notes.push_back(
       "record control: --live puts the record gate in front of the plugin (a frame per call, the "
-      "exit hooked, no inline work); paused, the sites stay patched and the gate drops each call; "
-      "filtered out (ftjit control --filter), the site is unpatched and costs what an untraced one "
-      "does; --sample 10 records 1 call in 10; --min-duration 1ms holds every call back and drops "
-      "it at its return");
+      "exit hooked, no inline work); paused (ftjit control --pause) or filtered out (--filter), the "
+      "site is unpatched and costs what an untraced one does; before a --start-at trigger, the site "
+      "stays patched and the gate drops each call; --sample 10 records 1 call in 10; "
+      "--min-duration 1ms holds every call back and drops it at its return");
   table.notes.push_back(
       "trace: two events per call (entry, exit) into per-thread buffers, streamed to a file by "
       "the writer thread; per_event_ns = overhead / 2; repetitions of at most 250,000 calls "
@@ -305,6 +308,10 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     config.live = row.recording == Recording::kLive || row.recording == Recording::kLivePaused ||
                   row.recording == Recording::kLiveFilteredOut;
     if (row.recording == Recording::kSample10) config.record.sample_period = 10;
+    // A start trigger on a function these calls never reach.
+    if (row.recording == Recording::kBeforeStart) {
+      config.record.triggers.push_back({ftjit::TriggerAction::kStart, "bench_args4", false, 1});
+    }
     if (row.recording == Recording::kMinDuration1ms) config.record.min_duration_ns = 1'000'000;
     auto session = TraceSession::start(engine->get(), config);
     if (!session) {
