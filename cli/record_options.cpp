@@ -144,10 +144,15 @@ Result<RecordControl> parse_record_options(const RecordOptions& o) {
     }
     r.max_depth = static_cast<uint32_t>(n);
   }
-  if (!o.min_duration.empty() && !parse_time_ns(o.min_duration, &r.min_duration_ns)) {
-    return bad_record_option("--min-duration " + detail::shown_value(o.min_duration) +
-                   ": must be a time with its unit, ns, us, ms or s (e.g. 10us), up to a year");
-  }
+  // A time option, given or not: false (and `error` set) when given wrong.
+  Error error = bad_record_option("");
+  auto time_option = [&error](const char* option, const std::string& text, uint64_t* ns) {
+    if (text.empty() || parse_time_ns(text, ns)) return true;
+    error = bad_record_option(std::string(option) + " " + detail::shown_value(text) +
+                              ": must be a time with its unit, ns, us, ms or s (e.g. 10us), up to a year");
+    return false;
+  };
+  if (!time_option("--min-duration", o.min_duration, &r.min_duration_ns)) return error;
   if (!o.sample.empty()) {
     std::string n_text = o.sample;
     if (n_text.rfind("1/", 0) == 0) n_text = n_text.substr(2);
@@ -169,14 +174,8 @@ Result<RecordControl> parse_record_options(const RecordOptions& o) {
       r.triggers.push_back(std::move(t.value()));
     }
   }
-  if (!o.start_after.empty() && !parse_time_ns(o.start_after, &r.start_after_ns)) {
-    return bad_record_option("--start-after " + detail::shown_value(o.start_after) +
-                   ": must be a time with its unit, ns, us, ms or s (e.g. 2s), up to a year");
-  }
-  if (!o.stop_after.empty() && !parse_time_ns(o.stop_after, &r.stop_after_ns)) {
-    return bad_record_option("--stop-after " + detail::shown_value(o.stop_after) +
-                   ": must be a time with its unit, ns, us, ms or s (e.g. 2s), up to a year");
-  }
+  if (!time_option("--start-after", o.start_after, &r.start_after_ns)) return error;
+  if (!time_option("--stop-after", o.stop_after, &r.stop_after_ns)) return error;
   if (!o.on_signal.empty()) {
     const size_t colon = o.on_signal.rfind(':');
     const std::string sig = o.on_signal.substr(0, colon);
