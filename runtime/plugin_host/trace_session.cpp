@@ -314,7 +314,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   //    they run before it), then the plugins.
   if (s->triggers_ != nullptr) {
     std::function<Status()> dump;
-    if (s->writer_ != nullptr) dump = [w = s->writer_.get()] { return w->flush(); };
+    if (s->writer_ != nullptr) dump = [session = s.get()] { return session->flush(); };
     FTJIT_TRY(s->triggers_->start(std::move(dump)));
   }
   ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
@@ -371,7 +371,15 @@ Status TraceSession::stop() {
 Status TraceSession::flush() {
   if (stopped_) return session_error("the session has stopped");
   if (!writer_) return session_error("no plugin of this session buffers events");
-  return writer_->flush();
+  FTJIT_TRY(writer_->flush());
+  // What consume() wrote is in the files now, not in their stdio buffers:
+  // a flight recorder's dump is there to be read while the program runs.
+  // (stdio locks each stream: the writer thread may be writing to it.)
+  for (auto& inst : instances_) {
+    if (inst->out != nullptr) std::fflush(inst->out);
+  }
+  if (out_ != nullptr) std::fflush(out_);
+  return {};
 }
 
 Status TraceSession::report() {
