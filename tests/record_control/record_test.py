@@ -116,10 +116,13 @@ def oracle(calls, o, every_call=False):
     return out
 
 
-def traced(tids, chrome):
-    """thread name -> [(fn, depth)] of the trace's entries, per thread."""
+def traced(tids, chrome, durations=None):
+    """thread name -> [(fn, depth)] of the trace's entries, per thread;
+    `durations`, if given, gets thread name -> each entry's duration (µs)."""
     names = {tid: name for name, tid in tids.items()}
     out = {name: [] for name in tids}
+    if durations is not None:
+        durations.update({name: [] for name in tids})
     open_frames = {}
     for e in chrome["traceEvents"]:
         if e["ph"] not in ("B", "E"):
@@ -129,10 +132,14 @@ def traced(tids, chrome):
             continue
         frames = open_frames.setdefault(name, [])
         if e["ph"] == "B":
-            frames.append(e["name"])
+            frames.append((e["name"], len(out[name]), float(e["ts"])))
             out[name].append((e["name"], len(frames)))
-        elif check(frames and frames[-1] == e["name"], "%s: exit of %s unmatched" % (name, e["name"])):
-            frames.pop()
+            if durations is not None:
+                durations[name].append(0.0)
+        elif check(frames and frames[-1][0] == e["name"], "%s: exit of %s unmatched" % (name, e["name"])):
+            _, index, begun = frames.pop()
+            if durations is not None:
+                durations[name][index] = float(e["ts"]) - begun
     for name, frames in open_frames.items():
         check(not frames, "%s: frames never exited: %s" % (name, frames))
     return out
@@ -143,20 +150,45 @@ def run_trace(tmp, label, o, extra=(), env_extra=None):
     r = ftjit("run", "--plugin", "trace", "--format", "chrome", "-o", path, *o.args(), *extra,
               "--", FIXTURE, env_extra=env_extra)
     if not check(r.returncode == 0, "%s: ftjit run failed: %s" % (label, r.stderr.strip())):
-        return None, None, None
+        return None, None, None, None
     tids, calls = fixture_log(r.stdout)
+    durations = {}
     with open(path) as f:
-        return tids, calls, traced(tids, json.load(f))
+        return tids, calls, traced(tids, json.load(f), durations), durations
+
+
+def timed_longer(got, want, durations, floor_ms):
+    """Under --min-duration, the calls recorded beyond the oracle's: each
+    must be one the gate timed at least the floor, though the call's own
+    clock (inside its body) said shorter: its thread was preempted in the
+    trampoline, outside the body (seen under qemu-user on a loaded
+    machine). None when `got` is not the oracle's calls plus such ones."""
+    extra, j = [], 0
+    for i, entry in enumerate(got):
+        if j < len(want) and entry[0] == want[j][0]:
+            j += 1
+        elif durations[i] >= floor_ms * 1000:
+            extra.append((entry[0], round(durations[i] / 1000, 1)))
+        else:
+            return None
+    return extra if j == len(want) else None
 
 
 def trace_case(tmp, label, o, extra=(), env_extra=None, like=None):
     """`like`: the options whose oracle this run must match (a signal
     trigger fires where a function trigger would)."""
-    tids, calls, got = run_trace(tmp, label, o, extra, env_extra)
+    tids, calls, got, durations = run_trace(tmp, label, o, extra, env_extra)
     if got is None:
         return
     want = oracle(calls, like or o)
+    min_ms = (like or o).min_ms
     for name in calls:
+        if got[name] != want[name] and min_ms:
+            longer = timed_longer(got[name], want[name], durations[name], min_ms)
+            if longer is not None:
+                print("  %s: %s also recorded, timed at least %d ms with the trampoline (ms)" % (
+                    name, longer, min_ms))
+                got[name] = want[name]
         if got[name] != want[name]:
             check(False, "%s: thread %s recorded %d calls, the oracle %d; first difference at %s" % (
                 label, name, len(got[name]), len(want[name]),
@@ -227,7 +259,7 @@ def main():
 
         # Time triggers: the fixture's phases take about 30 ms each (sleeps),
         # so 90 ms after the attach is past phase 0 and before phase 9.
-        tids, calls, got = run_trace(tmp, "--start-after 90ms", Opts(), ["--start-after", "90ms"])
+        tids, calls, got, _ = run_trace(tmp, "--start-after 90ms", Opts(), ["--start-after", "90ms"])
         if got is not None:
             for name in calls:
                 everything_here = [(fn, d) for fn, d, _, _ in calls[name]]
@@ -240,7 +272,7 @@ def main():
                 check(len(got["main"]) < len(calls["main"]), "--start-after 90ms: phase 0 was recorded")
                 check(all(len(got[n]) > 0 for n in calls if n != "main"), "--start-after 90ms: phase 9 not recorded")
             print("ok --start-after 90ms: %d calls, the last of each thread" % sum(len(v) for v in got.values()))
-        tids, calls, got = run_trace(tmp, "--start-after 100s", Opts(), ["--start-after", "100s"])
+        tids, calls, got, _ = run_trace(tmp, "--start-after 100s", Opts(), ["--start-after", "100s"])
         if got is not None:
             check(all(not v for v in got.values()), "--start-after 100s recorded calls")
 
@@ -291,7 +323,15 @@ def main():
                     want[fn] = want.get(fn, 0) + 1
             report = json.load(open(path))
             got = {f["name"]: f["count"] for f in report["functions"]}
-            check(got == want, "latency --min-duration %dms: %s, want %s" % (MIN_MS, got, want))
+            # As for trace: a few calls more, each timed at least the floor
+            # by the gate (preempted in the trampoline, outside the body).
+            longest = {f["name"]: f["max_ns"] for f in report["functions"]}
+            more = {fn: n - want.get(fn, 0) for fn, n in got.items() if n != want.get(fn, 0)}
+            tolerated = all(n > 0 and longest[fn] >= MIN_MS * 1e6 for fn, n in more.items()) and \
+                sum(more.values()) <= 3 and all(fn in got for fn in want)
+            if more and tolerated:
+                print("  latency also recorded %s, timed at least %d ms with the trampoline" % (more, MIN_MS))
+            check(got == want or tolerated, "latency --min-duration %dms: %s, want %s" % (MIN_MS, got, want))
             shortest = min((f["total_ns"] / f["count"] for f in report["functions"]), default=0)
             check(shortest >= MIN_MS * 1e6, "latency --min-duration: a call shorter than %d ms" % MIN_MS)
             print("ok latency --min-duration %dms: %s" % (MIN_MS, got))
