@@ -179,10 +179,11 @@ took "the ASan+UBSan build" "$t0"
 finish_background_leg hazard
 [ -n "${bg_pid[arm64-kernel]:-}" ] && finish_background_leg arm64-kernel
 # The kill sweep runs whole in the normal build; checked, a sample of it,
-# and so the relocated entries' attach/detach cycles (1000 natively).
+# and so the relocated entries' attach/detach cycles (1000 natively) and
+# the live-control changes (1000 natively, 107 s under ASan on 2 cores).
 # The hazard cycles: once, natively, above.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  FTJIT_KILL_SWEEP=${FTJIT_ASAN_KILL_SWEEP:-30} FTJIT_RELOC_CYCLES=300 \
+  FTJIT_KILL_SWEEP=${FTJIT_ASAN_KILL_SWEEP:-30} FTJIT_RELOC_CYCLES=300 FTJIT_LIVE_CHANGES=200 \
   run_ctest asan+ubsan build-asan -LE hazard
 
 echo "== building with TSan"
