@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -310,6 +311,15 @@ class Instance {
   std::mutex error_mu_;
   std::string error_;
 };
+
+// The record limits of `record` in `gate` and in what record_info()
+// answers (a counting plugin's gate is neither sampled nor filtered by
+// time): at start and at each live change (session_control.cpp).
+void apply_record_limits(Gate& gate, const RecordControl& record);
+
+// "--sample: no plugin of this session is narrowed by it (...)" when
+// every plugin counts every call; "" when one is narrowed.
+std::string unnarrowed(const std::vector<std::unique_ptr<Instance>>& instances, const char* option);
 
 // futex(2) on a 32-bit word, for the event path and the writer (no libc
 // lock, async-signal-safe). wait returns on a wake, a changed word, a

@@ -24,6 +24,32 @@ std::string time_text(uint64_t ns) {
 
 }  // namespace
 
+namespace detail {
+
+void apply_record_limits(Gate& gate, const RecordControl& record) {
+  gate.max_depth.store(record.max_depth, std::memory_order_relaxed);
+  gate.sample_period.store(gate.every_call || record.sample_period <= 1 ? 0 : record.sample_period,
+                           std::memory_order_relaxed);
+  gate.min_duration_ns.store(gate.every_call ? 0 : record.min_duration_ns, std::memory_order_relaxed);
+  gate.info.struct_size = sizeof(ftjit_record_info);
+  gate.info.max_depth = record.max_depth;
+  gate.info.sample_period = record.sample_period <= 1 ? 1 : record.sample_period;
+  gate.info.min_duration_ns = record.min_duration_ns;
+  gate.info.triggers = static_cast<uint32_t>(record.triggers.size()) + (record.start_after_ns != 0) +
+                       (record.stop_after_ns != 0) + (record.signal != 0);
+  gate.info.applies = gate.every_call ? 0 : 1;
+}
+
+std::string unnarrowed(const std::vector<std::unique_ptr<Instance>>& instances, const char* option) {
+  const bool none = std::all_of(instances.begin(), instances.end(),
+                                [](const auto& inst) { return inst->gate.every_call; });
+  if (!none || instances.empty()) return {};
+  return std::string(option) + ": no plugin of this session is narrowed by it (" + instances.front()->name() +
+         " counts every call); use it with trace, flame or latency";
+}
+
+}  // namespace detail
+
 bool TraceSession::live() const {
   return !instances_.empty() &&
          std::all_of(instances_.begin(), instances_.end(), [](const auto& inst) { return inst->gated; });
@@ -43,11 +69,9 @@ Status TraceSession::control(const Control& change) {
   }
   const bool narrows = (change.sample_period && *change.sample_period > 1) ||
                        (change.min_duration_ns && *change.min_duration_ns != 0);
-  if (narrows && std::all_of(instances_.begin(), instances_.end(),
-                             [](const auto& inst) { return inst->gate.every_call; })) {
-    return control_error(std::string(change.sample_period ? "--sample" : "--min-duration") +
-                         ": no plugin of this session is narrowed by it (" + instances_.front()->name() +
-                         " counts every call)");
+  if (narrows) {
+    const std::string why = detail::unnarrowed(instances_, change.sample_period ? "--sample" : "--min-duration");
+    if (!why.empty()) return control_error(why);
   }
 
   // The filter first: the only change that can fail half-way.
@@ -79,16 +103,7 @@ Status TraceSession::control(const Control& change) {
   if (change.max_depth) record.max_depth = *change.max_depth;
   if (change.sample_period) record.sample_period = *change.sample_period;
   if (change.min_duration_ns) record.min_duration_ns = *change.min_duration_ns;
-  for (auto& inst : instances_) {
-    detail::Gate& gate = inst->gate;
-    gate.max_depth.store(record.max_depth, std::memory_order_relaxed);
-    gate.sample_period.store(gate.every_call || record.sample_period <= 1 ? 0 : record.sample_period,
-                             std::memory_order_relaxed);
-    gate.min_duration_ns.store(gate.every_call ? 0 : record.min_duration_ns, std::memory_order_relaxed);
-    gate.info.max_depth = record.max_depth;
-    gate.info.sample_period = record.sample_period <= 1 ? 1 : record.sample_period;
-    gate.info.min_duration_ns = record.min_duration_ns;
-  }
+  for (auto& inst : instances_) detail::apply_record_limits(inst->gate, record);
   // Paused, the plugins' sites are unpatched (each plugin in one batch):
   // a paused function costs what an untraced one does. The trigger ops
   // stay: a trigger still fires while paused.

@@ -203,22 +203,12 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     gate.entry = d->entry;
     gate.exit = d->exit;
     gate.every_call = every_call;
-    gate.max_depth.store(record.max_depth, std::memory_order_relaxed);
-    gate.sample_period.store(every_call || record.sample_period <= 1 ? 0 : record.sample_period,
-                             std::memory_order_relaxed);
-    gate.min_duration_ns.store(every_call ? 0 : record.min_duration_ns, std::memory_order_relaxed);
     gate.regs_bytes = (ctx.ops.flags & FTJIT_OPS_F_NO_FP) != 0 ? offsetof(ftjit_plugin_regs, fp)
                                                                : sizeof(ftjit_plugin_regs);
     gate.recording = s->triggers_ != nullptr ? s->triggers_->recording() : nullptr;
-    gate.info.struct_size = sizeof(ftjit_record_info);
-    gate.info.max_depth = record.max_depth;
-    gate.info.sample_period = record.sample_period <= 1 ? 1 : record.sample_period;
-    gate.info.triggers = static_cast<uint32_t>(record.triggers.size()) + (record.start_after_ns != 0) +
-                         (record.stop_after_ns != 0);
-    gate.info.min_duration_ns = record.min_duration_ns;
-    gate.info.applies = every_call ? 0 : 1;
-    // A live session keeps the gate whatever it records now: pause,
-    // resume and the limits change through it (TraceSession::control).
+    detail::apply_record_limits(gate, record);
+    // A live session keeps the gate whatever it records now: the limits
+    // change through it (TraceSession::control).
     inst->gated = c.live || record.max_depth != 0 || (!every_call && record.sample_period > 1) ||
                   (!every_call && record.min_duration_ns != 0) || gate.recording != nullptr;
     if (inst->gated) {
@@ -243,15 +233,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   // Sampling and the duration filter with only plugins that count every
   // call would change nothing: refused rather than ignored.
   if (record.min_duration_ns != 0 || record.sample_period > 1) {
-    const bool none_applies = std::all_of(s->instances_.begin(), s->instances_.end(), [](const auto& inst) {
-      return (inst->plugin.desc->flags & FTJIT_PLUGIN_F_EVERY_CALL) != 0;
-    });
-    if (none_applies) {
-      return session_error(std::string(record.min_duration_ns != 0 ? "--min-duration" : "--sample") +
-                           ": no plugin of this session is narrowed by it (" +
-                           s->instances_.front()->plugin.desc->name +
-                           " counts every call); use it with trace, flame or latency");
-    }
+    const std::string why =
+        detail::unnarrowed(s->instances_, record.min_duration_ns != 0 ? "--min-duration" : "--sample");
+    if (!why.empty()) return session_error(why);
   }
 
   // 2. The output, before init, so a plugin may write a header there.
