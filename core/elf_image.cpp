@@ -110,17 +110,20 @@ bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
   return alen != 0 && blen != 0 && a < b + blen && b < a + alen;
 }
 
+// `what()` names the string in an error: built only for one, not for
+// each of a million symbols' names.
+template <typename Describe>
 Result<std::string_view> string_at(std::span<const uint8_t> table, uint64_t index,
-                                   const std::string& what) {
+                                   const Describe& describe) {
   if (index >= table.size()) {
-    return elf_error(what + ": string index " + hex(index) +
+    return elf_error(describe() + ": string index " + hex(index) +
                      " is outside its string table (" + std::to_string(table.size()) +
                      " bytes)");
   }
   const auto* start = table.data() + index;
   const auto* end = static_cast<const uint8_t*>(std::memchr(start, 0, table.size() - index));
   if (end == nullptr) {
-    return elf_error(what + ": string at index " + hex(index) +
+    return elf_error(describe() + ": string at index " + hex(index) +
                      " is not terminated inside its string table");
   }
   return std::string_view(reinterpret_cast<const char*>(start),
@@ -302,7 +305,7 @@ class Sections {
     for (uint64_t i = 1; i < count; ++i) {
       const auto& sh = s.headers_[i];
       if (table.shstrndx != SHN_UNDEF) {
-        auto name = string_at(s.names_, sh.sh_name, section_label(i, {}) + " name");
+        auto name = string_at(s.names_, sh.sh_name, [&] { return section_label(i, {}) + " name"; });
         FTJIT_TRY(name);
         s.name_views_[i] = name.value();
       } else if (sh.sh_name != 0) {
@@ -437,12 +440,20 @@ Status apply_dynamic_relocations(const Sections& sections, Isa isa,
     }
     auto bytes = sections.contents(i);
     const uint64_t count = bytes.size() / sizeof(Elf64_Rela);
+    // Linkers sort a module's relocations by address, so the word after
+    // the last one hit is the likely next: a million records' relocations
+    // then cost no binary search each. Anything else still finds its word.
+    auto next = words.begin();
     for (uint64_t r = 0; r < count; ++r) {
       Elf64_Rela rela;
       std::memcpy(&rela, bytes.data() + r * sizeof rela, sizeof rela);
-      auto it = std::lower_bound(words.begin(), words.end(), rela.r_offset,
-                                 [](const RecordWord& w, uint64_t a) { return w.vaddr < a; });
+      if (rela.r_offset < words.front().vaddr || rela.r_offset > words.back().vaddr) continue;
+      auto it = next != words.end() && next->vaddr == rela.r_offset
+                    ? next
+                    : std::lower_bound(words.begin(), words.end(), rela.r_offset,
+                                       [](const RecordWord& w, uint64_t a) { return w.vaddr < a; });
       if (it == words.end() || it->vaddr != rela.r_offset) continue;
+      next = it + 1;
       const uint32_t type = ELF64_R_TYPE(rela.r_info);
       const uint64_t sym_index = ELF64_R_SYM(rela.r_info);
       const auto addend = static_cast<uint64_t>(rela.r_addend);
@@ -500,8 +511,10 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
       words.push_back({sh.sh_addr + off, value});
     }
   }
-  std::stable_sort(words.begin(), words.end(),
-                   [](const RecordWord& a, const RecordWord& b) { return a.vaddr < b.vaddr; });
+  // One section's words come in address order already: sorted only when
+  // several sections interleave.
+  auto by_vaddr = [](const RecordWord& a, const RecordWord& b) { return a.vaddr < b.vaddr; };
+  if (!std::is_sorted(words.begin(), words.end(), by_vaddr)) std::stable_sort(words.begin(), words.end(), by_vaddr);
   FTJIT_TRY(apply_dynamic_relocations(sections, isa, words));
 
   std::vector<uint64_t> records;
@@ -510,7 +523,7 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
     // A zero word is the record of a function the linker dropped.
     if (w.value != 0 && in_executable_segment(segments, w.value)) records.push_back(w.value);
   }
-  std::sort(records.begin(), records.end());
+  if (!std::is_sorted(records.begin(), records.end())) std::sort(records.begin(), records.end());
   records.erase(std::unique(records.begin(), records.end()), records.end());
   return records;
 }
@@ -562,7 +575,10 @@ int binding_rank(unsigned char info) {
   }
 }
 
-Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections) {
+// Names go into *names, one after the other; the symbols' views of them
+// are set once it stops growing.
+Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections,
+                                              std::string* names) {
   uint64_t index = 0;
   for (unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
     for (uint64_t i = 1; i < sections.count() && index == 0; ++i) {
@@ -588,11 +604,17 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
   };
   std::vector<ElfSymbol> symbols;
   std::vector<Key> keys;
+  std::vector<std::pair<uint64_t, uint32_t>> name_at;  // offset in *names, length
+  // At most one of each per symbol: no regrowth (each would fault in
+  // fresh pages again for a million symbols).
+  symbols.reserve(table->count());
+  keys.reserve(table->count());
+  name_at.reserve(table->count());
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
     auto sym = table->at(i);
     const unsigned type = ELF64_ST_TYPE(sym.st_info);
     if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
-    auto name = string_at(table->strings, sym.st_name, label + " symbol " + std::to_string(i));
+    auto name = string_at(table->strings, sym.st_name, [&] { return label + " symbol " + std::to_string(i); });
     FTJIT_TRY(name);
     name_bytes += name->size();
     if (name_bytes > budget) {
@@ -604,14 +626,20 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
     const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
                          sections[sym.st_shndx].sh_type != SHT_NULL &&
                          (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
-    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, std::string(name.value()),
-                                type == STT_GNU_IFUNC, in_code});
+    name_at.emplace_back(names->size(), static_cast<uint32_t>(name->size()));
+    names->append(name.value());
+    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, {}, type == STT_GNU_IFUNC, in_code});
   }
-  std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    symbols[i].name = std::string_view(*names).substr(name_at[i].first, name_at[i].second);
+  }
+  auto before = [&](const Key& a, const Key& b) {
     if (a.value != b.value) return a.value < b.value;
     if (a.rank != b.rank) return a.rank < b.rank;
     return symbols[a.index].name < symbols[b.index].name;
-  });
+  };
+  // A generated or simply linked table often comes in order already.
+  if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
   functions.reserve(keys.size());
   for (const Key& k : keys) functions.push_back(std::move(symbols[k.index]));
   return functions;
@@ -665,8 +693,10 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   FTJIT_TRY(records);
   img.records_ = std::move(records.value());
   img.record_code_ = read_code_near_records(file, img.segments_, img.records_);
-  auto functions = read_functions(file, sections.value());
+  auto names = std::make_shared<std::string>();
+  auto functions = read_functions(file, sections.value(), names.get());
   FTJIT_TRY(functions);
+  img.function_names_ = std::move(names);
   img.functions_ = std::move(functions.value());
   return img;
 }

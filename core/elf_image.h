@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -16,7 +18,9 @@ namespace ftjit {
 struct ElfSymbol {
   uint64_t value = 0;  // link-time virtual address
   uint64_t size = 0;
-  std::string name;    // as in the string table (mangled for C++)
+  // As in the string table (mangled for C++): a view of its ElfImage's
+  // copy of the names, valid as long as that image (or a copy of it) is.
+  std::string_view name;
   bool ifunc = false;  // STT_GNU_IFUNC: value is the resolver, not the function
   // Defined in a section with SHF_EXECINSTR (false for SHN_ABS and the
   // like): only such a symbol may be a function whose sled lost its
@@ -140,6 +144,9 @@ class ElfImage {
   std::vector<uint64_t> records_;
   std::vector<uint8_t> record_code_;  // kCodeWindowBytes per record
   std::vector<ElfSymbol> functions_;
+  // The bytes functions_' names view: one allocation for all of them,
+  // shared by copies of the image.
+  std::shared_ptr<const std::string> function_names_;
   std::vector<Segment> segments_;
   Segment eh_frame_hdr_;
   std::vector<DebugSection> debug_sections_;

@@ -102,7 +102,7 @@ std::span<const IrelativeSlot> irelative_slots_of(std::span<const IrelativeSlot>
 }
 
 std::string ifunc_implementation_name(const ElfImage& image, uint64_t impl, std::string_view ifunc_name) {
-  if (const ElfSymbol* s = image.function_at(impl); s != nullptr && !s->ifunc) return s->name;
+  if (const ElfSymbol* s = image.function_at(impl); s != nullptr && !s->ifunc) return std::string(s->name);
   return std::string(ifunc_name) + " implementation";
 }
 

@@ -19,7 +19,7 @@ std::string describe(const ElfImage& image, uint64_t addr) {
   std::string out = format_hex(addr);
   if (it != fns.begin()) {
     const ElfSymbol& s = *std::prev(it);
-    if (addr < s.value + std::max<uint64_t>(s.size, 1)) out += " (" + s.name + "+" + format_hex(addr - s.value) + ")";
+    if (addr < s.value + std::max<uint64_t>(s.size, 1)) out += " (" + std::string(s.name) + "+" + format_hex(addr - s.value) + ")";
   }
   return out;
 }
@@ -172,7 +172,7 @@ RelocationPlan plan_relocation(const ElfSymbol& fn, std::span<const uint8_t> fil
       if (s.value >= fn.value) break;
       if (s.value + s.size > fn.value)
         return refuse(RelocationRefusal::kNotFunctionStart,
-                      "no .eh_frame FDE starts at the symbol, which lies inside " + s.name);
+                      "no .eh_frame FDE starts at the symbol, which lies inside " + std::string(s.name));
     }
     if (refs.may_fall_into(fn.value))
       return refuse(RelocationRefusal::kNotFunctionStart,

@@ -140,11 +140,11 @@ Status Engine::relocate_matching(const Filter& filter) {
         auto impl = ifunc_implementation(path, main_exe ? "/proc/self/exe" : path, obj.load_bias, image, *ifunc,
                                          traits.reloc_irelative);
         if (!impl) {
-          note(base + "!" + fn.named->name + ": not relocated: an IFUNC: " + impl.error().message);
+          note(base + "!" + std::string(fn.named->name) + ": not relocated: an IFUNC: " + impl.error().message);
           continue;
         }
         if (taken.count(impl->address) == 0)
-          note(base + "!" + fn.named->name + ": an IFUNC, whose implementation here is " + impl->describe);
+          note(base + "!" + std::string(fn.named->name) + ": an IFUNC, whose implementation here is " + impl->describe);
         entry = impl->address;
         entry_path = std::move(impl->path);
         entry_bias = impl->load_bias;
@@ -153,10 +153,10 @@ Status Engine::relocate_matching(const Filter& filter) {
       bool special = false;
       for (const ElfSymbol& s : fn.symbols) special |= never_relocated(s.name);
       if (special) {
-        note(base + "!" + fn.named->name + ": not relocated: it returns twice, never returns or switches stacks");
+        note(base + "!" + std::string(fn.named->name) + ": not relocated: it returns twice, never returns or switches stacks");
         continue;
       }
-      wanted.push_back({entry, fn.named->name, std::move(fn.demangled), std::move(entry_path), entry_bias});
+      wanted.push_back({entry, std::string(fn.named->name), std::move(fn.demangled), std::move(entry_path), entry_bias});
     }
     if (wanted.empty()) continue;
 

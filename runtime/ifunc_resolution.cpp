@@ -85,7 +85,7 @@ Result<IfuncImplementation> ifunc_implementation(const std::string& path, const 
     void* handle = real_dlopen(read_path == path ? path.c_str() : nullptr, RTLD_NOLOAD | RTLD_LAZY);
     if (handle == nullptr)
       return make_error(FTJIT_E_NOT_PATCHABLE, "no IRELATIVE word, and the loader does not know " + path);
-    void* p = dlsym(handle, ifunc.name.c_str());
+    void* p = dlsym(handle, std::string(ifunc.name).c_str());
     real_dlclose(handle);
     if (p == nullptr) return make_error(FTJIT_E_NOT_PATCHABLE, "no IRELATIVE word, and dlsym does not resolve it");
     out.address = reinterpret_cast<uint64_t>(p);
@@ -112,7 +112,7 @@ Result<IfuncImplementation> ifunc_implementation(const std::string& path, const 
     out.load_bias = lm->l_addr;
     name = info.dli_sname != nullptr && reinterpret_cast<uint64_t>(info.dli_saddr) == out.address
                ? info.dli_sname
-               : ifunc.name + " implementation";
+               : std::string(ifunc.name) + " implementation";
   }
   out.describe = name + " (" + std::string(path_basename(out.path)) + "+" + format_hex(out.address - out.load_bias) +
                  "), " + how;

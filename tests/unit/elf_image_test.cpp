@@ -183,7 +183,7 @@ TEST(ElfImageTest, OptedOutFunctionHasNoRecord) {
     std::set<std::string> named;
     for (uint64_t r : img->patchable_records()) {
       const ElfSymbol* s = img->function_at(r);
-      named.insert(s != nullptr ? s->name : "?");
+      named.insert(s != nullptr ? std::string(s->name) : "?");
     }
     EXPECT_EQ(named, (std::set<std::string>{"fx_before", "fx_after"}));
   }
@@ -296,7 +296,7 @@ TEST(ElfImageSyntheticTest, SymbolSelectionAndTieOrder) {
   ASSERT_TRUE(img.ok()) << img.error().message;
   EXPECT_FALSE(img->has_patchable_section());
   std::vector<std::string> names;
-  for (const auto& f : img->functions()) names.push_back(f.name);
+  for (const auto& f : img->functions()) names.emplace_back(f.name);
   EXPECT_EQ(names, (std::vector<std::string>{"global", "weak", "local", "ifunc"}));
   ASSERT_NE(img->function_at(text), nullptr);
   EXPECT_EQ(img->function_at(text)->name, "global");
