@@ -269,8 +269,8 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
     const std::string base = base_name(m.path);
     std::vector<const DiscoveredSite*> selected;
     for (const DiscoveredSite& site : found.sites) {
-      if (!filter->matches(base, site.name, site.demangled)) continue;
-      if (args_filter && !args_filter->matches(base, site.name, site.demangled)) continue;
+      if (!filter->matches(base, site.name, site.shown_name())) continue;
+      if (args_filter && !args_filter->matches(base, site.name, site.shown_name())) continue;
       selected.push_back(&site);
     }
     if (selected.empty()) continue;
@@ -321,7 +321,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
             continue;
           }
           const ArgPlace place = i < f.placed.params.size() ? f.placed.params[i] : ArgPlace{};
-          if (auto st = by_arg_key_ok(options.by_arg, site->demangled, params[i], place, notes); !st) {
+          if (auto st = by_arg_key_ok(options.by_arg, site->shown_name(), params[i], place, notes); !st) {
             return st.take_error();
           } else if (*st) {
             ++by_arg_functions;
@@ -332,7 +332,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
       f.args = options.args || !options.globs.empty() || !options.when.empty();
       f.retval = options.retval || options.args;
       for (size_t k = 0; k < clauses.size(); ++k) {
-        if (!glob_match(clauses[k].function, site->demangled) && !glob_match(clauses[k].function, site->name)) {
+        if (!glob_match(clauses[k].function, site->shown_name()) && !glob_match(clauses[k].function, site->name)) {
           continue;
         }
         clause_matched[k] = true;
@@ -345,14 +345,14 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
           const auto& params = f.signature.params;
           auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.name == term.param; });
           if (p == params.end()) {
-            return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + site->demangled +
+            return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + site->shown_name() +
                                                             " has no parameter '" + term.param +
                                                             "'; its parameters: " + param_list(f.signature));
           }
           const size_t index = static_cast<size_t>(p - params.begin());
           if (f.placed.params[index].unavailable) {
             return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + term.param + " of " +
-                                                            site->demangled + " cannot be read at entry (" +
+                                                            site->shown_name() + " cannot be read at entry (" +
                                                             f.placed.params[index].why + ")");
           }
           ArgCondition c;

@@ -59,8 +59,8 @@ int run_list_process(const ListOptions& o, const Filter& filter) {
     const std::string base(path_basename(m.path));
     for (const DiscoveredSite& s : m.found.sites) {
       ++total;
-      if (!filter.matches(base, s.name, s.demangled)) continue;
-      const char* name = s.demangled.empty() ? "?" : s.demangled.c_str();
+      if (!filter.matches(base, s.name, s.shown_name())) continue;
+      const char* name = s.shown_name().empty() ? "?" : s.shown_name().c_str();
       std::printf("%#" PRIx64 "\t%s%s\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
                   s.recovered ? kRecoveredMark : "", name, base.c_str());
       ++shown;
@@ -119,8 +119,8 @@ int run_list(const ListOptions& o) {
   const Backend* backend = backend_for(module->isa);
   size_t shown = 0, unusable = 0;
   for (const DiscoveredSite& s : module->sites) {
-    if (!filter->matches(base, s.name, s.demangled)) continue;
-    const char* name = s.demangled.empty() ? "?" : s.demangled.c_str();
+    if (!filter->matches(base, s.name, s.shown_name())) continue;
+    const char* name = s.shown_name().empty() ? "?" : s.shown_name().c_str();
     const char* layout = s.prefix_bytes >= 8 ? "slot" : "entry";
     if (backend != nullptr) {
       const IsaTraits& t = backend->traits();

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/sort_by_address.h"
+
 namespace ftjit {
 namespace {
 
@@ -575,8 +577,8 @@ int binding_rank(unsigned char info) {
   }
 }
 
-// Names go into *names, one after the other; the symbols' views of them
-// are set once it stops growing.
+// `*names` becomes a copy of the symbol table's strings, which the
+// functions' names view.
 Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections,
                                               std::string* names) {
   uint64_t index = 0;
@@ -594,27 +596,26 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
   const std::string label = sections.label(index);
   const uint64_t budget = kNameBudgetFactor * file.size() + kNameBudgetSlack;
   uint64_t name_bytes = 0;
+  auto name_of = [&](uint64_t i) {  // checked by the first pass
+    return string_at(table->strings, table->at(i).st_name, [&] { return label + " symbol " + std::to_string(i); });
+  };
 
-  // Sort light keys, not the symbols: a million std::string moves per
-  // merge pass is what made large modules slow to discover.
+  // Two passes over the table, sorting light keys in between: nothing of a
+  // million symbols is copied twice, and nothing is allocated per symbol
+  // (fresh memory costs a page fault per 4 KiB, most of what discovering
+  // a large module cost).
   struct Key {
     uint64_t value;
-    int rank;
-    uint32_t index;
+    uint32_t rank;
+    uint32_t index;  // in the symbol table
   };
-  std::vector<ElfSymbol> symbols;
   std::vector<Key> keys;
-  std::vector<std::pair<uint64_t, uint32_t>> name_at;  // offset in *names, length
-  // At most one of each per symbol: no regrowth (each would fault in
-  // fresh pages again for a million symbols).
-  symbols.reserve(table->count());
   keys.reserve(table->count());
-  name_at.reserve(table->count());
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
-    auto sym = table->at(i);
+    const auto sym = table->at(i);
     const unsigned type = ELF64_ST_TYPE(sym.st_info);
     if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
-    auto name = string_at(table->strings, sym.st_name, [&] { return label + " symbol " + std::to_string(i); });
+    auto name = name_of(i);
     FTJIT_TRY(name);
     name_bytes += name->size();
     if (name_bytes > budget) {
@@ -622,26 +623,35 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
                        " bytes, too many for a " + std::to_string(file.size()) +
                        "-byte file");
     }
-    keys.push_back({sym.st_value, binding_rank(sym.st_info), static_cast<uint32_t>(symbols.size())});
-    const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
-                         sections[sym.st_shndx].sh_type != SHT_NULL &&
-                         (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
-    name_at.emplace_back(names->size(), static_cast<uint32_t>(name->size()));
-    names->append(name.value());
-    symbols.push_back(ElfSymbol{sym.st_value, sym.st_size, {}, type == STT_GNU_IFUNC, in_code});
-  }
-  for (size_t i = 0; i < symbols.size(); ++i) {
-    symbols[i].name = std::string_view(*names).substr(name_at[i].first, name_at[i].second);
+    keys.push_back({sym.st_value, static_cast<uint32_t>(binding_rank(sym.st_info)), static_cast<uint32_t>(i)});
   }
   auto before = [&](const Key& a, const Key& b) {
     if (a.value != b.value) return a.value < b.value;
     if (a.rank != b.rank) return a.rank < b.rank;
-    return symbols[a.index].name < symbols[b.index].name;
+    return name_of(a.index).value() < name_of(b.index).value();
   };
-  // A generated or simply linked table often comes in order already.
-  if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
+  // By value first (a radix sort: symbol tables come in no useful order),
+  // then the few runs of one value by rank and name.
+  stable_sort_by_address(keys, [](const Key& k) { return k.value; });
+  for (size_t i = 0; i < keys.size();) {
+    size_t end = i + 1;
+    while (end < keys.size() && keys[end].value == keys[i].value) ++end;
+    if (end - i > 1) std::sort(keys.begin() + static_cast<ptrdiff_t>(i), keys.begin() + static_cast<ptrdiff_t>(end), before);
+    i = end;
+  }
+
+  names->assign(reinterpret_cast<const char*>(table->strings.data()), table->strings.size());
+  const std::string_view copy(*names);
   functions.reserve(keys.size());
-  for (const Key& k : keys) functions.push_back(std::move(symbols[k.index]));
+  for (const Key& k : keys) {
+    const auto sym = table->at(k.index);
+    const std::string_view name = name_of(k.index).value();
+    const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
+                         sections[sym.st_shndx].sh_type != SHT_NULL &&
+                         (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
+    functions.push_back(ElfSymbol{sym.st_value, sym.st_size, copy.substr(sym.st_name, name.size()),
+                                  ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC, in_code});
+  }
   return functions;
 }
 

@@ -58,11 +58,15 @@ struct DiscoveredSite {
   uint8_t pad_bytes = 0;      // entry - symbol: the landing pad's size (named sites)
   OpsSlot slot_state = OpsSlot::kNone;
   std::string name;           // symbol as in the symbol table (mangled)
-  std::string demangled;      // demangled C++ name, == name for C symbols
+  // The demangled C++ name; empty when it is the name itself (a C symbol:
+  // a million of them need not carry two copies). shown_name() is either.
+  std::string demangled;
   // Found by its sled's bytes, not by a record: the toolchain dropped the
   // record (core/sled_recovery.h). record is then where the record would
   // point; everything else reads as for a recorded site.
   bool recovered = false;
+
+  const std::string& shown_name() const { return demangled.empty() ? name : demangled; }
 };
 
 // One loaded ELF object (executable or shared library) and its sites.

@@ -123,7 +123,10 @@ DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t p
                                                               : OpsSlot::kMisaligned;
   }
   site.name = function.name;
-  site.demangled = demangle(function.name);
+  if (function.name.starts_with("_Z")) {
+    std::string demangled = demangle(function.name);
+    if (demangled != site.name) site.demangled = std::move(demangled);
+  }
   return site;
 }
 

@@ -264,7 +264,7 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
   for (const DiscoveredSite& s : module.sites) {
     if (s.symbol != 0 || !s.name.empty()) owned.push_back(s.symbol - module.load_bias);
   }
-  std::sort(owned.begin(), owned.end());
+  if (!std::is_sorted(owned.begin(), owned.end())) std::sort(owned.begin(), owned.end());  // sites come by entry
   auto record_near = [&](uint64_t from, uint64_t to) {  // is a record in [from, to)?
     auto it = std::lower_bound(records.begin(), records.end(), from);
     return it != records.end() && *it < to;

@@ -230,7 +230,7 @@ uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
       rec->name_pool.append(text, 0, *len);
     };
     put(d.name, &r.name_at, &r.name_len);
-    if (d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
+    if (!d.demangled.empty() && d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
     rec->names.push_back(r);
   }
   rec->first_site = static_cast<uint32_t>(sites_.size());

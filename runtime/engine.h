@@ -404,7 +404,7 @@ class Engine {
     return orig;
   }
   const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
-  const std::string& demangled_of(uint32_t index) const { return origins_[index].found->demangled; }
+  const std::string& demangled_of(uint32_t index) const { return origins_[index].found->shown_name(); }
   Status release_after_grace();
   Status may_change(const char* what, bool needs_modules);
   Status release_if_much_retired();

@@ -117,7 +117,7 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
       EXPECT_EQ(s.slot_state, OpsSlot::kNone);
       continue;
     }
-    EXPECT_TRUE(named.emplace(s.name, s.demangled).second) << "duplicate site";
+    EXPECT_TRUE(named.emplace(s.name, s.shown_name()).second) << "duplicate site";
     auto sym_it = symbols.find(s.name);
     ASSERT_NE(sym_it, symbols.end());
     const uint64_t sym = sym_it->second;
@@ -205,7 +205,7 @@ TEST_P(ISA_SUITE(DiscoveryTest), LoadBiasShiftsEveryAddress) {
     EXPECT_EQ(b.prefix_bytes, a.prefix_bytes);
     EXPECT_EQ(b.pad_bytes, a.pad_bytes);
     EXPECT_EQ(b.name, a.name);
-    EXPECT_EQ(b.demangled, a.demangled);
+    EXPECT_EQ(b.shown_name(), a.shown_name());
   }
 }
 

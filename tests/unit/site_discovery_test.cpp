@@ -94,7 +94,7 @@ TEST_P(SiteDiscoveryFixtureTest, SitesAreExactlyThePatchableFunctionsOfTheSource
       EXPECT_TRUE(s.demangled.empty());
       continue;
     }
-    EXPECT_TRUE(found.emplace(s.name, s.demangled).second) << "duplicate site " << s.name;
+    EXPECT_TRUE(found.emplace(s.name, s.shown_name()).second) << "duplicate site " << s.name;
     EXPECT_EQ(s.prefix_bytes, f.prefix_bytes) << s.name;
     EXPECT_EQ(s.entry - s.record, s.prefix_bytes) << s.name;
   }
@@ -222,7 +222,7 @@ TEST(SiteDiscoverySyntheticTest, NearestSymbolOwnedByNoCloserRecordNamesTheSite)
     EXPECT_EQ(module->sites[i].entry, want[i].entry + 0x1000);
     EXPECT_EQ(module->sites[i].prefix_bytes, want[i].prefix);
     EXPECT_EQ(module->sites[i].name, want[i].name);
-    EXPECT_EQ(module->sites[i].demangled, want[i].name);
+    EXPECT_EQ(module->sites[i].shown_name(), want[i].name);
   }
 }
 

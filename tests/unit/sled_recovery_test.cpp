@@ -41,7 +41,7 @@ DiscoveredModule discover(const char* name) {
 std::set<std::string> names(const DiscoveredModule& m, bool recovered) {
   std::set<std::string> out;
   for (const DiscoveredSite& s : m.sites) {
-    if (s.recovered == recovered) out.insert(s.demangled);
+    if (s.recovered == recovered) out.insert(s.shown_name());
   }
   return out;
 }
@@ -117,7 +117,7 @@ TEST(SledRecoveryTest, DroppedRecordsAreRecoveredExactly) {
 TEST(SledRecoveryTest, RecoveredSitesAreWhatARecordWouldGive) {
   const DiscoveredModule slot = discover("rc_dropped_p13_8");
   for (const DiscoveredSite& s : slot.sites) {
-    SCOPED_TRACE(s.demangled);
+    SCOPED_TRACE(s.shown_name());
     EXPECT_EQ(s.entry, s.symbol);
     EXPECT_EQ(s.record, s.symbol - 8);
     EXPECT_EQ(s.prefix_bytes, 8u);
@@ -126,7 +126,7 @@ TEST(SledRecoveryTest, RecoveredSitesAreWhatARecordWouldGive) {
   }
   const DiscoveredModule entry = discover("rc_dropped_p5");
   for (const DiscoveredSite& s : entry.sites) {
-    SCOPED_TRACE(s.demangled);
+    SCOPED_TRACE(s.shown_name());
     EXPECT_EQ(s.entry, s.symbol);
     EXPECT_EQ(s.record, s.symbol);
     EXPECT_EQ(s.prefix_bytes, 0u);
