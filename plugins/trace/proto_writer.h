@@ -11,6 +11,17 @@
 
 namespace ftjit_trace {
 
+//! Writes `value` as a varint at `p`; returns the byte after it (at most
+//! ten bytes are written).
+inline uint8_t *put_varint(uint8_t *p, uint64_t value) {
+  while (value >= 0x80) {
+    *p++ = uint8_t(value) | 0x80;
+    value >>= 7;
+  }
+  *p++ = uint8_t(value);
+  return p;
+}
+
 //! Appends fields of one message; nested messages are encoded in their own
 //! ProtoWriter first, because a length prefix precedes its bytes.
 class ProtoWriter {
@@ -41,6 +52,11 @@ class ProtoWriter {
   }
 
   const std::string &bytes() const { return bytes_; }
+  //! The bytes of the empty slot a tag of this kind takes (for encoders
+  //! that write straight into a buffer: put_tag).
+  static constexpr uint64_t tag_value(uint32_t field, WireType type) {
+    return (uint64_t(field) << 3) | type;
+  }
   void clear() { bytes_.clear(); }
 
  private:
@@ -55,6 +71,11 @@ class ProtoWriter {
 
   std::string bytes_;
 };
+
+//! Writes a field's tag at `p`; returns the byte after it.
+inline uint8_t *put_tag(uint8_t *p, uint32_t field, ProtoWriter::WireType type) {
+  return put_varint(p, ProtoWriter::tag_value(field, type));
+}
 
 }  // namespace ftjit_trace
 

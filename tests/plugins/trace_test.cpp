@@ -162,7 +162,11 @@ namespace pf {
 constexpr uint32_t kTracePacket = 1;
 constexpr uint32_t kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11,
                    kInternedData = 12, kSequenceFlags = 13,
+                   kTimestampClockId = 58, kTracePacketDefaults = 59,
                    kTrackDescriptor = 60;
+// TracePacketDefaults, TrackEventDefaults.
+constexpr uint32_t kDefaultsClockId = 58, kDefaultsTrackEvent = 11,
+                   kDefaultTrackUuid = 11;
 constexpr uint32_t kUuid = 1, kProcess = 3, kThread = 4, kParentUuid = 5;
 constexpr uint32_t kThreadPid = 1, kThreadTid = 2, kThreadName = 5;
 constexpr uint32_t kType = 9, kNameIid = 10, kTrackUuid = 11,
@@ -221,6 +225,9 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
   std::map<uint64_t, std::map<uint64_t, std::string>> interned;  // seq -> iid -> name
   std::map<uint64_t, std::vector<std::string>> open;
   std::map<uint64_t, uint64_t> last_timestamp;    // per sequence
+  // Per sequence, its TracePacketDefaults: the clock and the track of its
+  // events that do not say theirs.
+  std::map<uint64_t, uint64_t> default_clock, default_track;
   std::map<int64_t, int> begins_by_tid;
   int unwound_ends = 0;
   uint64_t process_sequence = 0;
@@ -261,13 +268,23 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
       track_sequence[only_varint(track, pf::kUuid)] = sequence;
       ASSERT_EQ(flags.size(), 1u);
       EXPECT_EQ(flags[0].value, 1u);
+      // With the state cleared, the sequence's defaults: CLOCK_MONOTONIC
+      // (builtin clock 3) and the thread's own track.
+      auto defaults = only_message(*packet, pf::kTracePacketDefaults);
+      default_clock[sequence] = only_varint(defaults, pf::kDefaultsClockId);
+      auto event_defaults = only_message(defaults, pf::kDefaultsTrackEvent);
+      default_track[sequence] = only_varint(event_defaults, pf::kDefaultTrackUuid);
+      EXPECT_EQ(default_clock[sequence], 3u);
+      EXPECT_EQ(default_track[sequence], only_varint(track, pf::kUuid));
       continue;
     }
     // An event: on its thread's sequence, needing the state its descriptor
-    // cleared, stamped with CLOCK_MONOTONIC (builtin clock 3).
+    // cleared (the defaults too), stamped with CLOCK_MONOTONIC.
     ASSERT_EQ(flags.size(), 1u);
     EXPECT_EQ(flags[0].value, 2u);
-    EXPECT_EQ(only_varint(*packet, 58), 3u);
+    ASSERT_TRUE(default_clock.count(sequence)) << "an event before its sequence's defaults";
+    const auto clock = wire::fields_numbered(*packet, pf::kTimestampClockId);
+    EXPECT_EQ(clock.empty() ? default_clock[sequence] : clock[0].value, 3u);
     for (const auto &data : wire::fields_numbered(*packet, pf::kInternedData)) {
       auto interned_data = wire::parse_proto(data.bytes);
       ASSERT_TRUE(interned_data);
@@ -286,7 +303,8 @@ TEST(TraceTest, PerfettoDecodesToDescribedBalancedTracks) {
     }
     const uint64_t timestamp = only_varint(*packet, pf::kTimestamp);
     auto event = only_message(*packet, pf::kTrackEvent);
-    const uint64_t track = only_varint(event, pf::kTrackUuid);
+    const auto track_field = wire::fields_numbered(event, pf::kTrackUuid);
+    const uint64_t track = track_field.empty() ? default_track[sequence] : track_field[0].value;
     ASSERT_TRUE(track_tid.count(track)) << "event before its track descriptor";
     EXPECT_EQ(track_sequence[track], sequence) << "event on another thread's sequence";
     EXPECT_GE(timestamp, last_timestamp[sequence]);

@@ -117,6 +117,7 @@ def opt_int(message, key, path):
 # ---------------------------------------------------------------------------
 
 SEQ_INCREMENTAL_STATE_CLEARED = 1
+CLOCK_MONOTONIC = 3  # ClockSnapshot.Clock.BuiltinClocks
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 
 
@@ -143,7 +144,7 @@ def check_perfetto(decoded_path, raw_path, expect, sequence_order=True):
         fail(f'{len(unknown)} fields unknown to perfetto_subset.proto (wrong number or '
              f'wire type in the writer?), first: {unknown[:5]}')
 
-    sequences = {}   # id -> {'valid', 'names', 'last_ts'}
+    sequences = {}   # id -> {'valid', 'names', 'last_ts', 'clock', 'track'}
     tracks = {}      # uuid -> {'kind', 'pid', 'tid', 'name', 'parent'}
     stacks = {}      # uuid -> [name]
     last_ts_track = {}
@@ -154,15 +155,29 @@ def check_perfetto(decoded_path, raw_path, expect, sequence_order=True):
         seq_id = opt_int(packet, 'trusted_packet_sequence_id', path)
         if not seq_id:
             fail(f'{path}: no (or zero) trusted_packet_sequence_id')
-        seq = sequences.setdefault(seq_id, {'valid': False, 'names': {}, 'last_ts': None})
+        seq = sequences.setdefault(seq_id, {'valid': False, 'names': {}, 'last_ts': None,
+                                            'clock': None, 'track': None})
         flags = opt_int(packet, 'sequence_flags', path) or 0
         if flags & ~3:
             fail(f'{path}: unknown sequence_flags bits {flags:#x}')
         if flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq['valid'] = True
             seq['names'] = {}
+            seq['clock'] = seq['track'] = None
         if flags & SEQ_NEEDS_INCREMENTAL_STATE and not seq['valid']:
             fail(f'{path}: needs incremental state, but sequence {seq_id} never cleared it')
+
+        # The sequence's defaults (incremental state, as Perfetto's reader
+        # has it): applied before the packet's other fields.
+        defaults = one(packet, 'trace_packet_defaults', path, required=False)
+        if defaults is not None:
+            if not seq['valid']:
+                fail(f'{path}: trace_packet_defaults before the sequence cleared its state')
+            dpath = path + '.trace_packet_defaults'
+            seq['clock'] = opt_int(defaults, 'timestamp_clock_id', dpath)
+            event_defaults = one(defaults, 'track_event_defaults', dpath, required=False)
+            seq['track'] = (None if event_defaults is None else
+                            opt_int(event_defaults, 'track_uuid', dpath + '.track_event_defaults'))
 
         ts = opt_int(packet, 'timestamp', path)
         if ts is not None:
@@ -216,7 +231,17 @@ def check_perfetto(decoded_path, raw_path, expect, sequence_order=True):
         epath = path + '.track_event'
         if ts is None:
             fail(f'{epath}: a track event packet without timestamp')
-        uuid = as_int(one(event, 'track_uuid', epath), epath)
+        clock = opt_int(packet, 'timestamp_clock_id', path)
+        if clock is None:
+            clock = seq['clock']
+        if clock != CLOCK_MONOTONIC:
+            fail(f'{path}: timestamp on clock {clock} (None: BOOTTIME, Perfetto\'s default), '
+                 f'not CLOCK_MONOTONIC ({CLOCK_MONOTONIC})')
+        uuid = opt_int(event, 'track_uuid', epath)
+        if uuid is None:
+            uuid = seq['track']
+        if uuid is None:
+            fail(f'{epath}: no track_uuid, and its sequence {seq_id} has no default track')
         if uuid not in tracks:
             fail(f'{epath}: track_uuid {uuid} used before any descriptor of it')
         if tracks[uuid]['kind'] != 'thread':
@@ -406,6 +431,40 @@ def packet_offsets(data):
     return offsets
 
 
+def drop_first_field(data, number):
+    """The trace without the first length-delimited field `number` of a
+    packet (the packet's length adjusted)."""
+    for start in packet_offsets(data):
+        length, body = read_varint(data, start + 1)
+        pos, end = body, body + length
+        while pos < end:
+            key, value_at = read_varint(data, pos)
+            if key & 7 == 0:
+                _, next_pos = read_varint(data, value_at)
+            elif key & 7 == 1:
+                next_pos = value_at + 8
+            elif key & 7 == 2:
+                size, at = read_varint(data, value_at)
+                next_pos = at + size
+            else:
+                fail(f'mutate: wire type {key & 7} at offset {pos}')
+            if key >> 3 == number and key & 7 == 2:
+                packet = data[body:pos] + data[next_pos:end]
+                return (data[:start] + b'\x0a' + encode_varint(len(packet)) + packet +
+                        data[end:])
+            pos = next_pos
+    fail(f'mutate: no packet has a field {number}')
+
+
+def encode_varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7f | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def mutate(kind, src, dst):
     mode = 'r' if kind == 'schema-flip' else 'rb'
     with open(src, mode) as f:
@@ -419,6 +478,8 @@ def mutate(kind, src, dst):
         if new == data:
             fail('mutate: track_uuid = 11 not found in the schema')
         data = new
+    elif kind == 'drop-defaults':     # perfetto: the first trace_packet_defaults gone
+        data = drop_first_field(data, 59)
     elif kind == 'drop-end':          # chrome: the last E event of the file
         text = data.decode()
         at = text.rfind('{"ph":"E"')
