@@ -34,6 +34,7 @@ void run_attach_section(const BenchOptions &opts, Report &report);
 void run_sizes_section(const BenchOptions &opts, Report &report);
 void run_hooks_section(const BenchOptions &opts, Report &report);
 void run_plugins_section(const BenchOptions &opts, Report &report);
+void run_writer_section(const BenchOptions &opts, Report &report);
 // After plugins and hooks: the peers (LLVM XRay) on the same leaf, and
 // ftjit's matching rows of this run beside them as ratios.
 void run_peers_section(const BenchOptions &opts, Report &report);

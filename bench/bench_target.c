@@ -37,8 +37,8 @@ BENCH_LEAF_ATTRS __attribute__((patchable_function_entry(0, 0)))
 int bench_leaf_untraced(int x) { return x * 3 + 1; }
 
 /* 200 distinct functions; distinct constants so no two bodies are equal and
- * nothing can fold them together. They are never called: tracers attached
- * to them are "irrelevant" to bench_leaf. */
+ * nothing can fold them together. Only the writer section calls them:
+ * elsewhere tracers attached to them are "irrelevant" to bench_leaf. */
 /* The relocated section's pair: one body, with a sled and without. The
  * register the body claims to use gives it a prologue to relocate, as
  * every real function has (bench_leaf's two instructions are too short:
@@ -86,6 +86,20 @@ BENCH_OTHER10(16)
 BENCH_OTHER10(17)
 BENCH_OTHER10(18)
 BENCH_OTHER10(19)
+
+/* The same 200, callable: the writer section calls them in turn, so that
+ * its trace names many functions, as a program's does. */
+#define BENCH_OTHER_PTR(k) bench_other_##k,
+#define BENCH_OTHER_PTR10(t)                                                  \
+  BENCH_OTHER_PTR(t##0) BENCH_OTHER_PTR(t##1) BENCH_OTHER_PTR(t##2)           \
+  BENCH_OTHER_PTR(t##3) BENCH_OTHER_PTR(t##4) BENCH_OTHER_PTR(t##5)           \
+  BENCH_OTHER_PTR(t##6) BENCH_OTHER_PTR(t##7) BENCH_OTHER_PTR(t##8) BENCH_OTHER_PTR(t##9)
+int (*const bench_others[BENCH_OTHER_COUNT])(int) = {
+    BENCH_OTHER_PTR10() BENCH_OTHER_PTR10(1) BENCH_OTHER_PTR10(2) BENCH_OTHER_PTR10(3)
+    BENCH_OTHER_PTR10(4) BENCH_OTHER_PTR10(5) BENCH_OTHER_PTR10(6) BENCH_OTHER_PTR10(7)
+    BENCH_OTHER_PTR10(8) BENCH_OTHER_PTR10(9) BENCH_OTHER_PTR10(10) BENCH_OTHER_PTR10(11)
+    BENCH_OTHER_PTR10(12) BENCH_OTHER_PTR10(13) BENCH_OTHER_PTR10(14) BENCH_OTHER_PTR10(15)
+    BENCH_OTHER_PTR10(16) BENCH_OTHER_PTR10(17) BENCH_OTHER_PTR10(18) BENCH_OTHER_PTR10(19)};
 
 /* Static assertion that the list above matches BENCH_OTHER_COUNT. */
 typedef char bench_other_count_check[(BENCH_OTHER_COUNT == 200) ? 1 : -1];

@@ -13,6 +13,8 @@ extern "C" {
 /* The traced leaf: has a -fpatchable-function-entry sled (13,8 on x86-64,
  * 4,2 on arm64, 8,4 on riscv64). */
 int bench_leaf(int x);
+/* bench_other_0 .. bench_other_<BENCH_OTHER_COUNT - 1>, traced like bench_leaf. */
+extern int (*const bench_others[BENCH_OTHER_COUNT])(int);
 /* The same body with no sled at all: the "no ftjit compiled in" baseline. */
 int bench_leaf_untraced(int x);
 /* A traced function of four integer arguments (the --args row), and its

@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
   CLI::App app{"ftjit-bench: dispatch cost, attach time and trampoline size of ftjit"};
   app.add_option("--section", opts.sections, "Sections to run (repeatable or comma list)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"all", "calls", "hooks", "plugins", "peers", "attach", "sizes", "programs", "relocated"}))
+      ->check(CLI::IsMember({"all", "calls", "hooks", "plugins", "peers", "attach", "sizes", "programs", "relocated",
+                             "writer"}))
       ->capture_default_str();
   app.add_flag("--json", json, "Print one JSON object instead of tables");
   ftjit::cli::accept_whole_number(
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
   if (wants(opts, "hooks")) ftjit_bench::run_hooks_section(opts, report);
   if (wants(opts, "relocated")) ftjit_bench::run_relocated_section(opts, report);
   if (wants(opts, "plugins")) ftjit_bench::run_plugins_section(opts, report);
+  if (wants(opts, "writer")) ftjit_bench::run_writer_section(opts, report);
   if (wants(opts, "peers")) ftjit_bench::run_peers_section(opts, report);
   if (wants(opts, "attach")) ftjit_bench::run_attach_section(opts, report);
 #ifdef FTJIT_BENCH_CLI

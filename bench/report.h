@@ -32,6 +32,13 @@ class Row {
   }
 
   const std::vector<std::pair<std::string, Value>> &fields() const { return fields_; }
+  // The value set for `key`; nullptr if none was.
+  const Value *get(const std::string &key) const {
+    for (const auto &[k, v] : fields_) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
 
  private:
   std::vector<std::pair<std::string, Value>> fields_;

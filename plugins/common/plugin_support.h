@@ -57,6 +57,8 @@ struct DescriptorSpec {
   int (*report)(ftjit_plugin_ctx *, FILE *, const char *) = nullptr;
   const ftjit_plugin_inline *inline_work = nullptr;
   uint32_t extra_flags = 0;  // FTJIT_PLUGIN_F_ARGS
+  void (*consume_run)(ftjit_plugin_ctx *, const ftjit_thread_info *,
+                      const void *, size_t, size_t) = nullptr;
 };
 
 //! The descriptor of a plugin of this ABI whose event path is built with
@@ -71,7 +73,7 @@ constexpr ftjit_plugin no_fp_descriptor(const DescriptorSpec &spec) {
           spec.init,              spec.shutdown,
           spec.entry,             spec.exit,
           spec.consume,           spec.report,
-          spec.inline_work};
+          spec.inline_work,       spec.consume_run};
 }
 
 // ---------------------------------------------------------------------------

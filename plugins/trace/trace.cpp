@@ -118,6 +118,20 @@ void trace_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
   }
 }
 
+// The host's way: a run of one thread's events at once.
+void trace_consume_run(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
+                       const void *events, size_t n, size_t stride) {
+  Instance *instance = instance_of(ctx);
+  if (instance == nullptr || thread == nullptr || events == nullptr) return;
+  if (instance->finished) return;
+  try {
+    instance->writer->write_run(instance->out, *thread,
+                                static_cast<const uint8_t *>(events), n, stride);
+  } catch (const std::bad_alloc &) {
+    g_host->log(ctx, FTJIT_LOG_ERROR, "trace: out of memory, events lost");
+  }
+}
+
 int trace_report(ftjit_plugin_ctx *ctx, FILE *out, const char *) {
   Instance *instance = instance_of(ctx);
   if (!support::has_instance(g_host, ctx, "trace", instance)) return 1;
@@ -153,6 +167,7 @@ constexpr ftjit_plugin kDescriptor = support::no_fp_descriptor({
     .consume = trace_consume,
     .report = trace_report,
     .extra_flags = FTJIT_PLUGIN_F_ARGS,
+    .consume_run = trace_consume_run,
 });
 
 }  // namespace

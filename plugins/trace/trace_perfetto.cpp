@@ -155,6 +155,45 @@ class PerfettoWriter final : public Writer {
 
   void write(FILE *out, const ftjit_thread_info &thread,
              const TraceEvent &event, const void *record) override {
+    Sequence &sequence = sequence_of(out, thread);
+    uint8_t buf[kMaxPlainPacket];
+    if (uint8_t *end = plain_packet(buf, sequence, event, record); end != nullptr) {
+      fwrite_unlocked(buf, 1, static_cast<size_t>(end - buf), out);
+      return;
+    }
+    other_packet(out, sequence, event, record);
+  }
+
+  // A run's plain packets go to one buffer, written when full and at the
+  // run's end: one fwrite for hundreds of events.
+  void write_run(FILE *out, const ftjit_thread_info &thread, const uint8_t *events, size_t n,
+                 size_t stride) override {
+    Sequence &sequence = sequence_of(out, thread);
+    uint8_t *p = run_;
+    auto write_out = [&] {
+      fwrite_unlocked(run_, 1, static_cast<size_t>(p - run_), out);
+      p = run_;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const auto &event = *reinterpret_cast<const TraceEvent *>(events + i * stride);
+      const void *record = event.has_record != 0 ? &event + 1 : nullptr;
+      if (p + kMaxPlainPacket > run_ + sizeof run_) write_out();
+      if (uint8_t *end = plain_packet(p, sequence, event, record); end != nullptr) {
+        p = end;
+        continue;
+      }
+      write_out();  // in order: what the run encoded so far first
+      other_packet(out, sequence, event, record);
+    }
+    write_out();
+  }
+
+  void finish(FILE *, uint64_t) override {}
+
+ private:
+  // The sequence of `thread`, described (first packet) when new.
+  struct Sequence;
+  Sequence &sequence_of(FILE *out, const ftjit_thread_info &thread) {
     // Events come a thread's run at a time: one lookup per run.
     if (last_ == nullptr || last_tid_ != thread.tid) {
       auto [seq, first] = sequences_.try_emplace(thread.tid);
@@ -166,19 +205,11 @@ class PerfettoWriter final : public Writer {
       last_ = &seq->second;  // node-stable
       last_tid_ = thread.tid;
     }
-    Sequence &sequence = *last_;
+    return *last_;
+  }
 
-    if (record == nullptr && event.kind != EventKind::kUnwound) {
-      if (event.kind == EventKind::kExit) {
-        plain_packet(out, sequence, event.timestamp_ns, kTypeSliceEnd, 0);
-        return;
-      }
-      if (const uint64_t iid = sequence.iids.find(event.ip); iid != 0) {
-        plain_packet(out, sequence, event.timestamp_ns, kTypeSliceBegin, iid);
-        return;
-      }
-    }
-
+  // Any event plain_packet does not take: through ProtoWriter.
+  void other_packet(FILE *out, Sequence &sequence, const TraceEvent &event, const void *record) {
     event_.clear();
     event_.varint_field(kEventType, event.kind == EventKind::kEntry
                                         ? kTypeSliceBegin
@@ -214,9 +245,6 @@ class PerfettoWriter final : public Writer {
     emit(out);
   }
 
-  void finish(FILE *, uint64_t) override {}
-
- private:
   // Process and thread tracks need uuids unique in the trace; these keep the
   // two kinds apart by their top bits.
   uint64_t process_uuid() const {
@@ -252,7 +280,8 @@ class PerfettoWriter final : public Writer {
     emit(out);
   }
 
-  // A plain slice begin (iid != 0) or end, what most events are:
+  // A plain slice begin (of a name interned already) or end, what most
+  // events are, encoded at `p`:
   //
   //   0A len                  Trace.packet
   //     40 <timestamp>        timestamp (clock: the sequence's default)
@@ -263,27 +292,36 @@ class PerfettoWriter final : public Writer {
   //        48 01|02           type = SLICE_BEGIN | SLICE_END
   //        50 <iid>           name_iid (begins only)
   //
-  // At most 41 bytes, so both lengths fit one varint byte.
-  struct Sequence;
-  void plain_packet(FILE *out, const Sequence &seq, uint64_t timestamp, uint64_t type,
-                    uint64_t iid) {
-    uint8_t buf[48];
-    uint8_t *p = buf + 2;
+  // At most 41 bytes, so both lengths fit one varint byte; the middle is
+  // copied whole (a fixed-size copy), so p needs kMaxPlainPacket bytes.
+  // Returns the end of the packet, or nullptr for any other event (the
+  // name's first begin, arguments, an unwound frame): nothing written.
+  static constexpr size_t kMaxPlainPacket = 48;
+  uint8_t *plain_packet(uint8_t *p, const Sequence &seq, const TraceEvent &event,
+                        const void *record) {
+    if (record != nullptr || event.kind == EventKind::kUnwound) return nullptr;
+    uint64_t iid = 0;
+    if (event.kind == EventKind::kEntry) {
+      iid = seq.iids.find(event.ip);
+      if (iid == 0) return nullptr;
+    }
+    uint8_t *const start = p;
+    p += 2;
     p = put_tag(p, kPacketTimestamp, ProtoWriter::kVarint);
-    p = put_varint(p, timestamp);
-    std::memcpy(p, seq.middle, sizeof seq.middle);  // the whole array: a fixed-size copy
+    p = put_varint(p, event.timestamp_ns);
+    std::memcpy(p, seq.middle, sizeof seq.middle);
     p += seq.middle_size;
     uint8_t *event_size = p++;
     p = put_tag(p, kEventType, ProtoWriter::kVarint);
-    *p++ = static_cast<uint8_t>(type);
+    *p++ = static_cast<uint8_t>(iid != 0 ? kTypeSliceBegin : kTypeSliceEnd);
     if (iid != 0) {
       p = put_tag(p, kEventNameIid, ProtoWriter::kVarint);
       p = put_varint(p, iid);
     }
     *event_size = static_cast<uint8_t>(p - event_size - 1);
-    buf[0] = static_cast<uint8_t>((kTracePacket << 3) | ProtoWriter::kLengthDelimited);
-    buf[1] = static_cast<uint8_t>(p - buf - 2);
-    fwrite_unlocked(buf, 1, static_cast<size_t>(p - buf), out);
+    start[0] = static_cast<uint8_t>((kTracePacket << 3) | ProtoWriter::kLengthDelimited);
+    start[1] = static_cast<uint8_t>(p - start - 2);
+    return p;
   }
 
   void annotate(const ArgValue &v) {
@@ -334,6 +372,7 @@ class PerfettoWriter final : public Writer {
   Sequence *last_ = nullptr;  // the sequence of the last event's thread
   int32_t last_tid_ = 0;
   ProtoWriter event_, packet_, frame_;           // reused: no per-event growth
+  uint8_t run_[64 * 1024];                       // write_run's packets
 };
 
 }  // namespace

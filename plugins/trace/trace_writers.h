@@ -67,6 +67,16 @@ class Writer {
   //! arguments or return value (NULL: none), valid for this call only.
   virtual void write(FILE *out, const ftjit_thread_info &thread,
                      const TraceEvent &event, const void *record) = 0;
+  //! `n` consecutive events of `thread`, `stride` bytes apart (each a
+  //! TraceEvent, its record after it if it has one). The same as write()
+  //! for each; a format may encode them at once.
+  virtual void write_run(FILE *out, const ftjit_thread_info &thread,
+                         const uint8_t *events, size_t n, size_t stride) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto *e = reinterpret_cast<const TraceEvent *>(events + i * stride);
+      write(out, thread, *e, e->has_record != 0 ? e + 1 : nullptr);
+    }
+  }
   //! At report: whatever makes the file complete.
   virtual void finish(FILE *out, uint64_t dropped_events) = 0;
 };

@@ -64,10 +64,22 @@ struct ThreadInfo {
   ftjit_thread_info info;
 };
 
-void consume_range(Instance& inst, ThreadBlock* b, const uint8_t* events, uint64_t n) {
-  ThreadInfo thread(b);
+// `n` consecutive events of the thread of `b`, `b->event_size` apart, to the
+// plugin: one consume_run() when it has one (a file writer encodes the run
+// into one buffer), else consume() for each.
+void hand_over(Instance& inst, const ThreadInfo& thread, const ThreadBlock* b, const uint8_t* events,
+               uint64_t n) {
   const ftjit_plugin* d = inst.plugin.desc;
+  if (auto run = plugin_consume_run(d); run != nullptr) {
+    run(&inst.ctx, &thread.info, events, n, b->event_size);
+    return;
+  }
   for (uint64_t i = 0; i < n; ++i) d->consume(&inst.ctx, &thread.info, events + i * b->event_size);
+}
+
+void consume_range(Instance& inst, ThreadBlock* b, const uint8_t* events, uint64_t n) {
+  const ThreadInfo thread(b);
+  hand_over(inst, thread, b, events, n);
 }
 
 }  // namespace
@@ -220,11 +232,10 @@ void Writer::after_drain(ThreadBlock* b) {
 }
 
 void Writer::stream_block(Instance& inst, ThreadBlock* b) {
-  const ftjit_plugin* d = inst.plugin.desc;
-  ThreadInfo thread(b);
-  drain_block(b, [&](const void* event) {
-    d->consume(&inst.ctx, &thread.info, event);
-    // A thread asleep for room gets it at the first freed slot (after_drain
+  const ThreadInfo thread(b);
+  drain_block(b, [&](const uint8_t* events, uint64_t n) {
+    hand_over(inst, thread, b, events, n);
+    // A thread asleep for room gets it at the first freed run (after_drain
     // makes sure of the wake; this makes it early).
     if (b->sleeping.load(std::memory_order_relaxed) != 0) futex_wake_all(tail_word(b));
   });
@@ -265,10 +276,12 @@ void Writer::record_block(Instance& inst, ThreadBlock* b) {
   const uint64_t capacity = b->mask + 1;
   const uint64_t start = h - t > capacity ? h - capacity : t;
   if (start != t) b->overwritten.fetch_add(start - t, std::memory_order_relaxed);
-  ThreadInfo thread(b);
-  const ftjit_plugin* d = inst.plugin.desc;
-  for (uint64_t i = start; i != h; ++i) {
-    d->consume(&inst.ctx, &thread.info, b->events + (i & b->mask) * b->event_size);
+  const ThreadInfo thread(b);
+  for (uint64_t i = start; i != h;) {
+    const uint64_t first = i & b->mask;
+    const uint64_t n = std::min(h - i, capacity - first);  // up to the ring's end
+    hand_over(inst, thread, b, b->events + first * b->event_size, n);
+    i += n;
   }
   b->tail.store(h, std::memory_order_release);
 }

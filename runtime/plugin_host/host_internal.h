@@ -4,6 +4,7 @@
 // per-thread blocks that hold a plugin's thread storage and event ring.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +81,12 @@ struct LoadedPlugin {
 inline const ftjit_plugin_inline* plugin_inline_work(const ftjit_plugin* d) {
   if (d->struct_size < offsetof(ftjit_plugin, inline_work) + sizeof(d->inline_work)) return nullptr;
   return d->inline_work;
+}
+
+// The descriptor's consume_run, nullptr if it has none (or predates it).
+inline auto plugin_consume_run(const ftjit_plugin* d) -> decltype(d->consume_run) {
+  if (d->struct_size < offsetof(ftjit_plugin, consume_run) + sizeof(d->consume_run)) return nullptr;
+  return d->consume_run;
 }
 
 // dlopens the plugin and checks its descriptor (see TraceSession::start).
@@ -168,19 +175,27 @@ struct ThreadBlock {
   void copy_name(char out[16]) const;
 };
 
-// Pulls committed events off a block in order, calling `fn(event)` for each.
-// Only the writer may call it. Returns how many it consumed.
+// How many events the writer hands over at a time: a run is contiguous in
+// the ring, and its slots are freed once it is consumed, so a thread that
+// fills its ring meanwhile gets room after at most this many.
+constexpr uint64_t kDrainRunEvents = 256;
+
+// Pulls committed events off a block in order, calling `fn(events, n)` for
+// runs of at most kDrainRunEvents consecutive slots. Only the writer may
+// call it. Returns how many it consumed.
 template <typename Fn>
 uint64_t drain_block(ThreadBlock* b, Fn&& fn) {
   uint64_t t = b->tail.load(std::memory_order_relaxed);
   const uint64_t h = b->head.load(std::memory_order_acquire);
-  const uint64_t n = h - t;
-  for (; t != h; ++t) {
-    fn(b->events + (t & b->mask) * b->event_size);
-    // Per event, so a thread that fills its ring meanwhile gets room early.
-    b->tail.store(t + 1, std::memory_order_release);
+  const uint64_t total = h - t;
+  while (t != h) {
+    const uint64_t first = t & b->mask;
+    const uint64_t n = std::min({h - t, b->mask + 1 - first, kDrainRunEvents});
+    fn(b->events + first * b->event_size, n);
+    t += n;
+    b->tail.store(t, std::memory_order_release);
   }
-  return n;
+  return total;
 }
 
 // Reads /proc/self/task/TID/comm into `b` if that thread still exists.

@@ -36,6 +36,7 @@ using ::testing::HasSubstr;
 const std::string kDir = HOST_TEST_PLUGIN_DIR;
 const std::string kGood = kDir + "/ftjit-plugin-hostgood.so";
 const std::string kExit = kDir + "/ftjit-plugin-hostexit.so";
+const std::string kRun = kDir + "/ftjit-plugin-hostrun.so";
 
 int32_t gettid_now() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
@@ -63,6 +64,9 @@ struct Report {
   std::map<int32_t, ThreadLine> threads;
   uint64_t recursion_drops = 0, events_dropped = 0;
   std::string options, wrongtype;
+  // hostrun only: consume_run's calls, the events they brought, the bad
+  // ones, and the events consume() brought one at a time.
+  uint64_t runs = 0, run_events = 0, run_bad = 0, single = 0;
 };
 
 // One Report per plugin instance, in output order (each ends with its
@@ -98,6 +102,8 @@ std::vector<Report> parse_reports(const std::string& text) {
       std::getline(f, t.name, '\t');
       f >> t.entries >> t.exits >> t.unwound >> t.dropped;
       r.threads[tid] = t;
+    } else if (kind == "runs") {
+      f >> r.runs >> r.run_events >> r.run_bad >> r.single;
     } else if (kind == "drops") {
       f >> r.recursion_drops >> r.events_dropped;
     } else if (kind == "opt") {
@@ -494,6 +500,52 @@ TEST_F(SessionTest, FlushDrainsEveryPolicyWhileTracingGoesOn) {
     ASSERT_EQ(reports.size(), 1u);
     EXPECT_EQ(reports[0].consumed[gettid_now()], 1000u) << buffer_policy_name(policy);
     EXPECT_EQ(reports[0].disordered[gettid_now()], 0u);
+  }
+}
+
+// A plugin with consume_run gets every event through it, once, in commit
+// order per thread, in runs (a ring of 128 events wraps: runs stop at its
+// end), under every policy and with the writer streaming or spooling.
+TEST_F(SessionTest, ConsumeRunGetsEveryEventOnceInOrder) {
+  constexpr int kN = 5000;
+  struct Case {
+    BufferPolicy policy;
+    bool spool;
+  };
+  for (const Case& k : {Case{BufferPolicy::kBlock, true}, Case{BufferPolicy::kBlock, false},
+                        Case{BufferPolicy::kDrop, false}, Case{BufferPolicy::kOverwrite, false}}) {
+    const std::string label = std::string(buffer_policy_name(k.policy)) + (k.spool ? " spool" : "");
+    SessionConfig c = config({kRun});
+    c.buffer_policy = k.policy;
+    c.spool = k.spool;
+    c.buffer_events = 128;
+    auto s = start(c);
+    ASSERT_TRUE(s) << label;
+    int32_t worker_tid = 0;
+    std::thread worker([&] {
+      worker_tid = gettid_now();
+      call_many(host_traced_a, kN);
+    });
+    call_many(host_traced_b, kN);
+    worker.join();
+    auto reports = finish(*s);
+    ASSERT_EQ(reports.size(), 1u) << label;
+    Report& r = reports[0];
+    uint64_t consumed = 0;
+    for (int32_t tid : {gettid_now(), worker_tid}) {
+      consumed += r.consumed[tid];
+      EXPECT_EQ(r.disordered[tid], 0u) << label;
+      EXPECT_EQ(r.mismatched[tid], 0u) << label;
+      if (k.policy == BufferPolicy::kBlock) EXPECT_EQ(r.consumed[tid], uint64_t{kN}) << label;
+      if (k.policy == BufferPolicy::kDrop)
+        EXPECT_EQ(r.consumed[tid] + r.threads[tid].dropped, uint64_t{kN}) << label;
+      if (k.policy == BufferPolicy::kOverwrite) EXPECT_EQ(r.consumed[tid], 128u) << label;
+    }
+    EXPECT_EQ(r.single, 0u) << label;
+    EXPECT_EQ(r.run_bad, 0u) << label;
+    EXPECT_EQ(r.run_events, consumed) << label;
+    EXPECT_GE(r.runs, 1u) << label;
+    EXPECT_LT(r.runs, consumed) << label << ": one event per run";
   }
 }
 

@@ -492,6 +492,16 @@ typedef struct ftjit_plugin {
   /* Appended (struct_size tells whether the plugin has it): inline work
    * (ftjit_plugin_inline above); NULL: none. */
   const ftjit_plugin_inline *inline_work;
+
+  /* Appended: consume() for a run of `n` (>= 1) consecutive committed
+   * events of `thread`, `stride` bytes apart (the host's event slot size),
+   * in commit order. Optional; when set, the host hands events through it
+   * instead of consume() (each event once, through one of the two), so a
+   * plugin that writes a file can encode a run into one buffer and write
+   * it at once. Everything consume() promises holds; a plugin that sets it
+   * should still set consume (hosts before it call only that). */
+  void (*consume_run)(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
+                      const void *events, size_t n, size_t stride);
 } ftjit_plugin;
 
 typedef const ftjit_plugin *(*ftjit_plugin_entry_point)(const ftjit_host *host);

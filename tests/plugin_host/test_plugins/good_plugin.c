@@ -3,7 +3,9 @@
  * (and, built with HOSTTEST_WITH_EXIT, exits) in thread storage, sends one
  * event per entry through the buffers, counts the consumed events per
  * function and per thread, and reports all of it, with its options, as tsv
- * or text. Written against plugin.h only, like any out-of-tree plugin. */
+ * or text. Built with HOSTTEST_WITH_RUN, it takes its events through
+ * consume_run and reports the runs too. Written against plugin.h only, like
+ * any out-of-tree plugin. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +48,10 @@ struct instance {
   ftjit_plugin_ctx *ctx;
   struct func_count funcs[MAX_FUNCS];
   struct thread_count threads[MAX_THREADS];
+  uint64_t single;     /* events handed through consume() */
+  uint64_t runs;       /* calls of consume_run() */
+  uint64_t run_events; /* events handed through it */
+  uint64_t run_bad;    /* runs of no event or of another stride */
 };
 
 static const ftjit_host *host;
@@ -122,11 +128,8 @@ static void on_exit_hook(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
 }
 #endif
 
-static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
-                       const void *event) {
-  struct instance *in = find(ctx);
-  const struct event *e = event;
-  if (in == NULL) return;
+static void count_event(ftjit_plugin_ctx *ctx, struct instance *in,
+                        const ftjit_thread_info *thread, const struct event *e) {
   /* A writer that stalls: the first event of the session (stall_ms), or
    * every one (consume_us). */
   int64_t stall_ms = host->option_int(ctx, "stall_ms");
@@ -153,6 +156,28 @@ static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
     }
   }
 }
+
+static void on_consume(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
+                       const void *event) {
+  struct instance *in = find(ctx);
+  if (in == NULL) return;
+  in->single++;
+  count_event(ctx, in, thread, event);
+}
+
+#ifdef HOSTTEST_WITH_RUN
+static void on_consume_run(ftjit_plugin_ctx *ctx, const ftjit_thread_info *thread,
+                           const void *events, size_t n, size_t stride) {
+  struct instance *in = find(ctx);
+  if (in == NULL) return;
+  in->runs++;
+  if (n == 0 || stride != sizeof(struct event)) in->run_bad++;
+  for (size_t i = 0; i < n; ++i) {
+    count_event(ctx, in, thread, (const struct event *)((const char *)events + i * stride));
+  }
+  in->run_events += n;
+}
+#endif
 
 struct visit {
   FILE *out;
@@ -194,6 +219,12 @@ static int on_report(ftjit_plugin_ctx *ctx, FILE *out, const char *format) {
                   " out of order, seq %" PRIu64 "..%" PRIu64 ")\n",
             tc->tid, tc->n, tc->mismatched, tc->disordered, tc->first_seq, tc->last_seq);
   }
+#ifdef HOSTTEST_WITH_RUN
+  fprintf(out, tsv ? "runs\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n"
+                   : "runs: %" PRIu64 " of %" PRIu64 " events (%" PRIu64 " bad), %" PRIu64
+                     " events one at a time\n",
+          in->runs, in->run_events, in->run_bad, in->single);
+#endif
   struct visit v = {out, tsv};
   host->for_each_thread(ctx, print_thread, &v);
   uint64_t recursion = 0, events = 0;
@@ -230,6 +261,9 @@ static const ftjit_plugin descriptor = {
 #ifdef HOSTTEST_WITH_EXIT
     .name = "hostexit",
     .description = "host test plugin: counts entries and exits",
+#elif defined(HOSTTEST_WITH_RUN)
+    .name = "hostrun",
+    .description = "host test plugin: counts entries, consumed in runs",
 #else
     .name = "hostgood",
     .description = "host test plugin: counts entries",
@@ -247,6 +281,9 @@ static const ftjit_plugin descriptor = {
 #endif
     .consume = on_consume,
     .report = on_report,
+#ifdef HOSTTEST_WITH_RUN
+    .consume_run = on_consume_run,
+#endif
 };
 
 FTJIT_PLUGIN_EXPORT const ftjit_plugin *ftjit_plugin_v1(const ftjit_host *h) {
