@@ -606,9 +606,11 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
   // a large module cost).
   struct Key {
     uint64_t value;
-    uint32_t rank;
-    uint32_t index;  // in the symbol table
+    uint32_t rank_and_length;  // binding rank << 24 | name length (kLongName: look it up)
+    uint32_t index;            // in the symbol table
+    uint32_t rank() const { return rank_and_length >> 24; }
   };
+  constexpr uint32_t kLongName = 0xffffff;
   std::vector<Key> keys;
   keys.reserve(table->count());
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
@@ -623,11 +625,13 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
                        " bytes, too many for a " + std::to_string(file.size()) +
                        "-byte file");
     }
-    keys.push_back({sym.st_value, static_cast<uint32_t>(binding_rank(sym.st_info)), static_cast<uint32_t>(i)});
+    const auto length = static_cast<uint32_t>(std::min<size_t>(name->size(), kLongName));
+    keys.push_back({sym.st_value, static_cast<uint32_t>(binding_rank(sym.st_info)) << 24 | length,
+                    static_cast<uint32_t>(i)});
   }
   auto before = [&](const Key& a, const Key& b) {
     if (a.value != b.value) return a.value < b.value;
-    if (a.rank != b.rank) return a.rank < b.rank;
+    if (a.rank() != b.rank()) return a.rank() < b.rank();
     return name_of(a.index).value() < name_of(b.index).value();
   };
   // By value first (a radix sort: symbol tables come in no useful order),
@@ -645,11 +649,12 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
   functions.reserve(keys.size());
   for (const Key& k : keys) {
     const auto sym = table->at(k.index);
-    const std::string_view name = name_of(k.index).value();
+    const uint32_t length = k.rank_and_length & kLongName;
+    const size_t name_size = length != kLongName ? length : name_of(k.index).value().size();
     const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
                          sections[sym.st_shndx].sh_type != SHT_NULL &&
                          (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
-    functions.push_back(ElfSymbol{sym.st_value, sym.st_size, copy.substr(sym.st_name, name.size()),
+    functions.push_back(ElfSymbol{sym.st_value, sym.st_size, copy.substr(sym.st_name, name_size),
                                   ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC, in_code});
   }
   return functions;

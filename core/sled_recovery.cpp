@@ -228,6 +228,31 @@ bool carries_sled(std::span<const uint8_t> file, const ElfImage& image, const El
   return std::equal(prefix.begin(), prefix.end(), sled.before.begin(), sled.before.end());
 }
 
+// The link-time symbols of the module's named sites, sorted.
+std::vector<uint64_t> owned_symbols(const DiscoveredModule& module) {
+  std::vector<uint64_t> owned;
+  owned.reserve(module.sites.size());
+  for (const DiscoveredSite& s : module.sites) {
+    if (s.symbol != 0 || !s.name.empty()) owned.push_back(s.symbol - module.load_bias);
+  }
+  if (!std::is_sorted(owned.begin(), owned.end())) std::sort(owned.begin(), owned.end());  // sites come by entry
+  return owned;
+}
+
+// Whether a function that could be a site (not an IFUNC, sized, in code)
+// is none yet. Functions and the owned symbols are both sorted: one forward
+// walk.
+bool any_unowned_function(const ElfImage& image, const DiscoveredModule& module) {
+  const std::vector<uint64_t> owned = owned_symbols(module);
+  auto next_owned = owned.begin();
+  for (const ElfSymbol& f : image.functions()) {
+    if (f.ifunc || f.size == 0 || !f.in_code_section) continue;
+    while (next_owned != owned.end() && *next_owned < f.value) ++next_owned;
+    if (next_owned == owned.end() || *next_owned != f.value) return true;
+  }
+  return false;
+}
+
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -238,6 +263,10 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
                               const std::vector<CompileUnitProducer>& units,
                               DiscoveredModule& module) {
   if (!image.has_patchable_section()) return;
+  // Most modules keep every record: when each function that could carry a
+  // sled is a site already there is nothing to recover, and the layout
+  // need not be read from a million records to find that out.
+  if (!any_unowned_function(image, module)) return;
   const Isa isa = image.isa();
   const std::vector<NamedRecordSite> recorded = named_sites(module);
   const ProducerEvidence producers = producer_evidence(units);
@@ -260,11 +289,7 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
   }
 
   const std::vector<uint64_t>& records = image.patchable_records();
-  std::vector<uint64_t> owned;  // symbols that are sites already
-  for (const DiscoveredSite& s : module.sites) {
-    if (s.symbol != 0 || !s.name.empty()) owned.push_back(s.symbol - module.load_bias);
-  }
-  if (!std::is_sorted(owned.begin(), owned.end())) std::sort(owned.begin(), owned.end());  // sites come by entry
+  const std::vector<uint64_t> owned = owned_symbols(module);  // symbols that are sites already
   auto record_near = [&](uint64_t from, uint64_t to) {  // is a record in [from, to)?
     auto it = std::lower_bound(records.begin(), records.end(), from);
     return it != records.end() && *it < to;
