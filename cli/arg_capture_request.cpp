@@ -305,7 +305,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
         f.signature = *it->second;
         f.placed = place_arguments(found.isa, f.signature);
       } else if (!info) {
-        f = raw_function(site->entry, site->name, found.isa);
+        f = raw_function(site->entry, std::string(site->name), found.isa);
       } else {
         continue;  // DWARF without this function (assembly, say): nothing to show
       }
@@ -321,7 +321,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
             continue;
           }
           const ArgPlace place = i < f.placed.params.size() ? f.placed.params[i] : ArgPlace{};
-          if (auto st = by_arg_key_ok(options.by_arg, site->shown_name(), params[i], place, notes); !st) {
+          if (auto st = by_arg_key_ok(options.by_arg, std::string(site->shown_name()), params[i], place, notes); !st) {
             return st.take_error();
           } else if (*st) {
             ++by_arg_functions;
@@ -337,7 +337,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
         }
         clause_matched[k] = true;
         if (it == by_entry.end()) {
-          return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + site->name +
+          return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + std::string(site->name) +
                                                           " has no DWARF in " + base + ": its parameters are not known");
         }
         f.args = true;
@@ -345,14 +345,14 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
           const auto& params = f.signature.params;
           auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.name == term.param; });
           if (p == params.end()) {
-            return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + site->shown_name() +
+            return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + std::string(site->shown_name()) +
                                                             " has no parameter '" + term.param +
                                                             "'; its parameters: " + param_list(f.signature));
           }
           const size_t index = static_cast<size_t>(p - params.begin());
           if (f.placed.params[index].unavailable) {
             return make_error(FTJIT_E_INVALID_ARGUMENT, "--when '" + options.when[k] + "': " + term.param + " of " +
-                                                            site->shown_name() + " cannot be read at entry (" +
+                                                            std::string(site->shown_name()) + " cannot be read at entry (" +
                                                             f.placed.params[index].why + ")");
           }
           ArgCondition c;

@@ -60,9 +60,9 @@ int run_list_process(const ListOptions& o, const Filter& filter) {
     for (const DiscoveredSite& s : m.found.sites) {
       ++total;
       if (!filter.matches(base, s.name, s.shown_name())) continue;
-      const char* name = s.shown_name().empty() ? "?" : s.shown_name().c_str();
-      std::printf("%#" PRIx64 "\t%s%s\t%s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
-                  s.recovered ? kRecoveredMark : "", name, base.c_str());
+      const std::string_view name = s.shown_name().empty() ? "?" : s.shown_name();
+      std::printf("%#" PRIx64 "\t%s%s\t%.*s\t%s\n", s.entry, s.prefix_bytes >= 8 ? "slot" : "entry",
+                  s.recovered ? kRecoveredMark : "", static_cast<int>(name.size()), name.data(), base.c_str());
       ++shown;
     }
   }
@@ -120,7 +120,7 @@ int run_list(const ListOptions& o) {
   size_t shown = 0, unusable = 0;
   for (const DiscoveredSite& s : module->sites) {
     if (!filter->matches(base, s.name, s.shown_name())) continue;
-    const char* name = s.shown_name().empty() ? "?" : s.shown_name().c_str();
+    const std::string_view name = s.shown_name().empty() ? "?" : s.shown_name();
     const char* layout = s.prefix_bytes >= 8 ? "slot" : "entry";
     if (backend != nullptr) {
       const IsaTraits& t = backend->traits();
@@ -136,7 +136,8 @@ int run_list(const ListOptions& o) {
       }
     }
     unusable += layout[0] == 'n' || layout[0] == 'm';
-    std::printf("%#" PRIx64 "\t%s%s\t%s\n", s.entry, layout, s.recovered ? kRecoveredMark : "", name);
+    std::printf("%#" PRIx64 "\t%s%s\t%.*s\n", s.entry, layout, s.recovered ? kRecoveredMark : "",
+                static_cast<int>(name.size()), name.data());
     ++shown;
   }
   if (shown == 0) {

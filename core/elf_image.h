@@ -99,6 +99,9 @@ class ElfImage {
   // stripped. Sorted by value; symbols at the same value are ordered
   // GLOBAL, WEAK, LOCAL, then by name, so the first one is the best name.
   const std::vector<ElfSymbol>& functions() const { return functions_; }
+  // The string table copy functions()' names view, to share with whoever
+  // keeps those views past this image.
+  const std::shared_ptr<const std::string>& function_names() const { return function_names_; }
 
   // The preferred symbol whose value is exactly vaddr, or nullptr.
   const ElfSymbol* function_at(uint64_t vaddr) const;

@@ -4,7 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ftjit {
@@ -57,16 +60,37 @@ struct DiscoveredSite {
   uint32_t prefix_bytes = 0;  // entry - record
   uint8_t pad_bytes = 0;      // entry - symbol: the landing pad's size (named sites)
   OpsSlot slot_state = OpsSlot::kNone;
-  std::string name;           // symbol as in the symbol table (mangled)
+  // Both view text their DiscoveredModule keeps (names_): a million sites
+  // are not a million heap strings.
+  std::string_view name;       // symbol as in the symbol table (mangled)
   // The demangled C++ name; empty when it is the name itself (a C symbol:
   // a million of them need not carry two copies). shown_name() is either.
-  std::string demangled;
+  std::string_view demangled;
   // Found by its sled's bytes, not by a record: the toolchain dropped the
   // record (core/sled_recovery.h). record is then where the record would
   // point; everything else reads as for a recorded site.
   bool recovered = false;
 
-  const std::string& shown_name() const { return demangled.empty() ? name : demangled; }
+  std::string_view shown_name() const { return demangled.empty() ? name : demangled; }
+};
+
+// The text sites' names view: the symbol table's strings as read (shared
+// with the ElfImage), and names made here (demangled, or given). Copies
+// share it; whoever keeps sites keeps one.
+class SiteNames {
+ public:
+  void share_symbol_table(std::shared_ptr<const std::string> strings) {
+    symbol_table_ = std::move(strings);
+  }
+  // Keeps `text`; the view stays valid as long as this (or a copy) lives.
+  std::string_view keep(std::string text) {
+    if (!made_) made_ = std::make_shared<std::deque<std::string>>();
+    return made_->emplace_back(std::move(text));  // a deque never moves its elements
+  }
+
+ private:
+  std::shared_ptr<const std::string> symbol_table_;
+  std::shared_ptr<std::deque<std::string>> made_;
 };
 
 // One loaded ELF object (executable or shared library) and its sites.
@@ -76,6 +100,7 @@ struct DiscoveredModule {
   Isa isa = Isa::kUnknown;
   bool has_patchable_section = false;
   std::vector<DiscoveredSite> sites;  // sorted by entry
+  SiteNames names;                    // what the sites' names view
   // What its trampolines must keep (core/register_evidence.h): the psABI's
   // registers are enough, by the module's own evidence; and why (or why
   // not), one line.

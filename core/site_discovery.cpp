@@ -107,7 +107,8 @@ Owner owner_at_or_after(const ElfImage& img, const RecordView& rec, FunctionIt f
 }  // namespace
 
 DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t pad,
-                          uint64_t load_bias) {
+                          DiscoveredModule& module) {
+  const uint64_t load_bias = module.load_bias;
   DiscoveredSite site;
   // Unsigned wrap-around is the intended arithmetic for every address.
   const uint64_t symbol = function.value;
@@ -125,7 +126,7 @@ DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t p
   site.name = function.name;
   if (function.name.starts_with("_Z")) {
     std::string demangled = demangle(function.name);
-    if (demangled != site.name) site.demangled = std::move(demangled);
+    if (demangled != site.name) site.demangled = module.names.keep(std::move(demangled));
   }
   return site;
 }
@@ -137,6 +138,7 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
   module.load_bias = load_bias;
   module.isa = img.isa();
   module.has_patchable_section = img.has_patchable_section();
+  module.names.share_symbol_table(img.function_names());
 
   const auto& records = img.patchable_records();
   module.sites.reserve(records.size());
@@ -157,7 +159,7 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
       module.sites.push_back(std::move(site));
       continue;
     }
-    module.sites.push_back(named_site(rec.record(), *owner.symbol, owner.pad, load_bias));
+    module.sites.push_back(named_site(rec.record(), *owner.symbol, owner.pad, module));
   }
   // Records are sorted and each entry lies in [record, next record), so
   // this only matters if a load bias wraps addresses around.

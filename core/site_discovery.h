@@ -42,10 +42,12 @@ inline constexpr uint64_t kMaxSitePrefixBytes = 16;
 
 // The site of `function`, whose sled's first NOP is at link-time `record`
 // and whose entry lies `pad` bytes (its landing pad) past its symbol, as
-// discover_sites makes it of a named record. Sites recovered without a
-// record (core/sled_recovery.h) are made by the same code, so that nothing
+// discover_sites makes it of a named record, for `module` (its load bias;
+// its names keep a demangled name, and must share the string table
+// `function`'s name views). Sites recovered without a record
+// (core/sled_recovery.h) are made by the same code, so that nothing
 // downstream can tell them apart by their fields.
 DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t pad,
-                          uint64_t load_bias);
+                          DiscoveredModule& module);
 
 }  // namespace ftjit

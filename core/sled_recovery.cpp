@@ -328,7 +328,7 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
     uint32_t pad = 0;
     if (!carries_sled(file, image, *chosen, *sled, &pad)) continue;
     const uint64_t record = sled->before.empty() ? value + pad : value - sled->before.size();
-    DiscoveredSite site = named_site(record, *chosen, pad, module.load_bias);
+    DiscoveredSite site = named_site(record, *chosen, pad, module);
     site.recovered = true;
     found.push_back(std::move(site));
   }

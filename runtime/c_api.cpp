@@ -176,8 +176,7 @@ long ftjit_inline_read_histograms(ftjit_engine* engine, const ftjit_ops* ops,
 
 const char* ftjit_site_name(ftjit_engine* engine, uint64_t ip) {
   if (engine == nullptr) return nullptr;
-  const std::string* name = engine->engine->site_name(ip);
-  return name ? name->c_str() : nullptr;
+  return engine->engine->site_name(ip);
 }
 
 const char* ftjit_last_error(void) { return t_last_error.c_str(); }

@@ -221,13 +221,14 @@ uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
   rec->evidence_why = std::move(m.saves_why);
   rec->saves_all = module_saves_all(*rec);
   rec->found = std::move(m.sites);  // sorted by entry
+  rec->site_names = std::move(m.names);
   rec->names.reserve(rec->found.size());
   for (const DiscoveredSite& d : rec->found) {
     ModuleRecord::NameRef r{};
-    auto put = [&](const std::string& text, uint32_t* at, uint16_t* len) {
+    auto put = [&](std::string_view text, uint32_t* at, uint16_t* len) {
       *at = static_cast<uint32_t>(rec->name_pool.size());
       *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
-      rec->name_pool.append(text, 0, *len);
+      rec->name_pool.append(text.substr(0, *len));
     };
     put(d.name, &r.name_at, &r.name_len);
     if (!d.demangled.empty() && d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
@@ -758,10 +759,11 @@ ftjit_stats Engine::stats() const {
   return s;
 }
 
-const std::string* Engine::site_name(uint64_t entry) const {
+const char* Engine::site_name(uint64_t entry) const {
   std::lock_guard<std::mutex> lock(mu_);
   long i = find_site(entry);
-  if (i >= 0) return &demangled_of(static_cast<uint32_t>(i));
+  // Names view NUL-terminated text (a string table's, or a std::string).
+  if (i >= 0) return demangled_of(static_cast<uint32_t>(i)).data();
   // A relocated entry's stub outlives its module record (a report is made
   // after the detach that wrote the entry back): the newest stub that
   // stood at `entry` names it.
@@ -769,7 +771,7 @@ const std::string* Engine::site_name(uint64_t entry) const {
     const ModuleRecord& m = *modules_[mi];
     if (!m.relocated || !m.gone) continue;
     for (size_t k = 0; k < m.found.size(); ++k) {
-      if (m.found[k].entry == entry) return &demangled_of(m.first_site + static_cast<uint32_t>(k));
+      if (m.found[k].entry == entry) return demangled_of(m.first_site + static_cast<uint32_t>(k)).data();
     }
   }
   return nullptr;
@@ -782,7 +784,7 @@ std::vector<SiteInfo> Engine::sites() const {
   for (uint32_t i = 0; i < sites_.size(); ++i) {
     const SiteRecord& s = sites_[i];
     if (modules_[s.module]->gone) continue;
-    out.push_back({s.entry, &name_of(i), &demangled_of(i), &modules_[s.module]->path, s.route,
+    out.push_back({s.entry, name_of(i), demangled_of(i), &modules_[s.module]->path, s.route,
                    s.applied.trampoline(), s.ops.size()});
   }
   return out;

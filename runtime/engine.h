@@ -157,6 +157,7 @@ struct ModuleRecord {
   // without a name).
   bool main_executable = false;
   std::vector<DiscoveredSite> found;  // never changes once added
+  SiteNames site_names;               // what found's names view
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
   // The same names packed in one buffer, in site order: selection walks
   // them sequentially instead of chasing a heap pointer per site.
@@ -171,8 +172,8 @@ struct ModuleRecord {
 // A read-only view of one site for status output and tests.
 struct SiteInfo {
   uint64_t entry;
-  const std::string* name;
-  const std::string* demangled;
+  std::string_view name;       // NUL-terminated in memory (site names are)
+  std::string_view demangled;
   const std::string* module;
   Route route;
   uint64_t call_target;
@@ -231,7 +232,8 @@ class Engine {
   std::vector<SiteInfo> sites() const;
   // Demangled name of the site at `entry`, nullptr if none. Stable while
   // the engine lives (sites are never removed).
-  const std::string* site_name(uint64_t entry) const;
+  // The site's shown name, NUL-terminated; nullptr if no site is there.
+  const char* site_name(uint64_t entry) const;
   const Backend& backend() const { return backend_; }
 
  private:
@@ -403,8 +405,8 @@ class Engine {
     std::memcpy(orig.bytes, s.original + backend_.traits().live_offset, orig.size);
     return orig;
   }
-  const std::string& name_of(uint32_t index) const { return origins_[index].found->name; }
-  const std::string& demangled_of(uint32_t index) const { return origins_[index].found->shown_name(); }
+  std::string_view name_of(uint32_t index) const { return origins_[index].found->name; }
+  std::string_view demangled_of(uint32_t index) const { return origins_[index].found->shown_name(); }
   Status release_after_grace();
   Status may_change(const char* what, bool needs_modules);
   Status release_if_much_retired();

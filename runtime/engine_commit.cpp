@@ -36,8 +36,8 @@ Route route_for(const SiteRecord& s, std::vector<ftjit_strategy>* scratch) {
 std::string Engine::site_label(uint32_t index) const {
   char b[24];
   snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(sites_[index].entry));
-  const std::string& name = demangled_of(index);
-  return (name.empty() ? std::string("?") : name) + " (" + b + ")";
+  const std::string_view name = demangled_of(index);
+  return (name.empty() ? std::string("?") : std::string(name)) + " (" + b + ")";
 }
 
 // The per-commit caches of "this arena's trampoline for that": consecutive
@@ -473,7 +473,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     for (size_t k = 0; k < done; ++k) inited.push_back(sites_[plan[k].site].initialized);
     Error e = st.take_error();
     long f = find_site(failed_at - live_offset);
-    if (f >= 0) e.message = "site " + name_of(static_cast<uint32_t>(f)) + " " + e.message;
+    if (f >= 0) e.message = "site " + std::string(name_of(static_cast<uint32_t>(f))) + " " + e.message;
     undo();
     undo_ops();
     for (size_t k = 0; k < inited.size(); ++k) sites_[plan[k].site].initialized = inited[k];

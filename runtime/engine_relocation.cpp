@@ -254,15 +254,15 @@ Status Engine::relocate_matching(const Filter& filter) {
       arch::fill_with_traps(f.written.data(), f.written.size());
       std::memcpy(f.written.data(), f.reloc.branch.data(), f.reloc.branch.size());
 
+      DiscoveredModule& dm = modules[arena.value()];
       DiscoveredSite d;
       d.record = d.entry = sled;
       d.symbol = symbol;
       d.slot = stub;
       d.slot_state = OpsSlot::kAligned;
       d.pad_bytes = traits.landing_pad_bytes;
-      d.name = std::move(c.name);
-      d.demangled = std::move(c.demangled);
-      DiscoveredModule& dm = modules[arena.value()];
+      d.name = dm.names.keep(std::move(c.name));
+      if (!c.demangled.empty()) d.demangled = dm.names.keep(std::move(c.demangled));
       dm.path = path;
       dm.load_bias = obj.load_bias;
       dm.isa = traits.isa;
@@ -317,7 +317,7 @@ Status Engine::relocate_matching(const Filter& filter) {
         if (!all) {
           Status one = write_entries({&f, 1});
           if (!one) {
-            note(base + "!" + dm.sites[k].name + ": not relocated: " + one.error().message);
+            note(base + "!" + std::string(dm.sites[k].name) + ": not relocated: " + one.error().message);
             arena->free(f.stub);
             continue;
           }

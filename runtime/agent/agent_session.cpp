@@ -415,7 +415,7 @@ control::Reply AgentSession::status(const control::StatusQuery& request) {
     for (const SiteInfo& s : sites) {
       if (s.route == Route::kNone) continue;
       t += hex(s.entry) + "\t" + route_name(s.route) + "\t" + std::to_string(s.n_ops) + "\t" +
-           hex(s.call_target) + "\t" + *s.module + "\t" + *s.demangled + "\n";
+           hex(s.call_target) + "\t" + *s.module + "\t" + std::string(s.demangled) + "\n";
     }
   }
   return r;

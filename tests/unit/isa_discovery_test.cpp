@@ -118,7 +118,7 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
       continue;
     }
     EXPECT_TRUE(named.emplace(s.name, s.shown_name()).second) << "duplicate site";
-    auto sym_it = symbols.find(s.name);
+    auto sym_it = symbols.find(std::string(s.name));
     ASSERT_NE(sym_it, symbols.end());
     const uint64_t sym = sym_it->second;
     EXPECT_EQ(s.symbol, sym);

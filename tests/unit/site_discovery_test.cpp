@@ -153,7 +153,7 @@ TEST(SiteDiscoveryTest, OptedOutFunctionHasNoSite) {
     auto module = discover_file(std::string(FTJIT_FIXTURE_DIR) + "/libfx_optout_" + cc + ".so");
     ASSERT_TRUE(module.ok()) << module.error().message;
     std::vector<std::string> names;
-    for (const auto& s : module->sites) names.push_back(s.name);
+    for (const auto& s : module->sites) names.emplace_back(s.name);
     EXPECT_EQ(names, (std::vector<std::string>{"fx_before", "fx_after"}));
   }
 }
@@ -281,7 +281,7 @@ TEST(ModuleScanTest, DlopenedFixturesAreFoundAtTheirRunTimeAddresses) {
                             f.sled_bytes),
                 0)
           << s.name;
-      void* sym = dlsym(handles[i], s.name.c_str());
+      void* sym = dlsym(handles[i], std::string(s.name).c_str());
       if (sym == nullptr) continue;  // static functions are not exported
       EXPECT_EQ(s.entry, reinterpret_cast<uint64_t>(sym)) << s.name;
       ++resolved;

@@ -41,7 +41,7 @@ DiscoveredModule discover(const char* name) {
 std::set<std::string> names(const DiscoveredModule& m, bool recovered) {
   std::set<std::string> out;
   for (const DiscoveredSite& s : m.sites) {
-    if (s.recovered == recovered) out.insert(s.shown_name());
+    if (s.recovered == recovered) out.emplace(s.shown_name());
   }
   return out;
 }
