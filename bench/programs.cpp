@@ -304,6 +304,8 @@ void run_programs_section(const BenchOptions& opts, Report& report) {
       "built with -fxray-instrument -fxray-instruction-threshold=1 and a handler doing the same "
       "(TSC at entry on a per-thread stack, a log2 bucket per function at exit), patched before "
       "main");
+  // What the runs left: their stderr, the count run's report, latency's.
+  for (const char* file : {"/stderr", "/count.tsv", "/latency.txt"}) unlink((scratch + file).c_str());
   rmdir(dir);
 }
 
