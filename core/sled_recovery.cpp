@@ -242,8 +242,7 @@ std::vector<uint64_t> owned_symbols(const DiscoveredModule& module) {
 // Whether a function that could be a site (not an IFUNC, sized, in code)
 // is none yet. Functions and the owned symbols are both sorted: one forward
 // walk.
-bool any_unowned_function(const ElfImage& image, const DiscoveredModule& module) {
-  const std::vector<uint64_t> owned = owned_symbols(module);
+bool any_unowned_function(const ElfImage& image, const std::vector<uint64_t>& owned) {
   auto next_owned = owned.begin();
   for (const ElfSymbol& f : image.functions()) {
     if (f.ifunc || f.size == 0 || !f.in_code_section) continue;
@@ -266,7 +265,8 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
   // Most modules keep every record: when each function that could carry a
   // sled is a site already there is nothing to recover, and the layout
   // need not be read from a million records to find that out.
-  if (!any_unowned_function(image, module)) return;
+  const std::vector<uint64_t> owned = owned_symbols(module);  // symbols that are sites already
+  if (!any_unowned_function(image, owned)) return;
   const Isa isa = image.isa();
   const std::vector<NamedRecordSite> recorded = named_sites(module);
   const ProducerEvidence producers = producer_evidence(units);
@@ -289,7 +289,6 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
   }
 
   const std::vector<uint64_t>& records = image.patchable_records();
-  const std::vector<uint64_t> owned = owned_symbols(module);  // symbols that are sites already
   auto record_near = [&](uint64_t from, uint64_t to) {  // is a record in [from, to)?
     auto it = std::lower_bound(records.begin(), records.end(), from);
     return it != records.end() && *it < to;
