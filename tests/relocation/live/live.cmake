@@ -10,7 +10,21 @@
 # project flag reaches it.
 include_guard(GLOBAL)
 include(${CMAKE_CURRENT_LIST_DIR}/ifunc.cmake)
+#   ftjit_relocation_live_tests(LABELS [CYCLES n] [VAR=value...])
+# CYCLES: the attach/detach cycles of CountsExactAcrossAttachDetachCycles
+# (1000 by default; FTJIT_RELOC_CYCLES at run time still overrides), a
+# compile definition: gtest_discover_tests keeps only the first item of a
+# list given as ENVIRONMENT, so the environment holds one variable.
 function(ftjit_relocation_live_tests labels)
+  cmake_parse_arguments(R "" "CYCLES" "" ${ARGN})
+  set(_env ${R_UNPARSED_ARGUMENTS})
+  list(LENGTH _env _n_env)
+  if(_n_env GREATER 1)
+    message(FATAL_ERROR "ftjit_relocation_live_tests: one environment variable at most (gtest_discover_tests)")
+  endif()
+  if(NOT R_CYCLES)
+    set(R_CYCLES 1000)
+  endif()
   set(_dir ${CMAKE_BINARY_DIR}/tests/relocation)
   set(_lib ${_dir}/libreloclive.so)
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
@@ -29,10 +43,11 @@ function(ftjit_relocation_live_tests labels)
   add_custom_target(ftjit_relocation_live_target DEPENDS ${_lib})
   add_executable(ftjit_relocation_live_tests ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/relocated_live_test.cpp)
   target_link_libraries(ftjit_relocation_live_tests PRIVATE ftjit GTest::gtest_main ${CMAKE_DL_LIBS})
-  target_compile_definitions(ftjit_relocation_live_tests PRIVATE FTJIT_RELOC_LIVE_TARGET="${_lib}")
+  target_compile_definitions(ftjit_relocation_live_tests PRIVATE FTJIT_RELOC_LIVE_TARGET="${_lib}"
+                             FTJIT_RELOC_DEFAULT_CYCLES=${R_CYCLES})
   add_dependencies(ftjit_relocation_live_tests ftjit_relocation_live_target)
   gtest_discover_tests(ftjit_relocation_live_tests DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
+    PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${_env}")
   # arm64: the same on BTI-guarded pages (bti_live_test.cpp), a library
   # marked BTI whatever the toolchain's own objects are (-z force-bti).
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
@@ -49,10 +64,10 @@ function(ftjit_relocation_live_tests labels)
     target_compile_definitions(ftjit_relocation_bti_tests PRIVATE FTJIT_RELOC_BTI_TARGET="${_bti}")
     add_dependencies(ftjit_relocation_bti_tests ftjit_relocation_bti_target)
     gtest_discover_tests(ftjit_relocation_bti_tests DISCOVERY_TIMEOUT 60
-      PROPERTIES LABELS "${labels}" TIMEOUT 300 ENVIRONMENT "${ARGN}")
+      PROPERTIES LABELS "${labels}" TIMEOUT 300 ENVIRONMENT "${_env}")
   endif()
   # IFUNCs, at their implementations (ifunc.cmake): in the same legs.
-  ftjit_ifunc_tests("${labels}" ${ARGN})
+  ftjit_ifunc_tests("${labels}" ${_env})
 endfunction()
 
 # Debian's libc relocated under a multi-threaded workload, through the

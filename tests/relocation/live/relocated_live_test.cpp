@@ -147,13 +147,14 @@ class RelocatedLive : public ::testing::Test {
   EngineHandle engine_;
 };
 
-// Four threads, a thousand attach/detach cycles of one ops (entry and exit
+// Four threads, a thousand attach/detach cycles (40 under qemu-user) of one ops (entry and exit
 // hooks) on the library's three functions and libc's getpid (kLibcFn). Each cycle
 // relocates the four entries and writes them back.
 TEST_F(RelocatedLive, CountsExactAcrossAttachDetachCycles) {
   constexpr int kWorkers = 4;
   constexpr int kBatch = 64;
-  const int cycles = std::getenv("FTJIT_RELOC_CYCLES") ? std::atoi(std::getenv("FTJIT_RELOC_CYCLES")) : 1000;
+  const int cycles =
+      std::getenv("FTJIT_RELOC_CYCLES") ? std::atoi(std::getenv("FTJIT_RELOC_CYCLES")) : FTJIT_RELOC_DEFAULT_CYCLES;
   const Target& t = target();
   const std::vector<uint8_t> before[] = {bytes_at(reinterpret_cast<void*>(t.square)),
                                          bytes_at(reinterpret_cast<void*>(t.sum)),
