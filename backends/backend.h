@@ -331,8 +331,20 @@ struct InlineRequest {
   int64_t shadow_tls_offset = 0;
   uint64_t exit_trampoline = 0;  // the landing
   int64_t counts_tls_offset = 0;
+  // kLatency, 1 call in N timed (N > 1; 0, 1: every call). Before the
+  // above, a call finds the site's countdown (shadow_layout.h,
+  // kHistCountdown) in its histogram and takes 1 from it: 0 or more left,
+  // it goes on into the body at once (as kCount's does), nothing timed,
+  // the return not hooked; else the word becomes N-1 and the call is
+  // timed as above. With no block yet, it writes its ExitRecord to
+  // [thread pointer + pending_tls_offset] and goes on to the fallback
+  // (the first-call path starts the new block's countdown from it).
+  uint32_t sample_period = 0;
+  int64_t pending_tls_offset = 0;
 };
 constexpr uint32_t kInlineWordsBytes = 16;
+// The largest sample_period (an immediate of every ISA's code).
+constexpr uint32_t kMaxInlineSample = 1u << 30;
 // At most this long (it is copied to every site).
 constexpr size_t kInlineTemplateMaxBytes = 512;
 

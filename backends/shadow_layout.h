@@ -45,6 +45,11 @@ inline constexpr int32_t kHistMaxNs = 1;     // the longest
 inline constexpr int32_t kHistUnwound = 2;   // frames left by exception or longjmp
 inline constexpr int32_t kHistBuckets = 3;   // [0]: 0 ns, [k]: [2^(k-1), 2^k) ns
 inline constexpr int32_t kHistBucketCount = 65;
-inline constexpr int32_t kHistWords = kHistBuckets + kHistBucketCount;
+// Sampled inline latency (InlineRequest::sample_period N > 1): the calls
+// this thread still skips before its next turn at the site; each call
+// takes 1, a result below 0 is a turn (and the word becomes N-1). 0 in a
+// new block: a site's first call on a thread is a turn.
+inline constexpr int32_t kHistCountdown = kHistBuckets + kHistBucketCount;
+inline constexpr int32_t kHistWords = kHistCountdown + 1;
 
 }  // namespace ftjit::shadow_layout

@@ -201,6 +201,10 @@ void run_programs_section(const BenchOptions& opts, Report& report) {
       // Latency histograms of every function: ftjit's plugin, and XRay's
       // sleds with a handler that does the same (bench/programs/xray_latency.cpp).
       modes.push_back({"ftjit latency", {ftjit, "run", "--plugin", "latency", "-o", latency, "--"}, ""});
+      // The same histograms of 1 call in 8 per function and thread: the
+      // calls between turns pay no clock read and no hooked return.
+      modes.push_back({"ftjit latency --sample 8",
+                       {ftjit, "run", "--plugin", "latency", "--sample", "8", "-o", latency, "--"}, ""});
       modes.push_back({"XRay sleds, unpatched", {}, "", Base::kNone, p.xray, "FTJIT_BENCH_XRAY_OFF=1"});
       modes.push_back({"XRay latency handler", {}, "", Base::kXrayUnpatched, p.xray});
     }
@@ -303,7 +307,8 @@ void run_programs_section(const BenchOptions& opts, Report& report) {
       "latency: every function, log2 histograms of entry-to-exit time; XRay: the logger's twin "
       "built with -fxray-instrument -fxray-instruction-threshold=1 and a handler doing the same "
       "(TSC at entry on a per-thread stack, a log2 bucket per function at exit), patched before "
-      "main");
+      "main; latency --sample 8: the same histograms of each thread's calls 1, 9, 17... of each "
+      "function (the sites' own code takes the turns; the others cost a decrement)");
   // What the runs left: their stderr, the count run's report, latency's.
   for (const char* file : {"/stderr", "/count.tsv", "/latency.txt"}) unlink((scratch + file).c_str());
   rmdir(dir);

@@ -11,6 +11,7 @@
 #include "runtime/c_api_internal.h"
 #include "runtime/log.h"
 #include "runtime/engine.h"
+#include "runtime/inline_blocks.h"
 
 struct ftjit_engine {
   std::unique_ptr<ftjit::Engine> engine;
@@ -178,6 +179,8 @@ const char* ftjit_site_name(ftjit_engine* engine, uint64_t ip) {
   if (engine == nullptr) return nullptr;
   return engine->engine->site_name(ip);
 }
+
+int ftjit_inline_turn(void) { return ftjit::ftjit_inline_fallback_call != 0 ? 1 : 0; }
 
 const char* ftjit_last_error(void) { return t_last_error.c_str(); }
 

@@ -2,9 +2,11 @@
 // List walking and site multiplexing.
 #include "runtime/dispatch.h"
 
-#include "runtime/inline_blocks.h"
-
 #include <bit>
+
+#include "backends/shadow_layout.h"
+#include "runtime/inline_blocks.h"
+#include "runtime/shadow_stack.h"
 
 namespace ftjit {
 
@@ -33,8 +35,19 @@ extern "C" void ftjit_tsan_callback_shim(uint64_t ip, uint64_t parent_ip, ftjit_
 extern "C" void ftjit_inline_first_call(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops,
                                         ftjit_regs* regs) {
   tsan_consume();
-  (void)ensure_inline_block();
+  const bool block = ensure_inline_block();
+  // A sampled latency site whose call found no block: this call is its
+  // first turn on this thread, the next N-1 are not.
+  if (const uint64_t pending = ftjit_inline_pending_record; pending != 0) {
+    ftjit_inline_pending_record = 0;
+    const auto* record = reinterpret_cast<const ExitRecord*>(pending);
+    if (block && record->site == ip && record->sample_period > 1) {
+      ftjit_inline_block[record->block_offset / 8 + shadow_layout::kHistCountdown] = record->sample_period - 1;
+    }
+  }
+  ftjit_inline_fallback_call = 1;
   ops->func(ip, parent_ip, ops, regs);
+  ftjit_inline_fallback_call = 0;
   tsan_leave();
 }
 

@@ -529,6 +529,9 @@ Status Engine::prepare_inline(OpsRecord* rec) {
                           "inline count cannot be combined with an exit callback or a thread filter "
                           "(its trampoline hooks no return and asks no thread)");
       }
+      if (FTJIT_OPS_HAS(ops, inline_sample) && ops->inline_sample > 1) {
+        return make_error(FTJIT_E_INVALID_ARGUMENT, "inline count counts every call: inline_sample is latency's");
+      }
       rec->inline_action = InlineAction::kCount;
       what = "count";
       break;
@@ -540,6 +543,14 @@ Status Engine::prepare_inline(OpsRecord* rec) {
       }
       rec->inline_action = InlineAction::kLatency;
       what = "latency";
+      if (FTJIT_OPS_HAS(ops, inline_sample) && ops->inline_sample > 1) {
+        if (ops->inline_sample > kMaxInlineSample) {
+          return make_error(FTJIT_E_INVALID_ARGUMENT, "inline latency: inline_sample " +
+                                                          std::to_string(ops->inline_sample) + " is above " +
+                                                          std::to_string(kMaxInlineSample));
+        }
+        rec->inline_sample = ops->inline_sample;
+      }
       break;
     default:
       return make_error(FTJIT_E_INVALID_ARGUMENT,
@@ -547,7 +558,7 @@ Status Engine::prepare_inline(OpsRecord* rec) {
                             ", which this ftjit does not know");
   }
   // Compiled, or refused here: never a silent fall back to callbacks.
-  auto tmpl = inline_template(rec->inline_action);
+  auto tmpl = inline_template(rec->inline_action, rec->inline_sample);
   if (!tmpl) {
     return make_error(tmpl.error().code, std::string("inline ") + what + " on " +
                                              isa_name(backend_.traits().isa) + ": " + tmpl.error().message);

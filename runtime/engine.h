@@ -117,6 +117,7 @@ struct OpsRecord {
   // ftjit_inline_first_call) in the site's arena.
   bool inline_ok = false;
   InlineAction inline_action = InlineAction::kCount;
+  uint32_t inline_sample = 0;  // kLatency: 1 call in N timed (ftjit_ops.inline_sample; 0: every call)
   std::map<CodeArena*, uint64_t> inline_fallback;
   // Every (site entry, counter slot) it was given, kept after the site
   // left: the counts of a site detached and attached again add up.
@@ -341,7 +342,7 @@ class Engine {
   Result<uint64_t> shared_trampoline(CodeArena* arena, int which);
   // The emitted code every inline trampoline of `action` copies, emitted
   // on first use (FTJIT_E_UNSUPPORTED where the ISA compiles none).
-  Result<const std::vector<uint8_t>*> inline_template(InlineAction action);
+  Result<const std::vector<uint8_t>*> inline_template(InlineAction action, uint32_t sample_period);
   // Site `index`'s own inline trampoline for `rec` (a new counter slot,
   // its words written), in `arena`; its address (after the words).
   Result<uint64_t> place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena);
@@ -452,7 +453,7 @@ class Engine {
   // Inline work: the template per action, the trampoline each kInline site
   // calls now (its arena and address), the next counter slot (never
   // reused), and the final counts of detached ops.
-  std::map<InlineAction, std::vector<uint8_t>> inline_templates_;
+  std::map<std::pair<InlineAction, uint32_t>, std::vector<uint8_t>> inline_templates_;  // by (action, period)
   std::unordered_map<uint32_t, std::pair<CodeArena*, uint64_t>> inline_code_;
   uint32_t next_inline_slot_ = 0;
   bool inline_used_ = false;

@@ -236,8 +236,10 @@ Result<uint64_t> Engine::generated_trampoline(OpsRecord* rec, CodeArena* arena) 
   return place;
 }
 
-Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action) {
-  auto it = inline_templates_.find(action);
+Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action, uint32_t sample_period) {
+  if (action != InlineAction::kLatency || sample_period <= 1) sample_period = 0;
+  const auto key = std::make_pair(action, sample_period);
+  auto it = inline_templates_.find(key);
   if (it != inline_templates_.end()) return &it->second;
   InlineRequest req;
   req.action = action;
@@ -246,13 +248,17 @@ Result<const std::vector<uint8_t>*> Engine::inline_template(InlineAction action)
     req.shadow_tls_offset = shadow_stack_tls_offset();
     req.exit_trampoline = exit_latency_landing_address();
     req.counts_tls_offset = tls_offset_;
+    if (sample_period != 0) {
+      req.sample_period = sample_period;
+      req.pending_tls_offset = inline_pending_tls_offset();
+    }
   }
   auto code = backend_.emit_inline_template(req);
   if (!code) return code.take_error();
   if (code->empty() || code->size() > kInlineTemplateMaxBytes) {
     return make_error(FTJIT_E_INTERNAL, "the emitter's inline trampoline has an impossible size");
   }
-  return &(inline_templates_[action] = std::move(code.value()));
+  return &(inline_templates_[key] = std::move(code.value()));
 }
 
 Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena* arena) {
@@ -261,7 +267,7 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
   if (next_inline_slot_ + words > kInlineSlots) {
     return make_error(FTJIT_E_OUT_OF_RANGE, "inline counters exhausted");
   }
-  auto tmpl = inline_template(rec->inline_action);
+  auto tmpl = inline_template(rec->inline_action, rec->inline_sample);
   if (!tmpl) return tmpl.take_error();
   // The fallback: the ops' callback, behind ftjit_inline_first_call. It
   // saves FP registers whatever the ops says: the first call maps memory.
@@ -290,7 +296,7 @@ Result<uint64_t> Engine::place_inline(OpsRecord* rec, uint32_t index, CodeArena*
   const uint64_t offset = uint64_t{slot} * sizeof(uint64_t);
   // kCount's word: its counter; kLatency's: its site's exit record, which
   // says where its histogram is.
-  ExitRecord* record = latency ? make_inline_latency_record(sites_[index].entry, offset) : nullptr;
+  ExitRecord* record = latency ? make_inline_latency_record(sites_[index].entry, offset, rec->inline_sample) : nullptr;
   const uint64_t word = latency ? reinterpret_cast<uint64_t>(record) : offset;
   std::memcpy(arena->rw(start + kInlineOffsetWord), &word, 8);
   std::memcpy(arena->rw(start + kInlineFallbackWord), &fallback, 8);

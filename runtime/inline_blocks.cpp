@@ -31,6 +31,13 @@ int64_t inline_block_tls_offset() {
   return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_inline_block) - arch::thread_pointer());
 }
 
+__thread uint64_t ftjit_inline_pending_record = 0;
+__thread uint8_t ftjit_inline_fallback_call = 0;
+
+int64_t inline_pending_tls_offset() {
+  return static_cast<int64_t>(reinterpret_cast<uint64_t>(&ftjit_inline_pending_record) - arch::thread_pointer());
+}
+
 bool ensure_inline_block() {
   if (ftjit_inline_block != nullptr) return true;
   // Past the bound one load says so: no more claims, no more mappings.

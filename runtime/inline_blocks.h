@@ -35,6 +35,17 @@ extern "C" __thread uint64_t* ftjit_inline_block __attribute__((tls_model("initi
 // (arch::thread_pointer), the same for every thread (initial-exec TLS).
 int64_t inline_block_tls_offset();
 
+// Sampled inline latency (backends/backend.h, InlineRequest::sample_period):
+// the ExitRecord of the site whose call found no block and went on to the
+// fallback, written by its trampoline; the first-call path gives the new
+// block that site's countdown (the call it runs is the site's first turn).
+extern "C" __thread uint64_t ftjit_inline_pending_record __attribute__((tls_model("initial-exec")));
+int64_t inline_pending_tls_offset();
+
+// Whether the callback running now was called by an inline trampoline's
+// fallback (ftjit_inline_turn()): set around the call by the first-call path.
+extern "C" __thread uint8_t ftjit_inline_fallback_call __attribute__((tls_model("initial-exec")));
+
 // Gives the calling thread its block if it has none. Async-signal-safe
 // (mmap and an atomic push): it may run inside any traced function.
 // false if the memory could not be had (the thread stays on callbacks).

@@ -331,11 +331,12 @@ ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops) {
   });
 }
 
-ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset) {
+ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset, uint32_t sample_period) {
   return new_exit_record([&](ExitRecord& r) {
     r.kind = layout::kKindInlineLatency;
     r.site = site;
     r.block_offset = block_offset;
+    r.sample_period = sample_period;
     r.save_fp = false;
   });
 }

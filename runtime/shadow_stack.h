@@ -46,12 +46,13 @@ struct ExitRecord {
   uint8_t kind = 0;           // shadow_layout::kKind*
   uint64_t site = 0;          // kInlineLatency: the site's entry
   uint64_t block_offset = 0;  // kInlineLatency: its histogram in the block
+  uint32_t sample_period = 0;  // kInlineLatency: 1 call in N timed (0, 1: every call)
 };
 
 // A new record (kept for the life of the process).
 ExitRecord* make_exit_record(ftjit_exit_func_t func, ftjit_ops* ops);
 // One inline latency site's record (kept for the life of the process).
-ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset);
+ExitRecord* make_inline_latency_record(uint64_t site, uint64_t block_offset, uint32_t sample_period);
 
 // The exit trampoline, emitted once per process into memory that is never
 // unmapped (hooked frames can outlive any engine). 0 until prepared. Its

@@ -537,6 +537,59 @@ void emit_exit_leave(asmjit::a64::Assembler& a) {
 //               s->depth = d+1 ; s->hooks += 1 ; exits++
 //               restore ; mov x16, x30 ; x30 = landing ; ret x16
 //     back:     entries-- ; restore ; br [start-8]   ; as the site entered us
+//
+//     Sampled (sample_period N > 1), before the above, which becomes
+//     `timed`: a call that is not the thread's turn takes 1 from the
+//     site's countdown (an exclusive pair, as (i)'s count) and returns
+//     into the body at once, as (i) does:
+//
+//     start:    str x15, [sp, #-16]!
+//               x16 = [tp + block] ; cbz x16, none
+//               x17 = [start-16] ; x17 = [x17 + kBlockOffset]
+//               x16 = x16 + x17 + countdown
+//            1: ldxr x17, [x16] ; sub x17, x17, #1 ; stxr w15, x17, [x16] ; cbnz w15, 1b
+//               tbz x17, #63, skip                     ; 0 or more left
+//               x17 = N-1 ; str x17, [x16]             ; this call's turn
+//               ldr x15, [sp], #16 ; b timed
+//     skip:     ldr x15, [sp], #16
+//               mov x16, x30 ; mov x30, x9 ; ret x16   ; into the body
+//     none:     x16 = tp + pending ; x17 = [start-16] ; str x17, [x16]
+//               ldr x15, [sp], #16
+//               ldr x17, start-8 ; br x17              ; the first-call path
+void emit_latency_sampling(asmjit::a64::Assembler& a, LiteralPool& pool, const InlineRequest& req,
+                           const asmjit::Label& start, const asmjit::Label& timed) {
+  using namespace asmjit;
+  using namespace asmjit::a64;
+  namespace layout = shadow_layout;
+  Label skip = a.newLabel(), none = a.newLabel();
+  a.str(x15, ptr_pre(sp, -16));
+  emit_tls_address(a, pool, x16, x17, req.block_tls_offset);
+  a.ldr(x16, ptr(x16));
+  a.cbz(x16, none);
+  a.ldr(x17, ptr(start, kInlineOffsetWord));
+  a.ldr(x17, ptr(x17, layout::kBlockOffset));
+  a.add(x16, x16, x17);
+  a.add(x16, x16, Imm(8 * layout::kHistCountdown));
+  emit_atomic_add(a, x16, x17, x15, -1);
+  a.tbz(x17, 63, skip);
+  pool.load(x17, req.sample_period - 1);
+  a.str(x17, ptr(x16));
+  a.ldr(x15, ptr_post(sp, 16));
+  a.b(timed);
+  a.bind(skip);
+  a.ldr(x15, ptr_post(sp, 16));
+  a.mov(x16, x30);
+  a.mov(x30, x9);
+  a.ret(x16);
+  a.bind(none);
+  emit_tls_address(a, pool, x16, x17, req.pending_tls_offset);
+  a.ldr(x17, ptr(start, kInlineOffsetWord));
+  a.str(x17, ptr(x16));
+  a.ldr(x15, ptr_post(sp, 16));
+  a.ldr(x17, ptr(start, kInlineFallbackWord));
+  a.br(x17);
+}
+
 Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   using namespace asmjit;
   using namespace asmjit::a64;
@@ -550,8 +603,16 @@ Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   Assembler a(&code);
   LiteralPool pool(a);
   Label start = a.newLabel(), back = a.newLabel(), push = a.newLabel(), again = a.newLabel();
+  Label timed = a.newLabel();
   constexpr int32_t kSaved = 32;
   a.bind(start);
+  if (req.sample_period > 1) {
+    if (req.sample_period > kMaxInlineSample || req.pending_tls_offset == 0) {
+      return make_error(FTJIT_E_INTERNAL, "sampled inline latency request without its pending word, or too long a period");
+    }
+    emit_latency_sampling(a, pool, req, start, timed);
+  }
+  a.bind(timed);
   a.stp(x14, x15, ptr_pre(sp, -kSaved));
   a.stp(x12, x13, ptr(sp, 16));
   emit_tls_address(a, pool, x16, x17, req.counts_tls_offset);

@@ -505,6 +505,58 @@ void load_word(Source& s, const std::string& reg, int offset) {
 //               restore ; ra = landing ; jr t0            ; into entry+8
 //     back:     amoadd.d entries -= 1 ; restore
 //               ld t1, start-8 ; jr t1                    ; as the stub would have
+//
+//     Sampled (sample_period N > 1), before the above, which becomes
+//     .Ltimed: a call that is not the thread's turn takes 1 from the
+//     site's countdown (one amoadd.d: a same-thread signal handler's call
+//     lands before or after it) and goes into the body at once, as (i):
+//
+//     start:    addi sp, sp, -16 ; sd t3
+//               t1 = [tp + block] ; beqz t1, none
+//               t3 = [start-16] ; t3 = [t3 + kBlockOffset]
+//               t1 = t1 + t3 + countdown
+//               amoadd.d t3, -1, (t1)                     ; t3: what was left
+//               bgtz t3, skip
+//               sd N-1, (t1) ; restore ; j .Ltimed        ; this call's turn
+//     skip:     restore ; jr t0                           ; into entry+8
+//     none:     [tp + pending] = [start-16] ; restore
+//               ld t1, start-8 ; jr t1                    ; the first-call path
+void emit_latency_sampling(Source& s, const InlineRequest& req) {
+  namespace layout = shadow_layout;
+  auto n = [](int64_t v) { return std::to_string(v); };
+  const int record = static_cast<int>(kInlineWordsBytes) + kInlineOffsetWord;
+  s.line("addi sp, sp, -16");
+  s.line("sd t3, 0(sp)");
+  emit_tls_address(s, "t1", req.block_tls_offset);
+  s.line("ld t1, 0(t1)");
+  s.line("beqz t1, .Lnone");
+  load_word(s, "t3", record);
+  s.line("ld t3, " + n(layout::kBlockOffset) + "(t3)");
+  s.line("add t1, t1, t3");
+  s.line("addi t1, t1, " + n(8 * layout::kHistCountdown));
+  s.line("li t3, -1");
+  s.line("amoadd.d t3, t3, (t1)");
+  s.line("bgtz t3, .Lskip");
+  s.line("li t3, " + n(req.sample_period - 1));
+  s.line("sd t3, 0(t1)");
+  s.line("ld t3, 0(sp)");
+  s.line("addi sp, sp, 16");
+  s.line("j .Ltimed");
+  s.label(".Lskip");
+  s.line("ld t3, 0(sp)");
+  s.line("addi sp, sp, 16");
+  s.line("jr t0");
+  s.label(".Lnone");
+  emit_tls_address(s, "t1", req.pending_tls_offset);
+  load_word(s, "t3", record);
+  s.line("sd t3, 0(t1)");
+  s.line("ld t3, 0(sp)");
+  s.line("addi sp, sp, 16");
+  load_word(s, "t1", static_cast<int>(kInlineWordsBytes) + kInlineFallbackWord);
+  s.line("jr t1");
+  s.label(".Ltimed");
+}
+
 Result<std::string> latency_template_source(const InlineRequest& req, bool compressed) {
   namespace layout = shadow_layout;
   if (req.shadow_tls_offset == 0 || req.exit_trampoline == 0 || req.counts_tls_offset == 0) {
@@ -516,6 +568,12 @@ Result<std::string> latency_template_source(const InlineRequest& req, bool compr
   s.label(".Lwords");
   s.line(".quad 0");
   s.line(".quad 0");
+  if (req.sample_period > 1) {
+    if (req.sample_period > kMaxInlineSample || req.pending_tls_offset == 0) {
+      return make_error(FTJIT_E_INTERNAL, "sampled inline latency request without its pending word, or too long a period");
+    }
+    emit_latency_sampling(s, req);
+  }
   s.line("addi sp, sp, -" + n(kSaved));
   for (int i = 0; i < 4; ++i) s.line("sd t" + n(3 + i) + ", " + n(8 * i) + "(sp)");
   emit_tls_address(s, "t4", req.counts_tls_offset);

@@ -856,6 +856,55 @@ Result<std::vector<uint8_t>> X86_64Emitter::emit_exit_trampoline(
 //               add rsp, 16 ; jmp [landing - 4]        ; call [rsp-16]: entry+5
 //     back:     pop rsi, rdx, rcx, rax ; entries--
 //               jmp [start-8]                          ; as the stub entered us
+//
+//     Sampled (sample_period N > 1), before the above, which becomes
+//     `timed`: a call that is not the thread's turn takes 1 from the
+//     site's countdown and goes into the body at once, as (e)'s plain
+//     exit does (nothing pushed on the return-stack buffer, so nothing to
+//     pop). `sub` is one instruction: a same-thread signal handler's call
+//     lands before or after it.
+//
+//     start:    push rax
+//               mov rax, fs:[block] ; test rax, rax ; jz none
+//               push rcx ; mov rcx, [start-16] ; add rax, [rcx+kBlockOffset] ; pop rcx
+//               sub qword [rax+countdown], 1
+//               jge skip                               ; 0 or more left
+//               mov qword [rax+countdown], N-1         ; this call's turn
+//               pop rax ; jmp timed
+//     skip:     pop rax ; add rsp, 8 ; jmp [rsp-8]     ; into entry+5
+//     none:     mov rax, [start-16] ; mov fs:[pending], rax
+//               pop rax ; jmp [start-8]                ; the first-call path
+void emit_latency_sampling(asmjit::x86::Assembler& a, const InlineRequest& req, const asmjit::Label& start,
+                           const asmjit::Label& timed) {
+  using namespace asmjit;
+  using namespace asmjit::x86;
+  namespace layout = shadow_layout;
+  Label skip = a.newLabel(), none = a.newLabel();
+  const Mem countdown = qword_ptr(rax, 8 * layout::kHistCountdown);
+  a.push(rax);
+  a.mov(rax, tls_word(req.block_tls_offset));
+  a.test(rax, rax);
+  a.jz(none);
+  a.push(rcx);
+  a.mov(rcx, qword_ptr(start, kInlineOffsetWord));
+  a.add(rax, qword_ptr(rcx, layout::kBlockOffset));
+  a.pop(rcx);
+  a.sub(countdown, 1);
+  a.jge(skip);
+  a.mov(countdown, imm(static_cast<int32_t>(req.sample_period - 1)));
+  a.pop(rax);
+  a.jmp(timed);
+  a.bind(skip);
+  a.pop(rax);
+  a.add(rsp, 8);
+  a.jmp(qword_ptr(rsp, -8));
+  a.bind(none);
+  a.mov(rax, qword_ptr(start, kInlineOffsetWord));
+  a.mov(tls_word(req.pending_tls_offset), rax);
+  a.pop(rax);
+  a.jmp(qword_ptr(start, kInlineFallbackWord));
+}
+
 Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   using namespace asmjit;
   using namespace asmjit::x86;
@@ -867,9 +916,17 @@ Result<std::vector<uint8_t>> emit_latency_template(const InlineRequest& req) {
   FTJIT_TRY(start_code(code, 0x100000));
   Assembler a(&code);
   Label start = a.newLabel(), back = a.newLabel(), push = a.newLabel(), land_word = a.newLabel();
+  Label timed = a.newLabel();
   Mem entries = tls_word(req.counts_tls_offset);
   constexpr int32_t kSlot = 40;
   a.bind(start);
+  if (req.sample_period > 1) {
+    if (req.sample_period > kMaxInlineSample || req.pending_tls_offset == 0) {
+      return make_error(FTJIT_E_INTERNAL, "sampled inline latency request without its pending word, or too long a period");
+    }
+    emit_latency_sampling(a, req, start, timed);
+  }
+  a.bind(timed);
   a.inc(entries);
   a.push(rax);
   a.push(rcx);

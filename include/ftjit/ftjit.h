@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define FTJIT_API_VERSION 6
+#define FTJIT_API_VERSION 7
 
 /* Status codes. FTJIT_OK is zero; every failing call also leaves a message
  * for ftjit_last_error() on the calling thread. */
@@ -130,6 +130,16 @@ typedef struct ftjit_thread_filter {
  *                         them, merged over threads, with
  *                         ftjit_inline_read_histograms(). Needs exit_func:
  *                         the callbacks time what the engine does not.
+ *                         With inline_sample = N > 1 (since API 7), the
+ *                         calls between a thread's turns at a site cost a
+ *                         decrement: no cycle counter read, no hooked
+ *                         return. From such a site the callbacks get
+ *                         only turns the code left to them (a thread's
+ *                         first call, a turn met inside a callback or
+ *                         with the shadow stack full), and
+ *                         ftjit_inline_turn() says so; from a site the
+ *                         engine does not compile they get every call,
+ *                         to sample themselves.
  *
  * The engine compiles it where one ops alone is attached to a site with the
  * generated (or auto) strategy, without thread filter, on an ISA whose
@@ -174,7 +184,10 @@ typedef struct ftjit_ops {
                                        time it reaches the ops. */
   /* Since API version 4: */
   uint32_t inline_entry;            /* ftjit_inline_action, read at attach */
-  uint32_t reserved;
+  /* Since API version 7 (was reserved, 0 from ftjit_ops_init): */
+  uint32_t inline_sample;           /* FTJIT_INLINE_LATENCY: time 1 call in
+                                       N of each site, per thread (calls 1,
+                                       N+1, 2N+1...); 0 or 1: every call */
 } ftjit_ops;
 
 /* A filter over sites. Each pattern is a glob (`*`, `?`, `[...]`) over the
@@ -296,6 +309,13 @@ void ftjit_get_stats(ftjit_engine *engine, ftjit_stats *out);
  * their entry addresses, outermost first; returns how many were written. */
 uint32_t ftjit_shadow_depth(void);
 size_t ftjit_shadow_stack(uint64_t *ips, size_t max);
+
+/* Inside a callback of an ops with inline_sample > 1: 1 if the call came
+ * from a site's inline code, which took its turn already (the thread's
+ * first call of the site, or a turn the code left to the callbacks); 0 if
+ * it came from a site the engine does not compile, whose calls the
+ * callbacks sample themselves. Since API version 7. */
+int ftjit_inline_turn(void);
 
 /* The inline counters of `ops` (FTJIT_INLINE_COUNT), summed over every
  * thread, read while the threads go on (each thread's counter is read

@@ -547,6 +547,8 @@ std::string encode(const Generate& m) {
   w.put(m.inline_request.shadow_tls_offset);
   w.put(m.inline_request.exit_trampoline);
   w.put(m.inline_request.counts_tls_offset);
+  w.put(m.inline_request.sample_period);
+  w.put(m.inline_request.pending_tls_offset);
   w.put<uint8_t>(t.saves_all);
   w.str(m.relocation.path);
   w.put(m.relocation.load_bias);
@@ -603,6 +605,9 @@ Result<Generate> decode_generate(std::string_view payload) {
   m.inline_request.shadow_tls_offset = r.get<int64_t>();
   m.inline_request.exit_trampoline = r.get<uint64_t>();
   m.inline_request.counts_tls_offset = r.get<int64_t>();
+  m.inline_request.sample_period = r.get<uint32_t>();
+  m.inline_request.pending_tls_offset = r.get<int64_t>();
+  if (r.ok() && m.inline_request.sample_period > kMaxInlineSample) r.fail("inline sample period out of range");
   t.saves_all = r.flag() != 0;
   m.relocation.path = r.str();
   m.relocation.load_bias = r.get<uint64_t>();

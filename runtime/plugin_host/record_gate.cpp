@@ -5,6 +5,7 @@
 #include "runtime/plugin_host/record_gate.h"
 
 #include "runtime/cycle_clock.h"
+#include "runtime/inline_blocks.h"
 #include "runtime/plugin_host/host_internal.h"
 
 namespace ftjit::plugins::detail {
@@ -79,8 +80,10 @@ void gate_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* reg
   if (gate.recording != nullptr && gate.recording->load(std::memory_order_relaxed) == 0) return;
   const uint32_t max_depth = gate.max_depth.load(std::memory_order_relaxed);
   if (max_depth != 0 && depth >= max_depth) return;
+  // A call from a sampled inline latency site's fallback is its turn
+  // already (the site's code counted it): not counted again here.
   const uint32_t period = gate.sample_period.load(std::memory_order_relaxed);
-  if (period > 1 && !sample_turn(g, ip, period)) return;
+  if (period > 1 && ftjit_inline_fallback_call == 0 && !sample_turn(g, ip, period)) return;
   auto* pregs = reinterpret_cast<ftjit_plugin_regs*>(regs);
   if (gate.min_duration_ns.load(std::memory_order_relaxed) == 0) {
     f.state = kDelivered;

@@ -209,8 +209,15 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     detail::apply_record_limits(gate, record);
     // A live session keeps the gate whatever it records now: the limits
     // change through it (TraceSession::control).
-    inst->gated = c.live || record.max_depth != 0 || (!every_call && record.sample_period > 1) ||
-                  (!every_call && record.min_duration_ns != 0) || gate.recording != nullptr;
+    const bool sampled = !every_call && record.sample_period > 1;
+    inst->gated = c.live || record.max_depth != 0 || sampled || (!every_call && record.min_duration_ns != 0) ||
+                  gate.recording != nullptr;
+    // Sampling alone leaves inline latency inline: its sites' code takes
+    // each thread's turns itself, the gate samples the rest (sites the
+    // engine does not compile) and takes what the code leaves to the
+    // callbacks as turns (record_gate.cpp).
+    const bool sampled_only = sampled && !c.live && record.max_depth == 0 && record.min_duration_ns == 0 &&
+                              gate.recording == nullptr;
     if (inst->gated) {
       // The gate keeps a frame per call, with the exit hooked, in the
       // thread's block.
@@ -226,6 +233,10 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     if (work != nullptr && ctx.ops.threads == nullptr && inst->keys == nullptr && !inst->gated) {
       if (work->entry == FTJIT_PLUGIN_INLINE_COUNT) ctx.ops.inline_entry = FTJIT_INLINE_COUNT;
       if (work->entry == FTJIT_PLUGIN_INLINE_LATENCY) ctx.ops.inline_entry = FTJIT_INLINE_LATENCY;
+    } else if (work != nullptr && ctx.ops.threads == nullptr && inst->keys == nullptr && sampled_only &&
+               work->entry == FTJIT_PLUGIN_INLINE_LATENCY) {
+      ctx.ops.inline_entry = FTJIT_INLINE_LATENCY;
+      ctx.ops.inline_sample = record.sample_period;
     }
     s->instances_.push_back(std::move(inst));
   }

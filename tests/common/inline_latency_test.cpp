@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <string>
 #include <ostream>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@ struct Timer {
   std::atomic<uint64_t> exits{0};
   std::atomic<uint64_t> unwound{0};
   std::atomic<uint64_t> wrong_ip{0};
+  std::atomic<uint64_t> not_turns{0};  // sampled: entries from elsewhere than a site's fallback
   uint64_t entry = 0;
 };
 
@@ -46,6 +48,7 @@ void on_entry(uint64_t ip, uint64_t, ftjit_ops* ops, ftjit_regs*) {
   auto* t = static_cast<Timer*>(ops->private_data);
   t->entries.fetch_add(1, std::memory_order_relaxed);
   if (ip != t->entry) t->wrong_ip.fetch_add(1, std::memory_order_relaxed);
+  if (ftjit_inline_turn() == 0) t->not_turns.fetch_add(1, std::memory_order_relaxed);
 }
 
 void on_exit(uint64_t ip, uint64_t, ftjit_ops* ops, ftjit_ret_regs* ret) {
@@ -182,6 +185,61 @@ TEST_P(InlineLatency, FourThreadsAreTimedExactlyAndReadWhileTheyRun) {
   EXPECT_EQ(read(engine_, t).calls + t.exits.load(), kThreads * kCalls);
   EXPECT_LE(t.exits.load(), uint64_t{kThreads});  // first calls only
   ASSERT_EQ(ftjit_detach(engine_, &t.ops), FTJIT_OK);
+}
+
+// Sampled (inline_sample = 7): each thread's calls 1, 8, 15... of the site
+// are timed, by the code or (a thread's first, which makes its block) by
+// the callbacks, which ftjit_inline_turn() tells so; the others are not.
+// Threads making different numbers of calls, each its own turns.
+TEST_P(InlineLatency, SampledTimesEachThreadsTurnsOnly) {
+  const InlineTarget& target = GetParam();
+  const auto before = bytes_around(target.entry);
+  Timer t;
+  init_timer(&t, target, FTJIT_STRATEGY_GENERATED);
+  constexpr uint32_t kPeriod = 7;
+  t.ops.inline_sample = kPeriod;
+  ASSERT_EQ(attach(&t), FTJIT_OK) << ftjit_last_error();
+  constexpr int kThreads = 4;
+  std::atomic<uint64_t> bad{0};
+  uint64_t want = 0;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    const uint64_t calls = 10000 + static_cast<uint64_t>(k) * 3;  // 1429, 1429, 1429, 1430 turns
+    want += (calls + kPeriod - 1) / kPeriod;
+    threads.emplace_back([&, calls] {
+      for (uint64_t i = 0; i < calls; ++i) {
+        if (target.call(static_cast<int64_t>(i)) != target.expected(static_cast<int64_t>(i))) bad.fetch_add(1);
+      }
+      if (ftjit_shadow_depth() != 0) bad.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0u);
+  const ftjit_inline_histogram h = read(engine_, t);
+  EXPECT_EQ(h.calls + t.exits.load(), want);
+  EXPECT_EQ(t.entries.load(), t.exits.load());
+  EXPECT_LE(t.exits.load(), uint64_t{kThreads});  // first calls only
+  EXPECT_EQ(t.not_turns.load(), 0u);
+  ASSERT_EQ(ftjit_detach(engine_, &t.ops), FTJIT_OK) << ftjit_last_error();
+  EXPECT_EQ(bytes_around(target.entry), before);
+  EXPECT_EQ(t.wrong_ip.load(), 0u);
+}
+
+// inline_sample is latency's, and bounded.
+TEST_P(InlineLatency, SamplingIsRefusedToCountAndBeyondItsBound) {
+  const InlineTarget& target = GetParam();
+  Timer t;
+  init_timer(&t, target, FTJIT_STRATEGY_GENERATED);
+  t.ops.inline_sample = (1u << 30) + 1;
+  EXPECT_EQ(attach(&t), FTJIT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ftjit_last_error()).find("inline_sample"), std::string::npos) << ftjit_last_error();
+  Timer c;
+  init_timer(&c, target, FTJIT_STRATEGY_GENERATED);
+  c.ops.exit_func = nullptr;
+  c.ops.inline_entry = FTJIT_INLINE_COUNT;
+  c.ops.inline_sample = 2;
+  EXPECT_EQ(attach(&c), FTJIT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ftjit_last_error()).find("inline_sample"), std::string::npos) << ftjit_last_error();
 }
 
 // Signal handlers calling the traced function on the thread that calls it

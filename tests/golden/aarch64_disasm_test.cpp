@@ -623,5 +623,39 @@ TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
   EXPECT_FALSE(arm64_emitter().emit_inline_template(bare));
 }
 
+// Sampled: before the timed part, the countdown in the site's histogram
+// (record word, its block offset, + 8 * kHistCountdown) taken down by an
+// exclusive pair, its sign tested; a skip returns into the body as the
+// counter's template does; with no block, the record goes to the pending
+// word and the call to the fallback. Without the pending word: refused.
+TEST(Aarch64Disasm, SampledInlineLatencyTemplateSkipsBetweenTurns) {
+  InlineRequest req;
+  req.action = InlineAction::kLatency;
+  req.block_tls_offset = 0x28;
+  req.shadow_tls_offset = 0x30;
+  req.counts_tls_offset = 0x10;
+  req.exit_trampoline = 0x7f0000123410;
+  req.sample_period = 8;
+  req.pending_tls_offset = 0x38;
+  auto code = arm64_emitter().emit_inline_template(req);
+  ASSERT_TRUE(code) << code.error().message;
+  ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
+  const uint64_t words = 0x7f0000600000;
+  const std::vector<DisasmLine> lines = disassemble(*code, words + kInlineWordsBytes);
+  std::string all;
+  for (const DisasmLine& l : lines) all += l.text + "\n";
+  EXPECT_EQ(lines.front().text, "str x15, [sp, #-16]!");
+  EXPECT_NE(all.find("ldr x17, [x17, #32]\nadd x16, x16, x17\nadd x16, x16, #0x220\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("sub x17, x17, #0x1\nstxr w15, x17, [x16]\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("tbz x17, #63, "), std::string::npos) << all;
+  EXPECT_NE(all.find("mov x16, x30\nmov x30, x9\nret x16\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("add x16, x16, #0x38\n"), std::string::npos) << all;  // the pending word
+  size_t pairs = 0;
+  for (size_t at = all.find("stxr"); at != std::string::npos; at = all.find("stxr", at + 1)) ++pairs;
+  EXPECT_EQ(pairs, 4u) << all;  // the countdown, entries, exits, entries back
+  req.pending_tls_offset = 0;
+  EXPECT_FALSE(arm64_emitter().emit_inline_template(req));
+}
+
 }  // namespace
 }  // namespace ftjit

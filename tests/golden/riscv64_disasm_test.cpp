@@ -302,6 +302,41 @@ TEST(Riscv64Disasm, InlineLatencyTemplateMatchesBinutils) {
   EXPECT_FALSE(riscv64_emitter().emit_inline_template(bare));
 }
 
+// Sampled: binutils' bytes; the countdown taken down by a fourth amoadd.d
+// whose old value decides (bgtz: a skip, `jr t0` into the body), N-1
+// written back at a turn; without the pending word: refused.
+TEST(Riscv64Disasm, SampledInlineLatencyTemplateMatchesBinutils) {
+  for (bool compressed : {false, true}) {
+    SCOPED_TRACE(compressed ? "rvc" : "norvc");
+    const TrampolineEmitter& emitter = compressed ? riscv64_compressed_emitter() : riscv64_emitter();
+    InlineRequest req;
+    req.action = InlineAction::kLatency;
+    req.block_tls_offset = 0x1f8;
+    req.shadow_tls_offset = 0x200;
+    req.counts_tls_offset = 0x210;
+    req.exit_trampoline = 0x7f0000123410;
+    req.sample_period = 8;
+    req.pending_tls_offset = 0x218;
+    auto bytes = emitter.emit_inline_template(req);
+    ASSERT_TRUE(bytes) << bytes.error().message;
+    auto text = riscv64::inline_template_source(req, compressed);
+    ASSERT_TRUE(text);
+    const uint64_t place = 0x7f0000500000;
+    const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
+    ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
+    EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
+    const auto lines = disassemble(*bytes, place + kInlineWordsBytes);
+    const auto count = [&](const std::string& what) {
+      return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    };
+    EXPECT_EQ(count("amoadd.d"), 4) << *text;  // the countdown, entries, exits, entries back
+    EXPECT_NE(text->find("amoadd.d t3, t3, (t1)\n  bgtz t3, .Lskip\n  li t3, 7\n"), std::string::npos) << *text;
+    EXPECT_LE(bytes->size(), kInlineTemplateMaxBytes);
+    req.pending_tls_offset = 0;
+    EXPECT_FALSE(emitter.emit_inline_template(req));
+  }
+}
+
 TEST(Riscv64Disasm, SiteCodeReachesItsStub) {
   const uint64_t entry = 0x40000000000;
   const int64_t distances[] = {8,      2040,      2048,     4096 - 8, -2048, -2056,

@@ -336,6 +336,23 @@ def main():
             check(shortest >= MIN_MS * 1e6, "latency --min-duration: a call shorter than %d ms" % MIN_MS)
             print("ok latency --min-duration %dms: %s" % (MIN_MS, got))
 
+        # latency sampled, nothing else: its sites' code takes each
+        # thread's turns (inline latency, sampled), the callbacks the
+        # first calls: exactly the oracle's calls.
+        o = Opts(sample=3)
+        path = os.path.join(tmp, "latency_sampled.json")
+        r = ftjit("run", "--plugin", "latency", "--format", "json", "-o", path, *o.args(), "--", FIXTURE)
+        if check(r.returncode == 0, "latency --sample 3: " + r.stderr.strip()):
+            _, calls = fixture_log(r.stdout)
+            want = {}
+            for recorded in oracle(calls, o).values():
+                for fn, _ in recorded:
+                    want[fn] = want.get(fn, 0) + 1
+            report = json.load(open(path))
+            got = {f["name"]: f["count"] for f in report["functions"]}
+            check(got == want, "latency --sample 3: %s, want %s" % (got, want))
+            print("ok latency --sample 3: %s" % got)
+
         # Each mistake: one line naming the option, nothing run.
         for args, words in (
             (["--depth", "0"], "--depth 0"),
