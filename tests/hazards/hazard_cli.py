@@ -9,7 +9,8 @@ forked children running traced code, longjmp out of traced frames):
                 [--pace US] CYCLES_PER_PLUGIN
 
 Each cycle is one `ftjit attach --duration` with one of the four built-in
-plugins (count: entry only; latency, flame, trace: exit hooks too), the
+plugins (count: entry only; latency, flame, trace: exit hooks too; latency
+twice, every call and --sample 3, whose sites skip between turns), the
 agent injected, attached, detached and unloaded; with --unload-every N,
 only every Nth cycle (and the last) unloads it, the others keep it
 (--keep-agent) and the next attach reuses it: injections and unloads are
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import time
 
-PLUGINS = ("count", "latency", "flame", "trace")
+PLUGINS = (("count",), ("latency",), ("latency", "--sample", "3"), ("flame",), ("trace",))
 
 
 def executable_ranges(pid, path):
@@ -88,8 +89,8 @@ def main():
     try:
         for i in range(cycles * len(PLUGINS)):
             ran = i + 1
-            plugin = PLUGINS[i % len(PLUGINS)]
-            argv = [args.ftjit, "attach", "-p", str(pid), "--plugin", plugin, "--filter",
+            plugin = " ".join(PLUGINS[i % len(PLUGINS)])
+            argv = [args.ftjit, "attach", "-p", str(pid), "--plugin", *PLUGINS[i % len(PLUGINS)], "--filter",
                     "hazard_*", "--strategy", args.strategy, "--duration", "0.05", "-o", os.devnull]
             unloads = (i + 1) % args.unload_every == 0 or i + 1 == cycles * len(PLUGINS)
             if not unloads:
