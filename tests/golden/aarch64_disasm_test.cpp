@@ -588,17 +588,22 @@ TEST(Aarch64Disasm, InlineTemplateReadsItsWordsAndReturnsIntoTheBody) {
   EXPECT_FALSE(arm64_emitter().emit_inline_template(unknown));
 }
 
-// The inline latency template: entries and exits counted with exclusive
-// pairs under the guard, the counter read from cntvct_el0, the entry's
-// slot S-8 (sp + 24 once 32 bytes are kept), the landing loaded into x30
-// before returning into the body, the fallback read from the word before.
-TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
+InlineRequest latency_request() {
   InlineRequest req;
   req.action = InlineAction::kLatency;
   req.block_tls_offset = 0x28;
   req.shadow_tls_offset = 0x30;
   req.counts_tls_offset = 0x10;
   req.exit_trampoline = 0x7f0000123410;
+  return req;
+}
+
+// The inline latency template: entries and exits counted with exclusive
+// pairs under the guard, the counter read from cntvct_el0, the entry's
+// slot S-8 (sp + 24 once 32 bytes are kept), the landing loaded into x30
+// before returning into the body, the fallback read from the word before.
+TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
+  InlineRequest req = latency_request();
   auto code = arm64_emitter().emit_inline_template(req);
   ASSERT_TRUE(code) << code.error().message;
   ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
@@ -629,12 +634,7 @@ TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
 // counter's template does; with no block, the record goes to the pending
 // word and the call to the fallback. Without the pending word: refused.
 TEST(Aarch64Disasm, SampledInlineLatencyTemplateSkipsBetweenTurns) {
-  InlineRequest req;
-  req.action = InlineAction::kLatency;
-  req.block_tls_offset = 0x28;
-  req.shadow_tls_offset = 0x30;
-  req.counts_tls_offset = 0x10;
-  req.exit_trampoline = 0x7f0000123410;
+  InlineRequest req = latency_request();
   req.sample_period = 8;
   req.pending_tls_offset = 0x38;
   auto code = arm64_emitter().emit_inline_template(req);

@@ -265,6 +265,38 @@ TEST(Riscv64Disasm, InlineTemplateMatchesBinutilsAndReadsItsWords) {
   EXPECT_EQ(refused.error().code, FTJIT_E_UNSUPPORTED);
 }
 
+InlineRequest latency_request() {
+  InlineRequest req;
+  req.action = InlineAction::kLatency;
+  req.block_tls_offset = 0x1f8;
+  req.shadow_tls_offset = 0x200;
+  req.counts_tls_offset = 0x210;
+  req.exit_trampoline = 0x7f0000123410;
+  return req;
+}
+
+// `req`'s inline template, its bytes checked against what binutils makes
+// of its text: the text, and the code's disassembly.
+void emit_as_binutils(const TrampolineEmitter& emitter, const InlineRequest& req, bool compressed,
+                      std::string* text, std::vector<std::string>* lines) {
+  auto bytes = emitter.emit_inline_template(req);
+  ASSERT_TRUE(bytes) << bytes.error().message;
+  auto source = riscv64::inline_template_source(req, compressed);
+  ASSERT_TRUE(source);
+  *text = *source;
+  const uint64_t place = 0x7f0000500000;
+  const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
+  ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
+  EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
+  // The pool follows the code: the template still fits what the engine copies.
+  EXPECT_LE(bytes->size(), kInlineTemplateMaxBytes);
+  *lines = disassemble(*bytes, place + kInlineWordsBytes);
+}
+
+long lines_with(const std::vector<std::string>& lines, const std::string& what) {
+  return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+}
+
 // The inline latency template: binutils' bytes, the guard's count and the
 // exit's as amoadd.d, the counter read with rdtime, the landing loaded into
 // ra before the jump into the body, and a request without its shadow stack
@@ -273,29 +305,12 @@ TEST(Riscv64Disasm, InlineLatencyTemplateMatchesBinutils) {
   for (bool compressed : {false, true}) {
     SCOPED_TRACE(compressed ? "rvc" : "norvc");
     const TrampolineEmitter& emitter = compressed ? riscv64_compressed_emitter() : riscv64_emitter();
-    InlineRequest req;
-    req.action = InlineAction::kLatency;
-    req.block_tls_offset = 0x1f8;
-    req.shadow_tls_offset = 0x200;
-    req.counts_tls_offset = 0x210;
-    req.exit_trampoline = 0x7f0000123410;
-    auto bytes = emitter.emit_inline_template(req);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    auto text = riscv64::inline_template_source(req, compressed);
-    ASSERT_TRUE(text);
-    const uint64_t place = 0x7f0000500000;
-    const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
-    ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
-    EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
-    const auto lines = disassemble(*bytes, place + kInlineWordsBytes);
-    const auto count = [&](const std::string& what) {
-      return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
-    };
-    EXPECT_EQ(count("amoadd.d"), 3) << *text;  // entries, exits, entries back
-    EXPECT_EQ(count("time"), 1) << *text;  // rdtime: csrr of the time CSR
-    EXPECT_NE(text->find(".quad 0x7f0000123410"), std::string::npos) << *text;
-    // The pool follows the code: the template still fits what the engine copies.
-    EXPECT_LE(bytes->size(), kInlineTemplateMaxBytes);
+    std::string text;
+    std::vector<std::string> lines;
+    ASSERT_NO_FATAL_FAILURE(emit_as_binutils(emitter, latency_request(), compressed, &text, &lines));
+    EXPECT_EQ(lines_with(lines, "amoadd.d"), 3) << text;  // entries, exits, entries back
+    EXPECT_EQ(lines_with(lines, "time"), 1) << text;      // rdtime: csrr of the time CSR
+    EXPECT_NE(text.find(".quad 0x7f0000123410"), std::string::npos) << text;
   }
   InlineRequest bare;
   bare.action = InlineAction::kLatency;
@@ -309,29 +324,14 @@ TEST(Riscv64Disasm, SampledInlineLatencyTemplateMatchesBinutils) {
   for (bool compressed : {false, true}) {
     SCOPED_TRACE(compressed ? "rvc" : "norvc");
     const TrampolineEmitter& emitter = compressed ? riscv64_compressed_emitter() : riscv64_emitter();
-    InlineRequest req;
-    req.action = InlineAction::kLatency;
-    req.block_tls_offset = 0x1f8;
-    req.shadow_tls_offset = 0x200;
-    req.counts_tls_offset = 0x210;
-    req.exit_trampoline = 0x7f0000123410;
+    InlineRequest req = latency_request();
     req.sample_period = 8;
     req.pending_tls_offset = 0x218;
-    auto bytes = emitter.emit_inline_template(req);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    auto text = riscv64::inline_template_source(req, compressed);
-    ASSERT_TRUE(text);
-    const uint64_t place = 0x7f0000500000;
-    const std::vector<uint8_t> whole = binutils_bytes(*text, compressed, place);
-    ASSERT_EQ(whole.size(), bytes->size() + kInlineWordsBytes);
-    EXPECT_EQ(std::vector<uint8_t>(whole.begin() + kInlineWordsBytes, whole.end()), *bytes);
-    const auto lines = disassemble(*bytes, place + kInlineWordsBytes);
-    const auto count = [&](const std::string& what) {
-      return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
-    };
-    EXPECT_EQ(count("amoadd.d"), 4) << *text;  // the countdown, entries, exits, entries back
-    EXPECT_NE(text->find("amoadd.d t3, t3, (t1)\n  bgtz t3, .Lskip\n  li t3, 7\n"), std::string::npos) << *text;
-    EXPECT_LE(bytes->size(), kInlineTemplateMaxBytes);
+    std::string text;
+    std::vector<std::string> lines;
+    ASSERT_NO_FATAL_FAILURE(emit_as_binutils(emitter, req, compressed, &text, &lines));
+    EXPECT_EQ(lines_with(lines, "amoadd.d"), 4) << text;  // the countdown, entries, exits, entries back
+    EXPECT_NE(text.find("amoadd.d t3, t3, (t1)\n  bgtz t3, .Lskip\n  li t3, 7\n"), std::string::npos) << text;
     req.pending_tls_offset = 0;
     EXPECT_FALSE(emitter.emit_inline_template(req));
   }

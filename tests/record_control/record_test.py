@@ -116,6 +116,23 @@ def oracle(calls, o, every_call=False):
     return out
 
 
+def latency_run(tmp, file_name, o):
+    """`ftjit run --plugin latency` of the fixture with o's options, JSON
+    into tmp/file_name: (report, function -> calls timed, the oracle's
+    calls), or None if it failed (said)."""
+    path = os.path.join(tmp, file_name)
+    r = ftjit("run", "--plugin", "latency", "--format", "json", "-o", path, *o.args(), "--", FIXTURE)
+    if not check(r.returncode == 0, "latency %s: %s" % (" ".join(o.args()), r.stderr.strip())):
+        return None
+    _, calls = fixture_log(r.stdout)
+    want = {}
+    for recorded in oracle(calls, o).values():
+        for fn, _ in recorded:
+            want[fn] = want.get(fn, 0) + 1
+    report = json.load(open(path))
+    return report, {f["name"]: f["count"] for f in report["functions"]}, want
+
+
 def traced(tids, chrome, durations=None):
     """thread name -> [(fn, depth)] of the trace's entries, per thread;
     `durations`, if given, gets thread name -> each entry's duration (µs)."""
@@ -313,16 +330,9 @@ def main():
 
         # latency: the recorded calls, and their times at least the floor.
         o = Opts(min_ms=MIN_MS)
-        path = os.path.join(tmp, "latency.json")
-        r = ftjit("run", "--plugin", "latency", "--format", "json", "-o", path, *o.args(), "--", FIXTURE)
-        if check(r.returncode == 0, "latency --min-duration: " + r.stderr.strip()):
-            _, calls = fixture_log(r.stdout)
-            want = {}
-            for recorded in oracle(calls, o).values():
-                for fn, _ in recorded:
-                    want[fn] = want.get(fn, 0) + 1
-            report = json.load(open(path))
-            got = {f["name"]: f["count"] for f in report["functions"]}
+        ran = latency_run(tmp, "latency.json", o)
+        if ran is not None:
+            report, got, want = ran
             # As for trace: a few calls more, each timed at least the floor
             # by the gate (preempted in the trampoline, outside the body).
             longest = {f["name"]: f["max_ns"] for f in report["functions"]}
@@ -339,17 +349,9 @@ def main():
         # latency sampled, nothing else: its sites' code takes each
         # thread's turns (inline latency, sampled), the callbacks the
         # first calls: exactly the oracle's calls.
-        o = Opts(sample=3)
-        path = os.path.join(tmp, "latency_sampled.json")
-        r = ftjit("run", "--plugin", "latency", "--format", "json", "-o", path, *o.args(), "--", FIXTURE)
-        if check(r.returncode == 0, "latency --sample 3: " + r.stderr.strip()):
-            _, calls = fixture_log(r.stdout)
-            want = {}
-            for recorded in oracle(calls, o).values():
-                for fn, _ in recorded:
-                    want[fn] = want.get(fn, 0) + 1
-            report = json.load(open(path))
-            got = {f["name"]: f["count"] for f in report["functions"]}
+        ran = latency_run(tmp, "latency_sampled.json", Opts(sample=3))
+        if ran is not None:
+            _, got, want = ran
             check(got == want, "latency --sample 3: %s, want %s" % (got, want))
             print("ok latency --sample 3: %s" % got)
 
