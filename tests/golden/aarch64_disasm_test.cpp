@@ -598,19 +598,32 @@ InlineRequest latency_request() {
   return req;
 }
 
+// `req`'s inline template, disassembled where its words are kTemplateWords:
+// its lines, and all of them one per line.
+constexpr uint64_t kTemplateWords = 0x7f0000600000;
+void disassemble_template(const InlineRequest& req, std::vector<DisasmLine>* lines, std::string* all) {
+  auto code = arm64_emitter().emit_inline_template(req);
+  ASSERT_TRUE(code) << code.error().message;
+  ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
+  *lines = disassemble(*code, kTemplateWords + kInlineWordsBytes);
+  for (const DisasmLine& l : *lines) *all += l.text + "\n";
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // The inline latency template: entries and exits counted with exclusive
 // pairs under the guard, the counter read from cntvct_el0, the entry's
 // slot S-8 (sp + 24 once 32 bytes are kept), the landing loaded into x30
 // before returning into the body, the fallback read from the word before.
 TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
   InlineRequest req = latency_request();
-  auto code = arm64_emitter().emit_inline_template(req);
-  ASSERT_TRUE(code) << code.error().message;
-  ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
-  const uint64_t words = 0x7f0000600000;
-  const std::vector<DisasmLine> lines = disassemble(*code, words + kInlineWordsBytes);
+  std::vector<DisasmLine> lines;
   std::string all;
-  for (const DisasmLine& l : lines) all += l.text + "\n";
+  ASSERT_NO_FATAL_FAILURE(disassemble_template(req, &lines, &all));
   EXPECT_EQ(lines.front().text, "stp x14, x15, [sp, #-32]!");
   EXPECT_NE(all.find("mrs x14, cntvct_el0\nstr x14, [x13, #16]\n"), std::string::npos) << all;
   EXPECT_NE(all.find("add x14, sp, #0x18\n"), std::string::npos) << all;
@@ -618,11 +631,9 @@ TEST(Aarch64Disasm, InlineLatencyTemplateHooksTheReturn) {
   EXPECT_NE(all.find("mov x16, x30\nldr x30, "), std::string::npos) << all;
   EXPECT_NE(all.find("ret x16\n"), std::string::npos) << all;
   char fallback_load[64];
-  std::snprintf(fallback_load, sizeof fallback_load, "ldr x17, 0x%llx", static_cast<unsigned long long>(words + 8));
+  std::snprintf(fallback_load, sizeof fallback_load, "ldr x17, 0x%llx", static_cast<unsigned long long>(kTemplateWords + 8));
   EXPECT_NE(all.find(std::string(fallback_load) + "\nbr x17"), std::string::npos) << all;
-  size_t pairs = 0;
-  for (size_t at = all.find("stxr"); at != std::string::npos; at = all.find("stxr", at + 1)) ++pairs;
-  EXPECT_EQ(pairs, 3u) << all;  // entries, exits, entries back
+  EXPECT_EQ(occurrences(all, "stxr"), 3u) << all;  // entries, exits, entries back
   InlineRequest bare;
   bare.action = InlineAction::kLatency;
   EXPECT_FALSE(arm64_emitter().emit_inline_template(bare));
@@ -637,22 +648,16 @@ TEST(Aarch64Disasm, SampledInlineLatencyTemplateSkipsBetweenTurns) {
   InlineRequest req = latency_request();
   req.sample_period = 8;
   req.pending_tls_offset = 0x38;
-  auto code = arm64_emitter().emit_inline_template(req);
-  ASSERT_TRUE(code) << code.error().message;
-  ASSERT_LE(code->size(), kInlineTemplateMaxBytes);
-  const uint64_t words = 0x7f0000600000;
-  const std::vector<DisasmLine> lines = disassemble(*code, words + kInlineWordsBytes);
+  std::vector<DisasmLine> lines;
   std::string all;
-  for (const DisasmLine& l : lines) all += l.text + "\n";
+  ASSERT_NO_FATAL_FAILURE(disassemble_template(req, &lines, &all));
   EXPECT_EQ(lines.front().text, "str x15, [sp, #-16]!");
   EXPECT_NE(all.find("ldr x17, [x17, #32]\nadd x16, x16, x17\nadd x16, x16, #0x220\n"), std::string::npos) << all;
   EXPECT_NE(all.find("sub x17, x17, #0x1\nstxr w15, x17, [x16]\n"), std::string::npos) << all;
   EXPECT_NE(all.find("tbz x17, #63, "), std::string::npos) << all;
   EXPECT_NE(all.find("mov x16, x30\nmov x30, x9\nret x16\n"), std::string::npos) << all;
   EXPECT_NE(all.find("add x16, x16, #0x38\n"), std::string::npos) << all;  // the pending word
-  size_t pairs = 0;
-  for (size_t at = all.find("stxr"); at != std::string::npos; at = all.find("stxr", at + 1)) ++pairs;
-  EXPECT_EQ(pairs, 4u) << all;  // the countdown, entries, exits, entries back
+  EXPECT_EQ(occurrences(all, "stxr"), 4u) << all;  // the countdown, entries, exits, entries back
   req.pending_tls_offset = 0;
   EXPECT_FALSE(arm64_emitter().emit_inline_template(req));
 }
