@@ -507,6 +507,8 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
                        " wraps around");
     }
     auto bytes = sections.contents(i);
+    // Sized once: a million records grown by doubling fault in twice the pages.
+    words.reserve(words.size() + bytes.size() / kRecordSize);
     for (uint64_t off = 0; off < bytes.size(); off += kRecordSize) {
       uint64_t value;
       std::memcpy(&value, bytes.data() + off, sizeof value);
