@@ -44,6 +44,7 @@ struct ThreadSlot {
   uint32_t frames;  // every frame whose exit will come (recorded or not)
   uint32_t args_room;  // the host's record room + 1; 0: not asked yet
   uint32_t hinted;     // the host has the *_capture_hint services
+  const ftjit_args_fast_table *fast;  // the common captures; NULL: ask the host
   uint64_t filtered[kFilterBits / 64];
   uint64_t exit_hint[kHintFrames];  // 0: none (a lookup at the return)
 };

@@ -24,8 +24,37 @@ inline uint32_t args_room(ThreadSlot *slot, ftjit_plugin_ctx *ctx) {
     const bool has = g_host->struct_size > offsetof(ftjit_host, args_room);
     slot->args_room = 1 + (has ? g_host->args_room(ctx) : 0);
     slot->hinted = g_host->struct_size > offsetof(ftjit_host, retval_capture_hint);
+    const bool fast = slot->hinted != 0 && g_host->struct_size > offsetof(ftjit_host, args_fast_table);
+    slot->fast = fast ? g_host->args_fast_table(ctx) : nullptr;
   }
   return slot->args_room - 1;
+}
+
+// The record of an entry: the common case (integer registers, whole
+// words) from the host's table without a call, the rest by the host.
+// *hint: what the return hands back (kept with the frame); none: NULL.
+inline uint32_t capture_entry(const ThreadSlot *slot, ftjit_plugin_ctx *ctx, uint64_t ip,
+                              const ftjit_plugin_regs *regs, void *out, uint64_t *hint) {
+  if (hint == nullptr) return g_host->args_capture(ctx, ip, regs, out);
+  if (slot->fast != nullptr) {
+    *hint = ftjit_args_fast_find(slot->fast, ip);
+    if (*hint == FTJIT_ARGS_HINT_NONE) return 0;
+    const uint32_t n = ftjit_args_fast_entry(slot->fast, *hint, regs, out);
+    if (n != FTJIT_ARGS_ASK_HOST) return n;
+  }
+  return g_host->args_capture_hint(ctx, ip, regs, out, hint);
+}
+
+// The record of a return, given what its entry kept (0: nothing).
+inline uint32_t capture_exit(const ThreadSlot *slot, ftjit_plugin_ctx *ctx, uint64_t ip, uint32_t frame,
+                             const ftjit_plugin_ret *ret, void *out) {
+  if (slot->hinted == 0) return g_host->retval_capture(ctx, ip, ret, out);
+  const uint64_t hint = frame < kHintFrames ? slot->exit_hint[frame] : 0;
+  if (slot->fast != nullptr) {
+    const uint32_t n = ftjit_args_fast_exit(slot->fast, hint, ip, ret, out);
+    if (n != FTJIT_ARGS_ASK_HOST) return n;
+  }
+  return g_host->retval_capture_hint(ctx, ip, hint, ret, out);
 }
 
 }  // namespace
@@ -51,8 +80,7 @@ void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   if (frame < kFilterBits) slot->filtered[frame / 64] &= ~(uint64_t(1) << (frame % 64));
   if (event != nullptr && args_room(slot, ctx) != 0) {
     uint64_t *hint = slot->hinted != 0 && frame < kHintFrames ? &slot->exit_hint[frame] : nullptr;
-    const uint32_t n = hint != nullptr ? g_host->args_capture_hint(ctx, ip, regs, event + 1, hint)
-                                       : g_host->args_capture(ctx, ip, regs, event + 1);
+    const uint32_t n = capture_entry(slot, ctx, ip, regs, event + 1, hint);
     if (n == FTJIT_ARGS_FILTERED && frame < kFilterBits) {
       // Not committed: the next reserve takes the same slot.
       slot->filtered[frame / 64] |= uint64_t(1) << (frame % 64);
@@ -88,10 +116,7 @@ void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   if (slot != nullptr && slot->depth > 0) depth = --slot->depth;
   if (event == nullptr) return;
   if (ret != nullptr && slot != nullptr && args_room(slot, ctx) != 0) {
-    const uint32_t n =
-        slot->hinted != 0
-            ? g_host->retval_capture_hint(ctx, ip, frame < kHintFrames ? slot->exit_hint[frame] : 0, ret, event + 1)
-            : g_host->retval_capture(ctx, ip, ret, event + 1);
+    const uint32_t n = capture_exit(slot, ctx, ip, frame, ret, event + 1);
     event->has_record = n != 0;
   }
   event->depth = depth;

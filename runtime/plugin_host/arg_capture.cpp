@@ -125,7 +125,12 @@ uint64_t capture::fast_word(const ArgCapturer::Plan& plan) {
   uint64_t word = 0;
   if (plan.fast_entry != 0) {
     word = plan.entry_size | uint64_t{plan.fast_entry} << 16;
-    for (unsigned k = 0; k < plan.fast_entry; ++k) word |= uint64_t{plan.fast_regs[k] & 7u} << (20 + 3 * k);
+    bool in_order = true;
+    for (unsigned k = 0; k < plan.fast_entry; ++k) {
+      word |= uint64_t{plan.fast_regs[k] & 7u} << (20 + 3 * k);
+      in_order = in_order && plan.fast_regs[k] == k;
+    }
+    if (in_order) word |= FTJIT_ARGS_FAST_IN_ORDER;
   }
   if (plan.entry_size == 0) word |= kNoEntryRecord;
   if (plan.fast_exit) word |= uint64_t{plan.exit_size} << 48;
@@ -352,7 +357,6 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       plan->has_ret = true;
       plan->exit_size = at;
     }
-    find_fast_paths(*plan);
     // A record's size is a u16, offsets too: a function whose record would
     // not fit is not captured.
     if (plan->entry_size > 0xffff || plan->exit_size > 0xffff) continue;
@@ -367,6 +371,8 @@ ArgCapturer::ArgCapturer(const ArgCaptureSpec& spec) : string_max_(spec.string_m
       }
     }
   }
+  // After the conditions: a plan with any is never the common case.
+  for (auto& plan : plans_) find_fast_paths(*plan);
   table_.build(plans_, capture::fast_word);
   plan_keys(spec);
 }

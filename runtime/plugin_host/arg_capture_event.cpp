@@ -291,6 +291,16 @@ uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t ex
                          ctx->args_room);
 }
 
+// The plugin's own common captures read the table the services read.
+static_assert(sizeof(ftjit_args_fast_slot) == sizeof(IpSlot));
+static_assert(offsetof(ftjit_args_fast_slot, ip) == offsetof(IpSlot, ip));
+static_assert(offsetof(ftjit_args_fast_slot, word) == offsetof(IpSlot, word));
+
+const ftjit_args_fast_table* svc_args_fast_table(ftjit_plugin_ctx* ctx) {
+  if (ctx == nullptr || ctx->args_fast.slots == nullptr || ctx->args_fast.room == 0) return nullptr;
+  return &ctx->args_fast;
+}
+
 // Hint 0 names no slot: the lookup.
 uint32_t svc_retval_capture(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_ret* ret, void* out) {
   return svc_retval_capture_hint(ctx, ip, 0, ret, out);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ftjit/plugin.h"
 #include "runtime/plugin_host/arg_capture.h"
 
 namespace ftjit::plugins {
@@ -89,16 +90,11 @@ struct ArgCapturer::Plan {
 namespace capture {
 
 // The table word of a plan (IpTable's): the common case, whole, so that
-// the event path reads one slot of the table and nothing of the plan.
-//
-//   bits  0-15  the entry record's size when Plan::fast_entry (else 0)
-//   bits 16-19  how many words it copies
-//   bits 20-43  from which integer registers, 3 bits each, first lowest
-//   bit  44     nothing is captured at entry (--retval alone)
-//   bit  45     nothing is captured at the return (a void function)
-//   bits 48-63  the exit record's size when Plan::fast_exit (else 0)
-constexpr uint64_t kNoEntryRecord = uint64_t{1} << 44;
-constexpr uint64_t kNoExitRecord = uint64_t{1} << 45;
+// the event path reads one slot of the table and nothing of the plan. Its
+// layout is the SDK's (ftjit_args_fast_table in ftjit/plugin.h: plugins
+// make the common capture themselves from it).
+constexpr uint64_t kNoEntryRecord = FTJIT_ARGS_FAST_NO_ENTRY;
+constexpr uint64_t kNoExitRecord = FTJIT_ARGS_FAST_NO_EXIT;
 uint64_t fast_word(const ArgCapturer::Plan& plan);
 
 }  // namespace capture
@@ -131,32 +127,19 @@ struct ArgCapturer::InternedString {
 // that a host service finds the slot and writes the record in one frame.
 [[gnu::always_inline]] inline uint32_t capture_entry_at(const ArgCapturer& capturer, const IpSlot* slot,
                                                        const ftjit_regs* regs, void* out, uint32_t cap) {
-  const uint64_t word = slot->word;
-  const uint32_t size = static_cast<uint32_t>(word & 0xffff);
-  if (size == 0 || size > cap) [[unlikely]] {
-    if ((word & capture::kNoEntryRecord) != 0) return 0;
-    return capturer.capture_entry_slow(slot, regs, out, cap);
-  }
-  auto* words = static_cast<uint64_t*>(out);  // event_reserve's slots are 8-aligned
-  words[0] = size | uint64_t{1} << 16;        // the header: size, kind 1 (entry)
-  const unsigned n = static_cast<unsigned>(word >> 16) & 15;
-  uint64_t regs_of = word >> 20;
-  for (unsigned k = 0; k < n; ++k, regs_of >>= 3) words[1 + k] = regs->arg[regs_of & 7];
-  return size;
+  // The common case is the SDK's: what a plugin makes itself.
+  const uint32_t n =
+      ftjit_args_fast_entry_word(slot->word, cap, reinterpret_cast<const ftjit_plugin_regs*>(regs), out);
+  if (n != FTJIT_ARGS_ASK_HOST) [[likely]] return n;
+  return capturer.capture_entry_slow(slot, regs, out, cap);
 }
 
 [[gnu::always_inline]] inline uint32_t capture_exit_at(const ArgCapturer& capturer, const IpSlot* slot,
                                                       const ftjit_ret_regs* ret, void* out, uint32_t cap) {
-  const uint64_t word = slot->word;
-  const uint32_t size = static_cast<uint32_t>(word >> 48);
-  if (size == 0 || size > cap) [[unlikely]] {
-    if ((word & capture::kNoExitRecord) != 0) return 0;
-    return capturer.capture_exit_slow(slot, ret, out, cap);
-  }
-  auto* words = static_cast<uint64_t*>(out);
-  words[0] = size | uint64_t{2} << 16;
-  words[1] = ret->ret[0];
-  return size;
+  const uint32_t n =
+      ftjit_args_fast_exit_word(slot->word, cap, reinterpret_cast<const ftjit_plugin_ret*>(ret), out);
+  if (n != FTJIT_ARGS_ASK_HOST) [[likely]] return n;
+  return capturer.capture_exit_slow(slot, ret, out, cap);
 }
 
 // Inlined into the captures: the lookup is most of what they cost.

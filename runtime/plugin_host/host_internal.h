@@ -121,6 +121,7 @@ uint32_t svc_retval_capture_hint(ftjit_plugin_ctx* ctx, uint64_t ip, uint64_t ex
 constexpr uint64_t kExitHintNone = FTJIT_ARGS_HINT_NONE;
 int svc_arg_key(ftjit_plugin_ctx* ctx, uint64_t ip, const ftjit_plugin_regs* regs, uint64_t* key);
 const ftjit_record_info* svc_record_info(ftjit_plugin_ctx* ctx);
+const ftjit_args_fast_table* svc_args_fast_table(ftjit_plugin_ctx* ctx);
 // The calling thread's block for ctx, made on its first call; NULL if the
 // mapping failed (the record gate's way to its frames).
 ThreadBlock* svc_thread_block(ftjit_plugin_ctx* ctx);
@@ -247,6 +248,8 @@ struct ftjit_plugin_ctx {
   // nothing is captured for this plugin.
   ftjit::plugins::IpView args_table;
   uint32_t args_room;
+  // The same table for the plugin's own event path (args_fast_table).
+  ftjit_args_fast_table args_fast;
   // The record gate in front of the plugin's callbacks (record_gate.h);
   // null when the session records every call.
   const ftjit::plugins::detail::Gate* gate;

@@ -328,6 +328,7 @@ const ftjit_host kHost = {
     svc_args_capture_hint,
     svc_retval_capture_hint,
     svc_record_info,
+    svc_args_fast_table,
 };
 
 }  // namespace

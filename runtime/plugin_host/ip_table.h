@@ -30,6 +30,8 @@ struct IpView {
   const IpSlot* slots = nullptr;
   uint64_t mask = 0;
 
+  // ftjit_args_fast_find (ftjit/plugin.h) walks ArgCapturer's table with
+  // the same hash and probe: a test holds the two together.
   static uint64_t home(uint64_t ip, uint64_t mask) { return (ip * 0x9e3779b97f4a7c15ull >> 20) & mask; }
 
   // The slot of `ip`, or nullptr.

@@ -180,6 +180,8 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     if (inst->args != nullptr) {
       ctx.args_table = inst->args->table();
       ctx.args_room = inst->args_room;
+      ctx.args_fast = ftjit_args_fast_table{reinterpret_cast<const ftjit_args_fast_slot*>(ctx.args_table.slots),
+                                            ctx.args_table.mask, inst->args_room, 0};
     }
     ftjit_ops_init(&ctx.ops);
     // The plugin's callbacks have the engine's callback ABI, with ctx in

@@ -473,6 +473,117 @@ TEST(ArgCapture, HintedServicesGiveTheLookupsRecords) {
   EXPECT_GT(host->args_capture_hint(&inst.ctx, 0x3000, regs, got.data(), nullptr), 0u);
 }
 
+// The SDK's own captures (ftjit_args_fast_*, what the trace plugin makes
+// without calling the host) on the host's table: the same hints as
+// args_capture_hint, byte for byte the same records, and
+// FTJIT_ARGS_ASK_HOST for every case they do not make (a string, an FP or
+// stack argument, a --when condition, a hint that is not the function's).
+TEST(ArgCapture, PluginsOwnCapturesMatchTheHosts) {
+  ArgCaptureSpec spec;
+  spec.functions.push_back(sample(0x1000));  // strings, FP, the stack: the host's
+  auto ints = [](uint64_t ip, std::vector<uint16_t> regs, bool returns) {
+    CapturedFunction f;
+    f.ip = ip;
+    f.signature.name = "f" + std::to_string(ip);
+    for (size_t k = 0; k < regs.size(); ++k) {
+      f.signature.params.push_back({"x" + std::to_string(k), scalar(ValueKind::kSigned, 8, "long", true), false});
+      f.placed.params.push_back(reg(ArgSource::kIntReg, regs[k]));
+    }
+    if (returns) {
+      f.signature.ret = scalar(ValueKind::kSigned, 8, "long", true);
+      f.placed.ret = reg(ArgSource::kRetInt, 0);
+    }  // else void: no signature.ret
+    return f;
+  };
+  spec.functions.push_back(ints(0x3000, {0, 1, 2, 3}, true));           // in order
+  spec.functions.push_back(ints(0x4000, {2, 0}, true));                 // out of order
+  spec.functions.push_back(ints(0x5000, {0, 1}, true));                 // a --when below
+  spec.functions.push_back(ints(0x6000, {0, 1, 2, 3, 4, 5, 6, 7}, false));  // void, eight
+  spec.conditions.push_back({0x5000, 0, ConditionOp::kGt, 0, ""});
+  // Enough more that the table's probes wrap and collide.
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> ips = {0x1000, 0x3000, 0x4000, 0x5000, 0x6000};
+  for (int k = 0; k < 300; ++k) {
+    const uint64_t ip = 0x7f0000000000ull + (rng() & 0xffffff) * 16;
+    spec.functions.push_back(ints(ip, {0, 1}, k % 3 != 0));
+    ips.push_back(ip);
+  }
+  ArgCapturer capturer(spec);
+  const ftjit_host* host = detail::host_table();
+  ASSERT_GE(host->struct_size, offsetof(ftjit_host, args_fast_table) + sizeof(host->args_fast_table));
+  detail::Instance inst;
+  inst.ctx.instance = &inst;
+  EXPECT_EQ(host->args_fast_table(&inst.ctx), nullptr);  // nothing captured
+  inst.args = &capturer;
+  inst.args_room = (capturer.max_record() + 7u) & ~7u;
+  inst.ctx.args_table = capturer.table();
+  inst.ctx.args_room = inst.args_room;
+  inst.ctx.args_fast = {reinterpret_cast<const ftjit_args_fast_slot*>(capturer.table().slots),
+                        capturer.table().mask, inst.args_room, 0};
+  const ftjit_args_fast_table* table = host->args_fast_table(&inst.ctx);
+  ASSERT_NE(table, nullptr);
+
+  Frame f = frame_for("fast");
+  for (uint64_t& a : f.regs.arg) a ^= rng();
+  const auto* regs = reinterpret_cast<const ftjit_plugin_regs*>(&f.regs);
+  ftjit_ret_regs ret{};
+  ret.ret[0] = rng();
+  const auto* ret_regs = reinterpret_cast<const ftjit_plugin_ret*>(&ret);
+  std::vector<uint8_t> want(inst.args_room), got(inst.args_room);
+  int made[2] = {0, 0};  // entries, returns made by the plugin's own code
+  for (const uint64_t ip : ips) {
+    SCOPED_TRACE(ip);
+    uint64_t host_hint = 0;
+    std::fill(want.begin(), want.end(), 0xaa);
+    std::fill(got.begin(), got.end(), 0xaa);
+    const uint32_t n = host->args_capture_hint(&inst.ctx, ip, regs, want.data(), &host_hint);
+    const uint64_t hint = ftjit_args_fast_find(table, ip);
+    ASSERT_EQ(hint, host_hint);
+    const uint32_t fast = ftjit_args_fast_entry(table, hint, regs, got.data());
+    const bool own = ip == 0x3000 || ip == 0x4000 || ip == 0x6000 || ip > 0x7000;
+    EXPECT_EQ(fast == FTJIT_ARGS_ASK_HOST, !own);
+    if (fast != FTJIT_ARGS_ASK_HOST) {
+      ++made[0];
+      EXPECT_EQ(fast, n);
+      EXPECT_EQ(want, got);
+    }
+    std::fill(want.begin(), want.end(), 0xaa);
+    std::fill(got.begin(), got.end(), 0xaa);
+    const uint32_t m = host->retval_capture_hint(&inst.ctx, ip, host_hint, ret_regs, want.data());
+    const uint32_t fast_exit = ftjit_args_fast_exit(table, hint, ip, ret_regs, got.data());
+    ASSERT_NE(fast_exit, FTJIT_ARGS_ASK_HOST);  // each of these returns a word, or nothing
+    ++made[1];
+    EXPECT_EQ(fast_exit, m);
+    EXPECT_EQ(want, got);
+    if (m != 0) {
+      EXPECT_EQ(capturer.text(ip, got.data(), m), capturer.text(ip, want.data(), m));
+    }
+    // Hints it cannot trust go to the host.
+    const uint64_t other = ftjit_args_fast_find(table, ip == 0x3000 ? 0x4000 : 0x3000);
+    for (const uint64_t h : {uint64_t{0}, other, table->mask + 2}) {
+      EXPECT_EQ(ftjit_args_fast_exit(table, h, ip, ret_regs, got.data()), FTJIT_ARGS_ASK_HOST) << h;
+    }
+  }
+  EXPECT_EQ(made[0], static_cast<int>(ips.size()) - 2);
+  EXPECT_EQ(made[1], static_cast<int>(ips.size()));
+  // In order and not: both copy the registers they name.
+  ftjit_args_fast_entry(table, ftjit_args_fast_find(table, 0x4000), regs, got.data());
+  uint64_t words[3];
+  std::memcpy(words, got.data(), sizeof words);
+  EXPECT_EQ(words[1], f.regs.arg[2]);
+  EXPECT_EQ(words[2], f.regs.arg[0]);
+  // Not traced with --args: nothing, and nothing at its return.
+  const uint64_t none = ftjit_args_fast_find(table, 0x2000);
+  EXPECT_EQ(none, FTJIT_ARGS_HINT_NONE);
+  EXPECT_EQ(ftjit_args_fast_exit(table, none, 0x2000, ret_regs, got.data()), 0u);
+  // The --when of a function of whole integer words still decides (it
+  // once took the common copy, its condition unread).
+  Frame negative = frame_for("x");
+  negative.regs.arg[0] = static_cast<uint64_t>(-1);
+  EXPECT_EQ(capturer.capture_entry(0x5000, &negative.regs, got.data(), static_cast<uint32_t>(got.size())),
+            kArgsFiltered);
+}
+
 TEST(ArgKey, TheNameTravelsInTheAttachRequest) {
   control::Attach a;
   a.plugins.push_back({"/x/count.so", {}});

@@ -230,6 +230,7 @@ uint32_t host_retval_capture_hint(ftjit_plugin_ctx *, uint64_t, uint64_t, const 
 // It records every call (no --depth, --sample, --min-duration, triggers).
 const ftjit_record_info kRecordAll = {sizeof(ftjit_record_info), 0, 1, 0, 0, 1, 0};
 const ftjit_record_info *host_record_info(ftjit_plugin_ctx *) { return &kRecordAll; }
+const ftjit_args_fast_table *host_args_fast_table(ftjit_plugin_ctx *) { return nullptr; }
 
 const ftjit_host kHost = {
     sizeof(ftjit_host),    FTJIT_PLUGIN_ABI_VERSION,
@@ -252,7 +253,7 @@ const ftjit_host kHost = {
     host_arg_key_name,     host_arg_key,
     host_arg_key_value,
     host_args_capture_hint, host_retval_capture_hint,
-    host_record_info,
+    host_record_info,      host_args_fast_table,
 };
 
 }  // namespace

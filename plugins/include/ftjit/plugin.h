@@ -265,6 +265,131 @@ typedef struct ftjit_param_info {
 } ftjit_param_info;
 typedef void (*ftjit_param_visit_fn)(const ftjit_param_info *param, void *arg);
 
+/* The common capture, made by the plugin's own event path with no call
+ * into the host: the host's table of the traced functions whose records
+ * are whole words of integer argument registers (at entry) and the first
+ * return register (at the return), which is the usual C function of
+ * integers and pointers. host->args_fast_table gives it; the helpers below
+ * read it and write records byte for byte as args_capture_hint and
+ * retval_capture_hint would, and say FTJIT_ARGS_ASK_HOST for every other
+ * case (strings, FP or stack arguments, structs, --when conditions),
+ * which the plugin then hands to those services.
+ *
+ * The table: open addressing over ips, at most half full, never written
+ * while the session traces. Each slot's word:
+ *   bits  0-15  the entry record's size, when it is the common case (else 0)
+ *   bits 16-19  how many registers it copies, one word each after the
+ *               record's 8-byte header
+ *   bits 20-43  which integer registers (arg[]), 3 bits each, first lowest
+ *   bit  44     nothing is captured at entry (--retval alone)
+ *   bit  45     nothing is captured at the return (a void function)
+ *   bit  46     the registers are arg[0], arg[1]... in order
+ *   bits 48-63  the return's record size, when it is the common case: the
+ *               header, then ret[0]
+ * A record's header word: its size, and at bit 16 its kind (1 entry,
+ * 2 return). */
+#define FTJIT_ARGS_ASK_HOST 0xfffffffeu  /* the helpers: not the common case */
+#define FTJIT_ARGS_FAST_NO_ENTRY (UINT64_C(1) << 44)
+#define FTJIT_ARGS_FAST_NO_EXIT (UINT64_C(1) << 45)
+#define FTJIT_ARGS_FAST_IN_ORDER (UINT64_C(1) << 46)
+#if defined(__GNUC__) || defined(__clang__)
+#define FTJIT_ARGS_FALLTHROUGH __attribute__((fallthrough))
+#else
+#define FTJIT_ARGS_FALLTHROUGH
+#endif
+typedef struct ftjit_args_fast_slot {
+  uint64_t ip;    /* 0: empty */
+  uint64_t word;  /* as drawn above */
+} ftjit_args_fast_slot;
+typedef struct ftjit_args_fast_table {
+  const ftjit_args_fast_slot *slots;  /* mask + 1 of them */
+  uint64_t mask;
+  uint32_t room;      /* args_room(): the largest record an event has room for */
+  uint32_t reserved;
+} ftjit_args_fast_table;
+
+/* [event] The slot of `ip` as a hint (its number + 1, never 0), the same
+ * value args_capture_hint gives; FTJIT_ARGS_HINT_NONE when nothing of
+ * `ip` is captured. */
+static inline uint64_t ftjit_args_fast_find(const ftjit_args_fast_table *t,
+                                            uint64_t ip) {
+  uint64_t i = (ip * UINT64_C(0x9e3779b97f4a7c15) >> 20) & t->mask;
+  for (;;) {
+    if (t->slots[i].ip == ip) return i + 1;
+    if (t->slots[i].ip == 0) return FTJIT_ARGS_HINT_NONE;
+    i = (i + 1) & t->mask;
+  }
+}
+
+/* [event] The entry record of a call whose slot's word is `word`, in an
+ * event with `room` bytes for it, written to `out`: its size, 0 when
+ * nothing is captured at entry, or FTJIT_ARGS_ASK_HOST (nothing written:
+ * call args_capture_hint). */
+static inline uint32_t ftjit_args_fast_entry_word(uint64_t word, uint32_t room,
+                                                  const ftjit_plugin_regs *regs,
+                                                  void *out) {
+  const uint32_t size = (uint32_t)(word & 0xffff);
+  if (size == 0 || size > room)
+    return (word & FTJIT_ARGS_FAST_NO_ENTRY) != 0 ? 0 : FTJIT_ARGS_ASK_HOST;
+  uint64_t *words = (uint64_t *)out;  /* event slots are 8-aligned */
+  const uint64_t *arg = regs->arg;
+  words[0] = size | UINT64_C(1) << 16;
+  const unsigned n = (unsigned)(word >> 16) & 15;
+  if ((word & FTJIT_ARGS_FAST_IN_ORDER) != 0 && n <= 8) {
+    /* The usual order, unrolled: no register numbers to decode. */
+    switch (n) {
+      case 8: words[8] = arg[7]; FTJIT_ARGS_FALLTHROUGH;
+      case 7: words[7] = arg[6]; FTJIT_ARGS_FALLTHROUGH;
+      case 6: words[6] = arg[5]; FTJIT_ARGS_FALLTHROUGH;
+      case 5: words[5] = arg[4]; FTJIT_ARGS_FALLTHROUGH;
+      case 4: words[4] = arg[3]; FTJIT_ARGS_FALLTHROUGH;
+      case 3: words[3] = arg[2]; FTJIT_ARGS_FALLTHROUGH;
+      case 2: words[2] = arg[1]; FTJIT_ARGS_FALLTHROUGH;
+      case 1: words[1] = arg[0]; FTJIT_ARGS_FALLTHROUGH;
+      default: break;
+    }
+    return size;
+  }
+  uint64_t regs_of = word >> 20;
+  for (unsigned k = 0; k < n; ++k, regs_of >>= 3) words[1 + k] = arg[regs_of & 7];
+  return size;
+}
+
+/* [event] The same for the call whose slot is `hint` (from
+ * ftjit_args_fast_find, not FTJIT_ARGS_HINT_NONE). */
+static inline uint32_t ftjit_args_fast_entry(const ftjit_args_fast_table *t,
+                                             uint64_t hint,
+                                             const ftjit_plugin_regs *regs,
+                                             void *out) {
+  return ftjit_args_fast_entry_word(t->slots[hint - 1].word, t->room, regs, out);
+}
+
+/* [event] The return's record by a slot's word, as
+ * ftjit_args_fast_entry_word makes the entry's. */
+static inline uint32_t ftjit_args_fast_exit_word(uint64_t word, uint32_t room,
+                                                 const ftjit_plugin_ret *ret,
+                                                 void *out) {
+  const uint32_t size = (uint32_t)(word >> 48);
+  if (size == 0 || size > room)
+    return (word & FTJIT_ARGS_FAST_NO_EXIT) != 0 ? 0 : FTJIT_ARGS_ASK_HOST;
+  uint64_t *words = (uint64_t *)out;
+  words[0] = size | UINT64_C(2) << 16;
+  words[1] = ret->ret[0];
+  return size;
+}
+
+/* [event] The return's record of the call of `ip` whose entry gave `hint`
+ * (a hint of 0, or one that is not `ip`'s: FTJIT_ARGS_ASK_HOST). */
+static inline uint32_t ftjit_args_fast_exit(const ftjit_args_fast_table *t,
+                                            uint64_t hint, uint64_t ip,
+                                            const ftjit_plugin_ret *ret,
+                                            void *out) {
+  if (hint == FTJIT_ARGS_HINT_NONE) return 0;
+  if (hint == 0 || hint - 1 > t->mask || t->slots[hint - 1].ip != ip)
+    return FTJIT_ARGS_ASK_HOST;
+  return ftjit_args_fast_exit_word(t->slots[hint - 1].word, t->room, ret, out);
+}
+
 /* Which calls the session lets the plugin see (`ftjit run|attach --depth,
  * --sample, --min-duration, --start-at...`, record_info below): the host
  * decides before the plugin's callbacks run, and a call it leaves out
@@ -447,6 +572,11 @@ typedef struct ftjit_host {
    * NULL. A report may say so: count prints the sampling its counts are
    * exempt from. */
   const ftjit_record_info *(*record_info)(ftjit_plugin_ctx *ctx);
+
+  /* Appended: [event] the session's table of common captures
+   * (ftjit_args_fast_table above), the same for every thread and for the
+   * session's life; NULL when the plugin gets no records (args_room 0). */
+  const ftjit_args_fast_table *(*args_fast_table)(ftjit_plugin_ctx *ctx);
 } ftjit_host;
 
 /* Guarantees a plugin may rely on:
