@@ -30,9 +30,10 @@ inline uint32_t args_room(ThreadSlot *slot, ftjit_plugin_ctx *ctx) {
   return slot->args_room - 1;
 }
 
-// The record of an entry: the common case (integer registers, whole
-// words) from the host's table without a call, the rest by the host.
-// *hint: what the return hands back (kept with the frame); none: NULL.
+// The record of an entry. The common case (integer registers, whole
+// words) comes from the host's table without a call (slot->fast, set at
+// the thread's first args_room), the rest from the host. *hint: what the
+// return hands back, kept with the frame; NULL: none kept.
 inline uint32_t capture_entry(const ThreadSlot *slot, ftjit_plugin_ctx *ctx, uint64_t ip,
                               const ftjit_plugin_regs *regs, void *out, uint64_t *hint) {
   if (hint == nullptr) return g_host->args_capture(ctx, ip, regs, out);
@@ -42,18 +43,19 @@ inline uint32_t capture_entry(const ThreadSlot *slot, ftjit_plugin_ctx *ctx, uin
     const uint32_t n = ftjit_args_fast_entry(slot->fast, *hint, regs, out);
     if (n != FTJIT_ARGS_ASK_HOST) return n;
   }
+  if (slot->hinted == 0) return g_host->args_capture(ctx, ip, regs, out);
   return g_host->args_capture_hint(ctx, ip, regs, out, hint);
 }
 
 // The record of a return, given what its entry kept (0: nothing).
 inline uint32_t capture_exit(const ThreadSlot *slot, ftjit_plugin_ctx *ctx, uint64_t ip, uint32_t frame,
                              const ftjit_plugin_ret *ret, void *out) {
-  if (slot->hinted == 0) return g_host->retval_capture(ctx, ip, ret, out);
   const uint64_t hint = frame < kHintFrames ? slot->exit_hint[frame] : 0;
   if (slot->fast != nullptr) {
     const uint32_t n = ftjit_args_fast_exit(slot->fast, hint, ip, ret, out);
     if (n != FTJIT_ARGS_ASK_HOST) return n;
   }
+  if (slot->hinted == 0) return g_host->retval_capture(ctx, ip, ret, out);
   return g_host->retval_capture_hint(ctx, ip, hint, ret, out);
 }
 
@@ -78,8 +80,10 @@ void on_entry(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   }
   const uint32_t frame = slot->frames++;
   if (frame < kFilterBits) slot->filtered[frame / 64] &= ~(uint64_t(1) << (frame % 64));
-  if (event != nullptr && args_room(slot, ctx) != 0) {
-    uint64_t *hint = slot->hinted != 0 && frame < kHintFrames ? &slot->exit_hint[frame] : nullptr;
+  // slot->fast first: set, it says args_room is too (and saves asking).
+  if (event != nullptr && (slot->fast != nullptr || args_room(slot, ctx) != 0)) {
+    uint64_t *hint = frame < kHintFrames && (slot->fast != nullptr || slot->hinted != 0) ? &slot->exit_hint[frame]
+                                                                                        : nullptr;
     const uint32_t n = capture_entry(slot, ctx, ip, regs, event + 1, hint);
     if (n == FTJIT_ARGS_FILTERED && frame < kFilterBits) {
       // Not committed: the next reserve takes the same slot.
@@ -115,7 +119,7 @@ void on_exit(uint64_t ip, uint64_t parent_ip, ftjit_plugin_ctx *ctx,
   uint32_t depth = 0;
   if (slot != nullptr && slot->depth > 0) depth = --slot->depth;
   if (event == nullptr) return;
-  if (ret != nullptr && slot != nullptr && args_room(slot, ctx) != 0) {
+  if (ret != nullptr && slot != nullptr && (slot->fast != nullptr || args_room(slot, ctx) != 0)) {
     const uint32_t n = capture_exit(slot, ctx, ip, frame, ret, event + 1);
     event->has_record = n != 0;
   }

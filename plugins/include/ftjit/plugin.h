@@ -335,8 +335,9 @@ static inline uint32_t ftjit_args_fast_entry_word(uint64_t word, uint32_t room,
   const uint64_t *arg = regs->arg;
   words[0] = size | UINT64_C(1) << 16;
   const unsigned n = (unsigned)(word >> 16) & 15;
-  if ((word & FTJIT_ARGS_FAST_IN_ORDER) != 0 && n <= 8) {
-    /* The usual order, unrolled: no register numbers to decode. */
+  if ((word & FTJIT_ARGS_FAST_IN_ORDER) != 0) {
+    /* The usual order, unrolled: no register numbers to decode (the host
+     * sets the bit for at most eight). */
     switch (n) {
       case 8: words[8] = arg[7]; FTJIT_ARGS_FALLTHROUGH;
       case 7: words[7] = arg[6]; FTJIT_ARGS_FALLTHROUGH;
