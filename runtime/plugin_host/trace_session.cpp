@@ -209,17 +209,22 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
                                                                : sizeof(ftjit_plugin_regs);
     gate.recording = s->triggers_ != nullptr ? s->triggers_->recording() : nullptr;
     detail::apply_record_limits(gate, record);
-    // A live session keeps the gate whatever it records now: the limits
-    // change through it (TraceSession::control).
-    const bool sampled = !every_call && record.sample_period > 1;
-    inst->gated = c.live || record.max_depth != 0 || sampled || (!every_call && record.min_duration_ns != 0) ||
-                  gate.recording != nullptr;
+    // Why the gate stands in front of the plugin, each reason once. A live
+    // session keeps the gate whatever it records now: the limits change
+    // through it (TraceSession::control).
+    struct GateReasons {
+      bool live, depth, sampled, min_duration, triggers;
+      bool any() const { return live || depth || sampled || min_duration || triggers; }
+      bool sampling_alone() const { return sampled && !live && !depth && !min_duration && !triggers; }
+    };
+    const GateReasons reasons{c.live, record.max_depth != 0, !every_call && record.sample_period > 1,
+                              !every_call && record.min_duration_ns != 0, gate.recording != nullptr};
+    inst->gated = reasons.any();
     // Sampling alone leaves inline latency inline: its sites' code takes
     // each thread's turns itself, the gate samples the rest (sites the
     // engine does not compile) and takes what the code leaves to the
     // callbacks as turns (record_gate.cpp).
-    const bool sampled_only = sampled && !c.live && record.max_depth == 0 && record.min_duration_ns == 0 &&
-                              gate.recording == nullptr;
+    const bool sampled_only = reasons.sampling_alone();
     if (inst->gated) {
       // The gate keeps a frame per call, with the exit hooked, in the
       // thread's block.
