@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -52,6 +53,15 @@ bool kernel_uses_tsc() {
   return ok;
 }
 
+// FTJIT_TRUST_CYCLE_COUNTER=1: the user vouches that the counter's deltas
+// are durations where the kernel does not use it as its clocksource (a VM
+// booted with tsc=unstable or clocksource=kvm-clock on an invariant TSC).
+// Durations only: the host's clock stays the kernel's.
+bool user_trusts_counter() {
+  const char* env = std::getenv("FTJIT_TRUST_CYCLE_COUNTER");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
 // A (tsc, ns) pair read as close together as the two reads allow: the
 // tightest of a few tries.
 void paired_read(uint64_t* tsc, uint64_t* ns) {
@@ -83,7 +93,7 @@ void calibrate_cycle_clock() {
     g_cal.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns1 - ns0) << 32) /
                                        (tsc1 - tsc0));
     g_cal.mult16 = g_cal.mult >> 16;
-    g_deltas_ok.store(kernel_uses_tsc() || arch::cycle_counter_is_global(),
+    g_deltas_ok.store(kernel_uses_tsc() || arch::cycle_counter_is_global() || user_trusts_counter(),
                       std::memory_order_release);
     g_use_tsc.store(kernel_uses_tsc(), std::memory_order_release);
   });
