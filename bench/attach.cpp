@@ -8,6 +8,7 @@
 // steady-state attach/detach pairs. Engine and library are torn down after
 // each strategy so every strategy's first attach meets untouched sleds.
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -41,6 +42,13 @@ constexpr ftjit_strategy kAttachStrategies[] = {FTJIT_STRATEGY_GENERATED, FTJIT_
                                                 FTJIT_STRATEGY_LIST};
 
 double ms_since(std::int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) / 1e6; }
+
+// This process's minor page faults so far: discovery's fresh memory.
+long minor_faults() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 // A dlopen handle, closed on destruction.
 class Library {
@@ -208,10 +216,13 @@ void AttachRun::run() {
   // first pays for what only a process's first engine reads cold.
   std::string error;
   double base_ms = 0;
+  long base_faults = 0;
   for (int i = 0; fresh && i < 2; ++i) {
+    const long faults_before = minor_faults();
     const std::int64_t base_start = now_ns();
     auto base = Engine::create(strategy_, &error);
     base_ms = ms_since(base_start);
+    base_faults = minor_faults() - faults_before;
     if (!base) {
       fail(error);
       row_.set("status", "engine failed");
@@ -227,6 +238,7 @@ void AttachRun::run() {
   }
   row_.set("load_ms", ms_since(start));
 
+  const long faults_before = minor_faults();
   start = now_ns();
   engine_ = Engine::create(strategy_, &error);
   if (!engine_) {
@@ -237,6 +249,7 @@ void AttachRun::run() {
   const double discover_ms = ms_since(start);
   row_.set("discover_ms", discover_ms);
   row_.set("module_ms", fresh ? Value(discover_ms - base_ms) : Value());
+  row_.set("module_faults", fresh ? Value(minor_faults() - faults_before - base_faults) : Value());
 
   {
     Tracer tracer(std::string(set_.file) + "!ftjit_site_*", strategy_);
@@ -313,13 +326,16 @@ void run_attach_section(const BenchOptions &opts, Report &report) {
     }
   }
   table.text_columns = {"sites_lib",       "strategy",       "discover_ms",     "module_ms",
+                        "module_faults",
                         "first_attach_ms", "first_detach_ms", "attach_ms", "detach_ms",
                         "attach_syncs",    "attach_batches", "attach_last_batch_sites",
                         "detach_syncs",    "detach_batches", "status"};
   table.notes.push_back(
       "filter: <library file>!ftjit_site_*; discover_ms: ftjit_engine_create "
       "after dlopen (reads every loaded module); module_ms: discover_ms minus an "
-      "ftjit_engine_create just before the dlopen, the library's own discovery");
+      "ftjit_engine_create just before the dlopen, the library's own discovery; "
+      "module_faults: the page faults of that share (fresh memory: in a VM each costs "
+      "a trip to the hypervisor)");
   table.notes.push_back(
       "first_attach_ms: from the sleds as compiled (GCC's 1-byte NOP sleds are "
       "rewritten under stop-the-world then); first_detach_ms: the engine's last ops "

@@ -426,7 +426,7 @@ bool reloc_kinds(Isa isa, RelocKinds* out) {
 // sections are read: they are what the loader applies, while non-alloc
 // ones (--emit-relocs) describe a value already in the word.
 Status apply_dynamic_relocations(const Sections& sections, Isa isa,
-                                 std::vector<RecordWord>& words) {
+                                 BulkVector<RecordWord>& words) {
   RelocKinds kinds;
   if (words.empty() || !reloc_kinds(isa, &kinds)) return {};
   for (uint64_t i = 1; i < sections.count(); ++i) {
@@ -486,10 +486,10 @@ bool in_executable_segment(const std::vector<ElfImage::Segment>& segments, uint6
   });
 }
 
-Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
+Result<BulkVector<uint64_t>> read_records(const Sections& sections, Isa isa,
                                            const std::vector<ElfImage::Segment>& segments,
                                            bool* has_section) {
-  std::vector<RecordWord> words;
+  BulkVector<RecordWord> words;
   for (uint64_t i = 1; i < sections.count(); ++i) {
     if (sections.name(i) != kPatchableSectionName) continue;
     *has_section = true;
@@ -521,7 +521,7 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
   if (!std::is_sorted(words.begin(), words.end(), by_vaddr)) std::stable_sort(words.begin(), words.end(), by_vaddr);
   FTJIT_TRY(apply_dynamic_relocations(sections, isa, words));
 
-  std::vector<uint64_t> records;
+  BulkVector<uint64_t> records;
   records.reserve(words.size());
   for (const auto& w : words) {
     // A zero word is the record of a function the linker dropped.
@@ -537,11 +537,11 @@ Result<std::vector<uint64_t>> read_records(const Sections& sections, Isa isa,
 // records inside one). Addresses and file ranges were checked by
 // read_load_segments: vaddr + memsz does not wrap, the file range lies
 // inside the file.
-std::vector<uint8_t> read_code_near_records(const FileView& file,
+BulkVector<uint8_t> read_code_near_records(const FileView& file,
                                             const std::vector<ElfImage::Segment>& segments,
-                                            const std::vector<uint64_t>& records) {
+                                            const BulkVector<uint64_t>& records) {
   constexpr uint64_t kWindow = ElfImage::kCodeWindowBytes;
-  std::vector<uint8_t> code(records.size() * kWindow, 0);
+  BulkVector<uint8_t> code(records.size() * kWindow, 0);
   for (size_t i = 0; i < records.size(); ++i) {
     const uint64_t record = records[i];
     const uint64_t start = record >= ElfImage::kCodeBeforeRecord
@@ -581,8 +581,8 @@ int binding_rank(unsigned char info) {
 
 // `*names` becomes a copy of the symbol table's strings, which the
 // functions' names view.
-Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections,
-                                              std::string* names) {
+Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections,
+                                             BulkString* names) {
   uint64_t index = 0;
   for (unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
     for (uint64_t i = 1; i < sections.count() && index == 0; ++i) {
@@ -590,7 +590,7 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
     }
     if (index != 0) break;
   }
-  std::vector<ElfSymbol> functions;
+  BulkVector<ElfSymbol> functions;
   if (index == 0) return functions;
 
   auto table = symbol_table(sections, index);
@@ -613,7 +613,7 @@ Result<std::vector<ElfSymbol>> read_functions(const FileView& file, const Sectio
     uint32_t rank() const { return rank_and_length >> 24; }
   };
   constexpr uint32_t kLongName = 0xffffff;
-  std::vector<Key> keys;
+  BulkVector<Key> keys;
   keys.reserve(table->count());
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
     const auto sym = table->at(i);
@@ -710,7 +710,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   FTJIT_TRY(records);
   img.records_ = std::move(records.value());
   img.record_code_ = read_code_near_records(file, img.segments_, img.records_);
-  auto names = std::make_shared<std::string>();
+  auto names = std::make_shared<BulkString>();
   auto functions = read_functions(file, sections.value(), names.get());
   FTJIT_TRY(functions);
   img.function_names_ = std::move(names);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/bulk_memory.h"
 #include "core/error.h"
 #include "core/site.h"
 
@@ -77,7 +78,7 @@ class ElfImage {
   // leave the word 0). Records that point outside every executable PT_LOAD
   // segment (e.g. 0, left by a function the linker discarded) are dropped,
   // so that no caller ever patches an address that is not code.
-  const std::vector<uint64_t>& patchable_records() const { return records_; }
+  const BulkVector<uint64_t>& patchable_records() const { return records_; }
 
   // The file's code around each record, as much as discovery must see of
   // it: [record - kCodeBeforeRecord, record + kCodeAfterRecord) reaches a
@@ -98,10 +99,10 @@ class ElfImage {
   // Defined function symbols from .symtab, or from .dynsym when the file is
   // stripped. Sorted by value; symbols at the same value are ordered
   // GLOBAL, WEAK, LOCAL, then by name, so the first one is the best name.
-  const std::vector<ElfSymbol>& functions() const { return functions_; }
+  const BulkVector<ElfSymbol>& functions() const { return functions_; }
   // The string table copy functions()' names view, to share with whoever
   // keeps those views past this image.
-  const std::shared_ptr<const std::string>& function_names() const { return function_names_; }
+  const std::shared_ptr<const BulkString>& function_names() const { return function_names_; }
 
   // The preferred symbol whose value is exactly vaddr, or nullptr.
   const ElfSymbol* function_at(uint64_t vaddr) const;
@@ -144,12 +145,12 @@ class ElfImage {
   uint32_t flags_ = 0;
   bool dynamic_ = false;
   bool has_patchable_section_ = false;
-  std::vector<uint64_t> records_;
-  std::vector<uint8_t> record_code_;  // kCodeWindowBytes per record
-  std::vector<ElfSymbol> functions_;
+  BulkVector<uint64_t> records_;
+  BulkVector<uint8_t> record_code_;  // kCodeWindowBytes per record
+  BulkVector<ElfSymbol> functions_;
   // The bytes functions_' names view: one allocation for all of them,
   // shared by copies of the image.
-  std::shared_ptr<const std::string> function_names_;
+  std::shared_ptr<const BulkString> function_names_;
   std::vector<Segment> segments_;
   Segment eh_frame_hdr_;
   std::vector<DebugSection> debug_sections_;

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/bulk_memory.h"
+
 namespace ftjit {
 
 enum class Isa : uint8_t { kX86_64, kArm64, kRiscv64, kUnknown };
@@ -79,7 +81,7 @@ struct DiscoveredSite {
 // share it; whoever keeps sites keeps one.
 class SiteNames {
  public:
-  void share_symbol_table(std::shared_ptr<const std::string> strings) {
+  void share_symbol_table(std::shared_ptr<const BulkString> strings) {
     symbol_table_ = std::move(strings);
   }
   // Keeps `text`; the view stays valid as long as this (or a copy) lives.
@@ -89,7 +91,7 @@ class SiteNames {
   }
 
  private:
-  std::shared_ptr<const std::string> symbol_table_;
+  std::shared_ptr<const BulkString> symbol_table_;
   std::shared_ptr<std::deque<std::string>> made_;
 };
 
@@ -99,7 +101,7 @@ struct DiscoveredModule {
   uint64_t load_bias = 0;      // run-time address - link-time address
   Isa isa = Isa::kUnknown;
   bool has_patchable_section = false;
-  std::vector<DiscoveredSite> sites;  // sorted by entry
+  BulkVector<DiscoveredSite> sites;  // sorted by entry
   SiteNames names;                    // what the sites' names view
   // What its trampolines must keep (core/register_evidence.h): the psABI's
   // registers are enough, by the module's own evidence; and why (or why

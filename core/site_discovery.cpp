@@ -36,7 +36,7 @@ class RecordView {
   std::span<const uint8_t> code_;
 };
 
-using FunctionIt = std::vector<ElfSymbol>::const_iterator;
+using FunctionIt = BulkVector<ElfSymbol>::const_iterator;
 
 // The first function at or past each of a sorted run of addresses: records
 // come sorted, so one forward walk over the functions serves them all
@@ -44,7 +44,7 @@ using FunctionIt = std::vector<ElfSymbol>::const_iterator;
 // of what discovering a million sites cost).
 class FunctionCursor {
  public:
-  explicit FunctionCursor(const std::vector<ElfSymbol>& functions)
+  explicit FunctionCursor(const BulkVector<ElfSymbol>& functions)
       : it_(functions.begin()), end_(functions.end()) {}
   FunctionIt first_at_or_after(uint64_t vaddr) {
     while (it_ != end_ && it_->value < vaddr) ++it_;

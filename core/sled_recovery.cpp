@@ -288,7 +288,7 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
     return;
   }
 
-  const std::vector<uint64_t>& records = image.patchable_records();
+  const auto& records = image.patchable_records();
   auto record_near = [&](uint64_t from, uint64_t to) {  // is a record in [from, to)?
     auto it = std::lower_bound(records.begin(), records.end(), from);
     return it != records.end() && *it < to;
@@ -303,7 +303,7 @@ void recover_unrecorded_sites(std::span<const uint8_t> file, const ElfImage& ima
     return next_owned != owned.end() && *next_owned == value;
   };
   uint64_t code_end = 0;  // where the functions seen so far end
-  std::vector<DiscoveredSite> found;
+  BulkVector<DiscoveredSite> found;
   for (size_t i = 0; i < functions.size();) {
     // Aliases share a value; the first one that qualifies names the site.
     size_t next = i;

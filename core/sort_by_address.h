@@ -16,8 +16,11 @@
 
 namespace ftjit {
 
-template <typename T, typename KeyOf>
-void stable_sort_by_address(std::vector<T>& items, KeyOf key_of) {
+// Items: a std::vector or a BulkVector (core/bulk_memory.h); the buffer
+// between passes is the same kind.
+template <typename Vector, typename KeyOf>
+void stable_sort_by_address(Vector& items, KeyOf key_of) {
+  using T = typename Vector::value_type;
   static_assert(std::is_trivially_copyable_v<T>, "items are moved as bytes between passes");
   // Small inputs: a comparison sort is as fast and allocates nothing.
   constexpr size_t kRadixFrom = 4096;
@@ -35,7 +38,7 @@ void stable_sort_by_address(std::vector<T>& items, KeyOf key_of) {
 
   constexpr unsigned kDigitBits = 11;
   constexpr size_t kBuckets = size_t{1} << kDigitBits;
-  std::vector<T> buffer(items.size());
+  Vector buffer(items.size());
   for (unsigned shift = 0; shift < 64; shift += kDigitBits) {
     if (((varying >> shift) & (kBuckets - 1)) == 0) continue;  // the same digit in every key
     std::array<size_t, kBuckets + 1> start{};

@@ -157,7 +157,7 @@ struct ModuleRecord {
   // A relocation module of the main executable (which the loader lists
   // without a name).
   bool main_executable = false;
-  std::vector<DiscoveredSite> found;  // never changes once added
+  BulkVector<DiscoveredSite> found;  // never changes once added
   SiteNames site_names;               // what found's names view
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
   // The same names packed in one buffer, in site order: selection walks
@@ -166,8 +166,8 @@ struct ModuleRecord {
     uint32_t name_at, demangled_at;
     uint16_t name_len, demangled_len;  // demangled_len 0: same as the name
   };
-  std::string name_pool;
-  std::vector<NameRef> names;
+  BulkString name_pool;
+  BulkVector<NameRef> names;
 };
 
 // A read-only view of one site for status output and tests.
@@ -431,8 +431,8 @@ class Engine {
   Patcher patcher_;
   std::vector<std::unique_ptr<ModuleRecord>> modules_;
   std::vector<std::string> modules_without_sites_;  // basenames, for messages
-  std::vector<SiteRecord> sites_;    // per module, in entry order
-  std::vector<SiteOrigin> origins_;  // parallel to sites_
+  BulkVector<SiteRecord> sites_;    // per module, in entry order
+  BulkVector<SiteOrigin> origins_;  // parallel to sites_
   std::unordered_map<uint32_t, std::unique_ptr<SiteMux>> muxes_;  // by site
   uint64_t sites_dirty_ = 0;  // initialized or slot written: restore work
   uint64_t sites_enabled_ = 0;

@@ -310,7 +310,7 @@ Status Engine::relocate_matching(const Filter& filter) {
       };
       std::vector<RelocatedFunction> placed;
       DiscoveredModule& dm = modules[arena];
-      std::vector<DiscoveredSite> sites;
+      BulkVector<DiscoveredSite> sites;
       Status all = write_entries(functions);
       for (size_t k = 0; k < functions.size(); ++k) {
         RelocatedFunction& f = functions[k];

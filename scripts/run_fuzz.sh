@@ -69,7 +69,7 @@ pids=()
 build_fuzzer elf_fuzz tests/fuzz/elf_fuzz.cpp \
   core/elf_image.cpp core/dwarf_producers.cpp core/demangle.cpp \
   core/site_discovery.cpp core/sled_layout.cpp core/sled_recovery.cpp \
-  core/error.cpp core/site.cpp core/eh_frame_index.cpp core/ifunc_slots.cpp -ldw -lelf &
+  core/error.cpp core/site.cpp core/eh_frame_index.cpp core/ifunc_slots.cpp core/bulk_memory.cpp -ldw -lelf &
 pids+=($!)
 # What users type after --plugin.
 build_fuzzer plugin_spec_fuzz tests/fuzz/plugin_spec_fuzz.cpp \

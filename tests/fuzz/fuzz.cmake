@@ -25,6 +25,7 @@ add_executable(ftjit_elf_fuzz
   ${_fz_root}/core/site.cpp
   ${_fz_root}/core/eh_frame_index.cpp
   ${_fz_root}/core/ifunc_slots.cpp
+  ${_fz_root}/core/bulk_memory.cpp
 )
 # Its own copies of the core sources: the fuzzer instruments them, and
 # ftjit_core is not built with -fsanitize=fuzzer.

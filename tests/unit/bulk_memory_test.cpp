@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// BulkVector and BulkString (core/bulk_memory.h): large arrays keep their
+// contents as they grow across the threshold, get 2 MiB-aligned mappings
+// advised as huge pages, and small ones stay on the heap.
+#include "core/bulk_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ftjit {
+namespace {
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FTJIT_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FTJIT_TEST_ASAN 1
+#endif
+#if defined(FTJIT_TEST_ASAN)
+constexpr bool kMapped = false;  // under ASan the arrays stay on the heap
+#else
+constexpr bool kMapped = true;
+#endif
+
+// The VmFlags line of the mapping that holds `p` in /proc/self/smaps.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = at >= lo && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return {};
+}
+
+TEST(BulkMemory, GrowsAcrossTheThresholdKeepingItsContents) {
+  BulkVector<uint64_t> v;
+  const size_t n = 3 * kBulkBytes / sizeof(uint64_t);  // from the heap into a mapping
+  for (size_t i = 0; i < n; ++i) v.push_back(i * 0x9e3779b97f4a7c15ull);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i * 0x9e3779b97f4a7c15ull) << i;
+  if (kMapped) EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % kBulkBytes, 0u);
+  v.clear();
+  v.shrink_to_fit();  // gives the mapping back; nothing to check but that it does not crash
+  EXPECT_TRUE(v.empty());
+}
+
+TEST(BulkMemory, LargeArraysAreAdvisedAsHugePages) {
+  BulkVector<uint8_t> v(5 * kBulkBytes + 123, 0x5a);
+  EXPECT_EQ(v.front(), 0x5a);
+  EXPECT_EQ(v.back(), 0x5a);
+#if defined(__x86_64__)
+  // Natively only: under qemu-user the guest's madvise is not the host's.
+  if (kMapped) {
+    const std::string flags = vm_flags_of(v.data());
+    ASSERT_FALSE(flags.empty()) << "no mapping holds the array";
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  }
+#endif
+}
+
+TEST(BulkMemory, SmallArraysAndStringsWork) {
+  BulkVector<int> small(10, 7);
+  EXPECT_EQ(small[9], 7);
+  BulkString s;
+  for (int i = 0; i < 200000; ++i) s.append("ftjit_site_");  // 2.2 MB: past the threshold
+  EXPECT_EQ(s.size(), 200000u * 11);
+  EXPECT_EQ(s.substr(s.size() - 11), "ftjit_site_");
+  const BulkString copy = s;
+  EXPECT_EQ(copy, s);
+}
+
+}  // namespace
+}  // namespace ftjit
