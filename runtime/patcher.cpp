@@ -52,13 +52,18 @@ std::atomic<uint64_t> g_generation{0};
 std::atomic<bool> g_batch_committed{false};
 std::atomic<int> g_readers{0};
 std::atomic<uint64_t> g_traps{0};
-struct sigaction g_previous_trap_action;
-std::once_flag g_trap_once;
-Status g_trap_status;
+// The program's SIGTRAP action that ours chains to: two slots, one being
+// read by handlers while install_trap_handler fills the other.
+struct sigaction g_previous_trap_actions[2];
+std::atomic<const struct sigaction*> g_previous_trap_action{nullptr};
+std::mutex g_trap_mutex;
+bool g_trap_retired = false;  // uninstall_trap_handler ran: never again
 
 
 void chain_trap(int sig, siginfo_t* si, void* uc) {
-  const struct sigaction& prev = g_previous_trap_action;
+  const struct sigaction* prev_p = g_previous_trap_action.load(std::memory_order_acquire);
+  if (prev_p == nullptr) return;
+  const struct sigaction& prev = *prev_p;
   if (prev.sa_flags & SA_SIGINFO) {
     if (prev.sa_sigaction != nullptr) prev.sa_sigaction(sig, si, uc);
     return;
@@ -188,25 +193,46 @@ std::string hex_bytes(const uint8_t* p, size_t n) {
 
 Patcher::Patcher(const Backend& backend, CoreSync& sync) : backend_(backend), sync_(sync) {}
 
+// Checked before every batch, not once: a program that sets its own
+// SIGTRAP handler after ours (a crash reporter set up late, a test that
+// single-steps) would otherwise get the traps of the next batch, and its
+// thread would resume inside the instruction being rewritten (SIGILL).
+// Ours goes back on top and chains to the program's.
 Status Patcher::install_trap_handler() {
-  std::call_once(g_trap_once, [] {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = trap_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTRAP, &sa, &g_previous_trap_action) != 0) {
-      g_trap_status = make_error(FTJIT_E_SYSTEM, std::string("sigaction(SIGTRAP): ") + strerror(errno));
-    }
-  });
-  return g_trap_status;
+  std::lock_guard<std::mutex> lock(g_trap_mutex);
+  if (g_trap_retired) return make_error(FTJIT_E_SYSTEM, "the SIGTRAP handler was given back (agent unloaded)");
+  struct sigaction now;
+  if (sigaction(SIGTRAP, nullptr, &now) != 0) {
+    return make_error(FTJIT_E_SYSTEM, std::string("sigaction(SIGTRAP): ") + strerror(errno));
+  }
+  if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == trap_handler) return {};
+  const struct sigaction* published = g_previous_trap_action.load(std::memory_order_relaxed);
+  struct sigaction* slot = published == &g_previous_trap_actions[0] ? &g_previous_trap_actions[1]
+                                                                     : &g_previous_trap_actions[0];
+  *slot = now;
+  g_previous_trap_action.store(slot, std::memory_order_release);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = trap_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGTRAP, &sa, nullptr) != 0) {
+    return make_error(FTJIT_E_SYSTEM, std::string("sigaction(SIGTRAP): ") + strerror(errno));
+  }
+  if (published != nullptr) {
+    ftjit::log().warn("ftjit: the program replaced ftjit's SIGTRAP handler; put back on top, chaining to the program's");
+  }
+  return {};
 }
 
 void Patcher::uninstall_trap_handler() {
-  if (!g_trap_status) return;
+  std::lock_guard<std::mutex> lock(g_trap_mutex);
+  g_trap_retired = true;
+  const struct sigaction* prev = g_previous_trap_action.load(std::memory_order_acquire);
+  if (prev == nullptr) return;
   struct sigaction now;
   if (sigaction(SIGTRAP, nullptr, &now) == 0 && now.sa_sigaction == trap_handler) {
-    sigaction(SIGTRAP, &g_previous_trap_action, nullptr);
+    sigaction(SIGTRAP, prev, nullptr);
   }
 }
 

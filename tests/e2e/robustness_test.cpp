@@ -70,6 +70,46 @@ TEST(Robustness, ForeignSigtrapGoesToTheProgramsHandler) {
   ftjit_engine_destroy(e);
 }
 
+// A program that sets its own SIGTRAP handler after the engine set ftjit's
+// (a crash reporter set up late): the next batch puts ftjit's back on top,
+// chaining to the program's. Otherwise a thread meeting one of the
+// batch's breakpoints would go to the program's handler, return behind
+// the breakpoint, inside the instruction being rewritten, and die (SIGILL).
+TEST(Robustness, SigtrapHandlerSetAfterTheEngineDoesNotGetTheBatchesTraps) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  struct sigaction sa, old;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = program_trap_handler;
+  sa.sa_flags = SA_SIGINFO;
+  ASSERT_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+  g_program_traps = 0;
+  g_count_calls_atomic = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&stop] {
+      int (*volatile fn)(int, int) = traced_add;
+      while (!stop.load(std::memory_order_relaxed)) fn(1, 2);
+    });
+  }
+  ftjit_ops ops = make_ops(count_calls_atomic);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int cycles = 0;
+  for (; cycles < 300 && std::chrono::steady_clock::now() < deadline; ++cycles) {
+    ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
+    ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK) << ftjit_last_error();
+  }
+  stop = true;
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(g_program_traps.load(), 0) << "the program's handler got a batch's breakpoint";
+  EXPECT_GT(g_count_calls_atomic.load(), 0);
+  asm volatile("int3");  // the program's own breakpoint still reaches its handler
+  EXPECT_EQ(g_program_traps.load(), 1);
+  ftjit_engine_destroy(e);
+  sigaction(SIGTRAP, &old, nullptr);
+}
+
 // Overwrites a function's entry the way another tool might (a jump).
 void patch_foreign(void* fn, const uint8_t* bytes, size_t n) {
   long page = sysconf(_SC_PAGESIZE);
@@ -460,23 +500,43 @@ TEST(Robustness, ForkDuringBatchesWithExitHooksLeavesEveryChildWhole) { fork_rac
 #if defined(__x86_64__)
 namespace {
 
-// A handler that caught a thread where it wants (`wanted`) stays there,
-// on top of that pc, while the test's attach or detach runs (it is told
-// `started`), 200 ms, and notes whether that was `done` meanwhile: it
-// must not have been, as the thread returns to the saved pc.
+// A thread is single-stepped (the x86 trap flag) until its pc is where the
+// test wants it (`wanted`); the SIGTRAP handler of that step then stays on
+// top of that pc while the test's attach or detach runs (it is told
+// `started`), 200 ms, and notes whether that was `done` meanwhile: it must
+// not have been, as the thread returns to the saved pc. Stepping makes the
+// frame sure to come: asynchronous signals land only on some instructions
+// on some VMs (one here never interrupted a trampoline's first instruction
+// in 58,000 signals), and a single-step trap leaves the same signal frame
+// a SIGPROF landing there would.
 struct HeldSignal {
   bool (*wanted)(uint64_t pc) = nullptr;
   std::atomic<int> captured{0};
   std::atomic<bool> started{false};
   std::atomic<bool> done{false};
   std::atomic<bool> done_in_handler{false};
+  std::atomic<long> steps{0};
 };
 HeldSignal g_held;
+constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
 
+// SIGUSR2: the spinner starts stepping where it was interrupted.
+void start_stepping(int, siginfo_t*, void* ucv) {
+  if (g_held.captured.load() == 0) static_cast<ucontext_t*>(ucv)->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+}
+
+// SIGTRAP after each stepped instruction: holds the thread at the wanted pc
+// and stops the stepping there; steps on elsewhere.
 void holding_handler(int, siginfo_t*, void* ucv) {
   auto* uc = static_cast<ucontext_t*>(ucv);
   const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  if (!g_held.wanted(pc) || g_held.captured.exchange(1) != 0) return;
+  g_held.steps.fetch_add(1);
+  if (!g_held.wanted(pc) || g_held.captured.exchange(1) != 0) {
+    if (g_held.captured.load() == 0) uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+    else uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+    return;
+  }
+  uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
   while (!g_held.started.load()) __builtin_ia32_pause();
   timespec until{};
   clock_gettime(CLOCK_MONOTONIC, &until);
@@ -490,8 +550,8 @@ void holding_handler(int, siginfo_t*, void* ucv) {
   g_held.done_in_handler = g_held.done.load();
 }
 
-// A thread calling traced_noslot_mul in a loop, sent SIGUSR2 (caught by
-// holding_handler) until the handler holds it.
+// A thread calling traced_noslot_mul in a loop, stepped (from a SIGUSR2)
+// until the SIGTRAP handler holds it.
 class HeldSpinner {
  public:
   explicit HeldSpinner(bool (*wanted)(uint64_t pc)) {
@@ -500,11 +560,14 @@ class HeldSpinner {
     g_held.started = false;
     g_held.done = false;
     g_held.done_in_handler = false;
+    g_held.steps = 0;
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = holding_handler;
+    sa.sa_sigaction = start_stepping;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    installed_ = sigaction(SIGUSR2, &sa, &old_) == 0;
+    installed_ = sigaction(SIGUSR2, &sa, &old_usr2_) == 0;
+    sa.sa_sigaction = holding_handler;
+    installed_ = sigaction(SIGTRAP, &sa, &old_trap_) == 0 && installed_;
     thread_ = std::thread([this] {
       int (*volatile f)(int, int) = traced_noslot_mul;
       long s = 0;
@@ -514,29 +577,36 @@ class HeldSpinner {
   }
   ~HeldSpinner() { stop(); }
   bool installed() const { return installed_; }
-  // Signals for up to 20 s: whether the handler caught it where wanted.
+  // Starts the stepping, again every 100 ms (a no-op while it goes on) for
+  // up to 20 s: whether the handler caught the thread where wanted.
   bool capture() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (g_held.captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
       pthread_kill(thread_.native_handle(), SIGUSR2);
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      for (int i = 0; i < 100 && g_held.captured.load() == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
     return g_held.captured.load() != 0;
   }
-  // Stops the loop (after the handler returned) and puts SIGUSR2 back: the
-  // loop's sum, which is never 0 once it called at all.
+  long steps() const { return g_held.steps.load(); }
+  // Stops the loop (after the handler returned) and puts the handlers back:
+  // the loop's sum, which is never 0 once it called at all.
   long stop() {
     if (thread_.joinable()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       stop_ = true;
       thread_.join();
-      if (installed_) sigaction(SIGUSR2, &old_, nullptr);
+      if (installed_) {
+        sigaction(SIGUSR2, &old_usr2_, nullptr);
+        sigaction(SIGTRAP, &old_trap_, nullptr);
+      }
     }
     return sum_.load();
   }
 
  private:
-  struct sigaction old_;
+  struct sigaction old_usr2_, old_trap_;
   bool installed_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<long> sum_{0};
@@ -604,7 +674,6 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
   ASSERT_NE(e, nullptr) << ftjit_last_error();
   HeldSpinner spinner(inside_the_sled);
   ASSERT_TRUE(spinner.installed());
-  // A few of every 20 bytes the loop runs are sled bytes.
   const bool captured = spinner.capture();
   g_count_calls_atomic = 0;
   ftjit_ops ops = make_ops(count_calls_atomic);
@@ -617,7 +686,7 @@ TEST(Robustness, SignalFrameInsideASledSurvivesItsRewrite) {
     EXPECT_EQ(ftjit_detach(e, &ops), FTJIT_OK);
   }
   ftjit_engine_destroy(e);
-  ASSERT_TRUE(captured) << "no signal landed inside the sled in 20 s: the test proves nothing";
+  ASSERT_TRUE(captured) << "stepping did not reach the sled in 20 s (" << spinner.steps() << " steps): the test proves nothing";
   ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_GT(g_count_calls_atomic.load(), 0);
   EXPECT_NE(sum, 0);
@@ -644,7 +713,8 @@ TEST(Robustness, SignalFrameInsideATrampolineKeepsItUntilTheHandlerReturns) {
   g_held.done = true;
   const long sum = spinner.stop();
   ftjit_engine_destroy(e);
-  ASSERT_TRUE(captured) << "no signal landed on a trampoline outside its counts in 20 s: the test proves nothing";
+  ASSERT_TRUE(captured) << "stepping did not reach a trampoline outside its counts in 20 s (" << spinner.steps()
+                        << " steps): the test proves nothing";
   ASSERT_EQ(st, FTJIT_OK) << ftjit_last_error();
   EXPECT_GT(g_count_calls_atomic.load(), 0);
   EXPECT_NE(sum, 0);
