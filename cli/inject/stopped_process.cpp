@@ -25,6 +25,7 @@
 #include "cli/inject/injector_isa.h"
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/ptrace_inject.h"
+#include "cli/inject/stop_wait.h"
 #include "cli/inject/target_libc.h"
 
 namespace ftjit::inject {
@@ -36,19 +37,6 @@ namespace {
 
 // Grace period to collect the exit of threads of a process that died.
 constexpr auto kGrace = std::chrono::milliseconds(2000);
-
-// Polls without blocking, sleeping a little longer each time (20 us .. 2 ms).
-class Backoff {
- public:
-  void sleep() {
-    timespec ts{0, static_cast<long>(ns_)};
-    ::nanosleep(&ts, nullptr);
-    ns_ = std::min<long long>(ns_ * 2, 2'000'000);
-  }
-
- private:
-  long long ns_ = 20'000;
-};
 
 enum class EventKind {
   kNone,       // nothing new
@@ -131,7 +119,7 @@ struct StoppedProcess::State {
   // signals that show up on the way). kGone threads are dropped; the death
   // of the process is an error.
   Status wait_all_stopped(Clock::time_point deadline) {
-    Backoff backoff;
+    detail::StopWait stop_wait(2'000'000);
     for (;;) {
       bool all = true;
       for (Thread& t : threads) {
@@ -165,7 +153,7 @@ struct StoppedProcess::State {
         return make_error(FTJIT_E_SYSTEM, "thread(s) " + tids + " of " + p() +
                                               " did not stop in time (uninterruptible sleep: vfork, disk or NFS I/O?); retry later");
       }
-      backoff.sleep();
+      stop_wait.pause();
     }
   }
 
@@ -221,7 +209,7 @@ struct StoppedProcess::State {
   // stay until their tracer waits, and hold up the parent's waitpid).
   void reap_dead() {
     auto deadline = Clock::now() + kGrace;
-    Backoff backoff;
+    detail::StopWait stop_wait(2'000'000);
     for (;;) {
       bool all = true;
       for (Thread& t : threads) {
@@ -229,7 +217,7 @@ struct StoppedProcess::State {
         if (poll(t.tid).kind != EventKind::kExited) all = false;
       }
       if (all || Clock::now() > deadline) return;
-      backoff.sleep();
+      stop_wait.pause();
     }
   }
 

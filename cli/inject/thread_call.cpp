@@ -43,6 +43,7 @@
 
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/injector_isa.h"
+#include "cli/inject/stop_wait.h"
 #include "cli/inject/thread_state.h"
 
 namespace ftjit::inject {
@@ -56,19 +57,6 @@ constexpr uint64_t kStackMargin = 512;
 constexpr uint64_t kScratchLimit = 16 * 1024;
 constexpr size_t kMaxFrames = 4096;
 constexpr int kSyscallStop = SIGTRAP | 0x80;  // PTRACE_O_TRACESYSGOOD
-
-// Polls without blocking, sleeping a little longer each time (10 us .. 1 ms).
-class Backoff {
- public:
-  void sleep() {
-    timespec ts{0, static_cast<long>(ns_)};
-    ::nanosleep(&ts, nullptr);
-    ns_ = std::min<long long>(ns_ * 2, 1'000'000);
-  }
-
- private:
-  long long ns_ = 10'000;
-};
 
 struct Candidate {
   pid_t tid;
@@ -174,13 +162,13 @@ struct ThreadCall::State {
   }
 
   StopEvent wait(Clock::time_point deadline) {
-    Backoff backoff;
+    detail::StopWait stop_wait(1'000'000);
     for (;;) {
       StopEvent ev = poll();
       if (ev.kind != Stop::kNone) return ev;
       if (detail::process_gone(pid)) return {Stop::kExited, 0};
       if (Clock::now() > deadline) return {};
-      backoff.sleep();
+      stop_wait.pause();
     }
   }
 
