@@ -300,6 +300,17 @@ class Instance {
   // hold a record. Null / 0: nothing captured for this plugin.
   const ArgCapturer* args = nullptr;
   uint32_t args_room = 0;
+  // Gives this plugin the session's captures: args, args_room, and the
+  // context's copies its event path reads (ctx.args_table, args_room,
+  // args_fast), all from one place.
+  void bind_args(const ArgCapturer& capturer) {
+    args = &capturer;
+    args_room = (capturer.max_record() + 7u) & ~7u;
+    ctx.args_table = capturer.table();
+    ctx.args_room = args_room;
+    ctx.args_fast = ftjit_args_fast_table{reinterpret_cast<const ftjit_args_fast_slot*>(ctx.args_table.slots),
+                                          ctx.args_table.mask, args_room, 0};
+  }
   // --by-arg: the session's plans when they group by an argument (then
   // no inline work is compiled: the callbacks must see each call).
   const ArgCapturer* keys = nullptr;

@@ -144,8 +144,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     // A plugin that records arguments gets room for one record after its
     // own event.
     if (s->args_ != nullptr && inst->event_size != 0 && (d->flags & FTJIT_PLUGIN_F_ARGS) != 0) {
-      inst->args = s->args_.get();
-      inst->args_room = (s->args_->max_record() + 7u) & ~7u;
+      inst->bind_args(*s->args_);
       inst->event_size += inst->args_room;
     }
     uint64_t want = c.buffer_events != 0 ? c.buffer_events
@@ -177,12 +176,6 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
     ctx.generation = detail::next_generation();
     ctx.needs_block = (inst->storage_size != 0 || inst->event_size != 0) ? 1 : 0;
     ctx.instance = inst.get();
-    if (inst->args != nullptr) {
-      ctx.args_table = inst->args->table();
-      ctx.args_room = inst->args_room;
-      ctx.args_fast = ftjit_args_fast_table{reinterpret_cast<const ftjit_args_fast_slot*>(ctx.args_table.slots),
-                                            ctx.args_table.mask, inst->args_room, 0};
-    }
     ftjit_ops_init(&ctx.ops);
     // The plugin's callbacks have the engine's callback ABI, with ctx in
     // place of ops: the engine calls them directly, no host frame between.

@@ -434,10 +434,7 @@ TEST(ArgCapture, HintedServicesGiveTheLookupsRecords) {
   ASSERT_GE(host->struct_size, offsetof(ftjit_host, retval_capture_hint) + sizeof(host->retval_capture_hint));
   detail::Instance inst;
   inst.ctx.instance = &inst;
-  inst.args = &capturer;
-  inst.args_room = (capturer.max_record() + 7u) & ~7u;
-  inst.ctx.args_table = capturer.table();
-  inst.ctx.args_room = inst.args_room;
+  inst.bind_args(capturer);
   Frame f = frame_for("hint");
   const auto* regs = reinterpret_cast<const ftjit_plugin_regs*>(&f.regs);
   ftjit_ret_regs ret{};
@@ -514,12 +511,7 @@ TEST(ArgCapture, PluginsOwnCapturesMatchTheHosts) {
   detail::Instance inst;
   inst.ctx.instance = &inst;
   EXPECT_EQ(host->args_fast_table(&inst.ctx), nullptr);  // nothing captured
-  inst.args = &capturer;
-  inst.args_room = (capturer.max_record() + 7u) & ~7u;
-  inst.ctx.args_table = capturer.table();
-  inst.ctx.args_room = inst.args_room;
-  inst.ctx.args_fast = {reinterpret_cast<const ftjit_args_fast_slot*>(capturer.table().slots),
-                        capturer.table().mask, inst.args_room, 0};
+  inst.bind_args(capturer);
   const ftjit_args_fast_table* table = host->args_fast_table(&inst.ctx);
   ASSERT_NE(table, nullptr);
 
