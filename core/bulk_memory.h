@@ -11,7 +11,12 @@
 //
 // Below kBulkBytes an array comes from the heap like any other; from it on
 // it gets a mapping of its own, 2 MiB-aligned, advised as huge pages (a
-// kernel with THP off or absent just keeps 4 KiB pages). Under
+// kernel with THP off or absent just keeps 4 KiB pages). 256 KiB, not
+// 2 MiB: a module of 20,000 sites has no array of 2 MiB, and its ~1,000
+// faults took 15-20 ms where 45 took 4.4-5.2 (bench --section attach
+// --sites 20k). The price: such an array may hold up to 2 MiB of memory
+// (8 times its size), and only while the module is known; MAP_POPULATE
+// instead of huge pages took as long as the faults (11-15 ms). Under
 // AddressSanitizer every array stays on the heap, where ASan sees it.
 #pragma once
 
@@ -23,7 +28,7 @@
 
 namespace ftjit {
 
-inline constexpr size_t kBulkBytes = size_t{2} << 20;
+inline constexpr size_t kBulkBytes = size_t{256} << 10;
 
 // Memory for `bytes` (aligned for any fundamental type); throws
 // std::bad_alloc when there is none. bulk_free takes the same size back.
