@@ -520,9 +520,14 @@ struct HeldSignal {
 HeldSignal g_held;
 constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
 
-// SIGUSR2: the spinner starts stepping where it was interrupted.
+// SIGUSR2: the spinner starts stepping where it was interrupted, unless
+// that is inside the SIGTRAP handler (SIGTRAP blocked): a step there would
+// be a blocked trap, which the kernel delivers by killing the process.
 void start_stepping(int, siginfo_t*, void* ucv) {
-  if (g_held.captured.load() == 0) static_cast<ucontext_t*>(ucv)->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  if (g_held.captured.load() == 0 && sigismember(&uc->uc_sigmask, SIGTRAP) == 0) {
+    uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+  }
 }
 
 // SIGTRAP after each stepped instruction: holds the thread at the wanted pc
@@ -577,12 +582,17 @@ class HeldSpinner {
   }
   ~HeldSpinner() { stop(); }
   bool installed() const { return installed_; }
-  // Starts the stepping, again every 100 ms (a no-op while it goes on) for
-  // up to 20 s: whether the handler caught the thread where wanted.
+  // Starts the stepping, again only if it stopped (no step in 100 ms), for
+  // up to 20 s: whether the handler caught the thread where wanted. (Under
+  // ASan a step may take long: a `rep` string instruction traps once per
+  // iteration.)
   bool capture() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    long seen = g_held.steps.load();
     while (g_held.captured.load() == 0 && std::chrono::steady_clock::now() < deadline) {
-      pthread_kill(thread_.native_handle(), SIGUSR2);
+      const long now = g_held.steps.load();
+      if (now == seen) pthread_kill(thread_.native_handle(), SIGUSR2);  // not stepping (yet)
+      seen = now;
       for (int i = 0; i < 100 && g_held.captured.load() == 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
