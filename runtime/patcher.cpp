@@ -60,12 +60,23 @@ std::mutex g_trap_mutex;
 bool g_trap_retired = false;  // uninstall_trap_handler ran: never again
 
 
+// Set while this thread runs the program's handler from chain_trap. A
+// program that set its handler after ours, keeping ours as the one it
+// chains to, calls us back from there once install_trap_handler put ours
+// on top: that trap has been the program's already, so it ends there
+// (chaining on would go round the two handlers until the stack ran out).
+__thread bool t_in_program_trap_handler __attribute__((tls_model("initial-exec"))) = false;
+
 void chain_trap(int sig, siginfo_t* si, void* uc) {
   const struct sigaction* prev_p = g_previous_trap_action.load(std::memory_order_acquire);
-  if (prev_p == nullptr) return;
+  if (prev_p == nullptr || t_in_program_trap_handler) return;
   const struct sigaction& prev = *prev_p;
   if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction != nullptr) prev.sa_sigaction(sig, si, uc);
+    if (prev.sa_sigaction != nullptr) {
+      t_in_program_trap_handler = true;
+      prev.sa_sigaction(sig, si, uc);
+      t_in_program_trap_handler = false;
+    }
     return;
   }
   if (prev.sa_handler == SIG_IGN) return;
@@ -75,7 +86,9 @@ void chain_trap(int sig, siginfo_t* si, void* uc) {
     raise(sig);
     return;
   }
+  t_in_program_trap_handler = true;
   prev.sa_handler(sig);
+  t_in_program_trap_handler = false;
 }
 
 // Whether the trap `step` plants is still at `addr`.

@@ -110,6 +110,37 @@ TEST(Robustness, SigtrapHandlerSetAfterTheEngineDoesNotGetTheBatchesTraps) {
   sigaction(SIGTRAP, &old, nullptr);
 }
 
+// A program whose SIGTRAP handler, set after the engine's, chains to the
+// one it replaced (ftjit's): once a batch puts ftjit's back on top, a trap
+// of the program's own goes ftjit -> program -> ftjit; it must end there,
+// not go round until the stack runs out.
+struct sigaction g_replaced_trap_action;
+std::atomic<int> g_chaining_traps{0};
+void chaining_trap_handler(int sig, siginfo_t* si, void* uc) {
+  g_chaining_traps.fetch_add(1);
+  if ((g_replaced_trap_action.sa_flags & SA_SIGINFO) != 0 && g_replaced_trap_action.sa_sigaction != nullptr) {
+    g_replaced_trap_action.sa_sigaction(sig, si, uc);
+  }
+}
+
+TEST(Robustness, ChainingSigtrapHandlerSetAfterTheEngineSeesItsTrapOnce) {
+  ftjit_engine* e = ftjit_engine_create(nullptr);
+  ASSERT_NE(e, nullptr) << ftjit_last_error();
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = chaining_trap_handler;
+  sa.sa_flags = SA_SIGINFO;
+  ASSERT_EQ(sigaction(SIGTRAP, &sa, &g_replaced_trap_action), 0);
+  g_chaining_traps = 0;
+  ftjit_ops ops = make_ops(count_calls);
+  ASSERT_EQ(attach_one(e, &ops, "traced_add"), FTJIT_OK) << ftjit_last_error();
+  ASSERT_EQ(ftjit_detach(e, &ops), FTJIT_OK) << ftjit_last_error();
+  asm volatile("int3");
+  EXPECT_EQ(g_chaining_traps.load(), 1);
+  ftjit_engine_destroy(e);
+  sigaction(SIGTRAP, &g_replaced_trap_action, nullptr);
+}
+
 // Overwrites a function's entry the way another tool might (a jump).
 void patch_foreign(void* fn, const uint8_t* bytes, size_t n) {
   long page = sysconf(_SC_PAGESIZE);
