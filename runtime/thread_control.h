@@ -167,6 +167,8 @@ bool read_remote_word(const uint64_t* addr, uint64_t* out);
 // snapshot_threads and signal_sync_all_threads together (for the attach's
 // "where the time went": callers subtract two readings).
 uint64_t thread_control_micros();
+// How many such requests there were so far.
+uint64_t thread_control_requests();
 
 // Whether thread `tid` still exists.
 bool thread_alive(pid_t tid);

@@ -20,7 +20,11 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "cli/inject/inject_internal.h"
 
@@ -52,9 +56,56 @@ constexpr bool kRewriteNegateRaState = false;
 constexpr uint8_t kCfaNop = 0x00;
 constexpr uint8_t kCfaNegateRaState = 0x2d;
 
+// The target's memory as one walk reads it: whole pages, each copied once
+// (process_vm_readv). libunwind's own accessor reads a word per
+// PTRACE_PEEKDATA, and a walk reads the same CFI and search-table words
+// many times: about a thousand system calls a thread, most of the time of
+// a walk. The thread is stopped for the walk's life and the code and CFI
+// do not change, so a copy stays true. A page that cannot be copied (not
+// readable: PEEKDATA reads through protections) is read word by word.
+class PageCache {
+ public:
+  explicit PageCache(pid_t tid) : tid_(tid) {}
+
+  bool read(uint64_t addr, unw_word_t* out, unw_addr_space_t as, void* upt) {
+    uint8_t bytes[sizeof(unw_word_t)];
+    for (size_t done = 0; done < sizeof bytes;) {
+      const uint64_t at = addr + done;
+      const uint64_t page = at & ~(kPage - 1);
+      const std::vector<uint8_t>* copy = page_at(page);
+      if (copy == nullptr) return _UPT_access_mem(as, addr, out, 0, upt) == 0;
+      const size_t n = std::min<size_t>(sizeof bytes - done, page + kPage - at);
+      std::memcpy(bytes + done, copy->data() + (at - page), n);
+      done += n;
+    }
+    std::memcpy(out, bytes, sizeof bytes);
+    return true;
+  }
+
+ private:
+  static constexpr uint64_t kPage = 4096;
+
+  const std::vector<uint8_t>* page_at(uint64_t page) {
+    auto it = pages_.find(page);
+    if (it == pages_.end()) {
+      std::vector<uint8_t> copy(kPage);
+      iovec local{copy.data(), kPage};
+      iovec remote{reinterpret_cast<void*>(page), kPage};
+      if (::process_vm_readv(tid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(kPage)) copy.clear();
+      it = pages_.emplace(page, std::move(copy)).first;
+    }
+    return it->second.empty() ? nullptr : &it->second;
+  }
+
+  pid_t tid_;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
+};
+
 struct RemoteThread {
+  explicit RemoteThread(pid_t tid) : memory(tid) {}
   void* upt = nullptr;
   uint64_t insn_mask = 0;
+  PageCache memory;
   // Target addresses of DW_CFA_AARCH64_negate_ra_state opcodes that reads
   // present as DW_CFA_nop.
   std::unordered_set<uint64_t> negate_ra_state_at;
@@ -78,7 +129,7 @@ class CfiBytes {
     const uint64_t word_at = at_ & ~uint64_t{7};
     if (word_at != cached_at_) {
       unw_word_t w = 0;
-      if (_UPT_access_mem(as_, word_at, &w, 0, upt_) != 0) return false;
+      if (!walking->memory.read(word_at, &w, as_, upt_)) return false;
       cached_ = w;
       cached_at_ = word_at;
     }
@@ -188,9 +239,9 @@ int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t* addr, void* arg) {
 // Writes (libunwind's way of moving a cursor's pc) never reach the target:
 // the walk only reads it.
 int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t* val, int write, void* arg) {
-  const RemoteThread& r = *walking;
+  RemoteThread& r = *walking;
   if (write) return 0;
-  int rc = _UPT_access_mem(as, addr, val, 0, arg);
+  int rc = r.memory.read(addr, val, as, arg) ? 0 : -UNW_EINVAL;
   if (rc == 0 && !r.negate_ra_state_at.empty()) {
     for (unsigned i = 0; i < sizeof(unw_word_t); ++i)
       if (r.negate_ra_state_at.count(addr + i)) {
@@ -236,7 +287,7 @@ Result<std::vector<StackFrame>> call_frames(pid_t tid, size_t max_frames) {
   static unw_accessors_t accessors = read_only_accessors();
   unw_addr_space_t space = unw_create_addr_space(&accessors, 0);
   if (space == nullptr) return make_error(FTJIT_E_SYSTEM, "libunwind: no address space");
-  RemoteThread r;
+  RemoteThread r(tid);
   r.upt = _UPT_create(tid);
   if (r.upt == nullptr) {
     unw_destroy_addr_space(space);

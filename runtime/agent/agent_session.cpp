@@ -75,6 +75,7 @@ struct AttachClocks {
   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
   uint64_t scan_us = module_scan_micros();
   uint64_t control_us = thread_control_micros();
+  uint64_t control_requests = thread_control_requests();
   uint64_t trips = 0;
   uint64_t trip_us = 0;
 
@@ -100,11 +101,12 @@ std::vector<std::pair<std::string, uint64_t>> attach_phases(const AttachClocks& 
   const uint64_t trips = done.trips - start.trips;
   const uint64_t trip_us = done.trip_us - start.trip_us;
   const uint64_t control_us = done.control_us - start.control_us;
+  const uint64_t requests = done.control_requests - start.control_requests;
   return {
       {"module scan", scan_in_setup + scan_in_start},
       {"engine setup", less(micros_between(start, engine_made), scan_in_setup)},
       {"trampoline generation (" + std::to_string(trips) + " round trips to the CLI)", trip_us},
-      {"stop-the-world (sled rewrite, syncs)", control_us},
+      {"stop-the-world (" + std::to_string(requests) + " requests: sled rewrite, syncs)", control_us},
       {"plugin load, plan, patch batch",
        less(micros_between(engine_made, done), scan_in_start + trip_us + control_us)},
   };

@@ -126,12 +126,22 @@ Result<RelocatedEntry> RemoteEmitter::relocate_entry(const RelocationRequest& re
 }
 
 Result<std::vector<CompileUnitProducer>> RemoteEmitter::module_producers(const ModuleFile& file) const {
+  const auto key = std::make_tuple(file.path, file.size, file.fingerprint);
+  {
+    std::lock_guard<std::mutex> lock(producers_mu_);
+    if (auto it = producers_.find(key); it != producers_.end()) return it->second;
+  }
   control::Generate g;
   g.kind = control::GenerateKind::kProducers;
   g.module = file;
   auto bytes = ask(control::encode(g));
   if (!bytes) return bytes.take_error();
-  return control::decode_producers(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  auto units = control::decode_producers(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (units) {
+    std::lock_guard<std::mutex> lock(producers_mu_);
+    producers_.emplace(key, *units);
+  }
+  return units;
 }
 
 }  // namespace ftjit::agent

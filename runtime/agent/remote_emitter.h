@@ -5,7 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/backend.h"
@@ -36,7 +39,10 @@ class RemoteEmitter final : public TrampolineEmitter, public EntryRelocator {
   Result<RelocatedEntry> relocate_entry(const RelocationRequest& request) const override;
   // The generator reads the module's DWARF (it has libdw; the process
   // reads none): its compile-unit producers, if the file it finds is the
-  // process's (runtime/module_scan.h, ProducerReader).
+  // process's (runtime/module_scan.h, ProducerReader). Each file's answer
+  // is asked once: a module is scanned again at every attach and
+  // dlopen refresh, and each question is a round trip to the CLI (a few
+  // ms on a busy machine: both sides wait for a CPU).
   Result<std::vector<CompileUnitProducer>> module_producers(const ModuleFile& file) const;
 
   // Round trips to the CLI so far, and the microseconds they took (an
@@ -51,6 +57,10 @@ class RemoteEmitter final : public TrampolineEmitter, public EntryRelocator {
   mutable std::vector<int> fds_;  // oldest first
   mutable std::atomic<uint64_t> round_trips_{0};
   mutable std::atomic<uint64_t> round_trip_micros_{0};
+  // module_producers' answers by (path, size, fingerprint): the identity
+  // the generator checks before it reads the file.
+  mutable std::mutex producers_mu_;
+  mutable std::map<std::tuple<std::string, uint64_t, uint64_t>, std::vector<CompileUnitProducer>> producers_;
 };
 
 }  // namespace ftjit::agent
