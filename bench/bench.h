@@ -41,6 +41,8 @@ void run_peers_section(const BenchOptions &opts, Report &report);
 // Whole programs traced whole (x86-64): ftjit's trace plugin (block, drop)
 // and uftrace, beside the untraced run.
 void run_programs_section(const BenchOptions &opts, Report &report);
+// `ftjit attach` into the running demo service, phase by phase (x86-64).
+void run_cli_section(const BenchOptions &opts, Report &report);
 // A relocated entry against a sled on the same body (relocated.cpp).
 void run_relocated_section(const BenchOptions &opts, Report &report);
 

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   CLI::App app{"ftjit-bench: dispatch cost, attach time and trampoline size of ftjit"};
   app.add_option("--section", opts.sections, "Sections to run (repeatable or comma list)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"all", "calls", "hooks", "plugins", "peers", "attach", "sizes", "programs", "relocated",
+      ->check(CLI::IsMember({"all", "calls", "hooks", "plugins", "peers", "attach", "sizes", "programs", "relocated", "cli",
                              "writer"}))
       ->capture_default_str();
   app.add_flag("--json", json, "Print one JSON object instead of tables");
@@ -113,6 +113,7 @@ int main(int argc, char **argv) {
   if (wants(opts, "attach")) ftjit_bench::run_attach_section(opts, report);
 #ifdef FTJIT_BENCH_CLI
   if (wants(opts, "programs")) ftjit_bench::run_programs_section(opts, report);
+  if (wants(opts, "cli")) ftjit_bench::run_cli_section(opts, report);
 #endif
 
   report.meta().set("load_at_end", ftjit_bench::load_average());
