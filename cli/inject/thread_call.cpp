@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ThreadCall: see thread_call.h for the contract. This is the part every
-// ISA shares: choosing and stopping the thread, following the call with
-// syscall stops, the timeout, errno put back, the way out. What differs
+// ISA shares: choosing and stopping the thread, following the call (to its
+// return marker, or by syscall stops), the timeout, errno put back, the
+// way out. What differs
 // per ISA (the registers, the signal frame's layout and where it lies, how
 // the call is entered so that it returns into rt_sigreturn) is
 // detail::ThreadState, thread_state.h, defined in cli/inject/<isa>/.
@@ -111,7 +112,10 @@ struct StopEvent {
 }  // namespace
 
 struct ThreadCall::State {
-  enum class Phase { kStopped, kRunning, kReturned, kReleased, kGone };
+  // kReturned: stopped at the entry of the call's rt_sigreturn (followed
+  // by syscall stops); kHome: past it, back in its own state, stopped by
+  // the return marker (below).
+  enum class Phase { kStopped, kRunning, kReturned, kHome, kReleased, kGone };
 
   pid_t pid = 0;
   pid_t tid = 0;
@@ -127,6 +131,24 @@ struct ThreadCall::State {
   uint64_t scratch_used = 0;
   uint64_t sigreturn_sp = 0;  // the call's frame, as its rt_sigreturn sees it
   uint64_t function_ = 0;
+  uint64_t own_mask = 0;  // the thread's signal mask before the call
+  // The return marker: a signal that tells the call's end without a stop
+  // at every system call of it (0: follow the call by syscall stops).
+  // Sent to the thread before the call, it stays pending, blocked by the
+  // call's mask (every signal), and is delivered the moment rt_sigreturn
+  // puts the thread's own mask back: a signal-delivery stop for us, where
+  // it is dropped. Chosen among signals whose default is to be ignored
+  // (SIGURG, SIGWINCH, SIGCHLD) that the program neither handles nor
+  // blocks, so that if we are killed before we drop it, delivering it does
+  // nothing. Following dlopen's ~50 system calls by syscall stops costs
+  // ~100 round trips between the thread and us, each a wake-up that waits
+  // for a CPU on a busy machine (ThreadCall's users: inject_library; an
+  // adopted thread keeps the syscall stops, which its owner expects).
+  int marker = 0;
+  // kHome reached at the delivery of a signal of the program's (one that
+  // came during the call, lower-numbered than the marker): delivered when
+  // the thread is let go.
+  int home_signal = 0;
 
   std::string p() const { return "process " + std::to_string(pid); }
   Error exited() {
@@ -217,6 +239,7 @@ struct ThreadCall::State {
 
   Status save_state() {
     FTJIT_TRY(thread.save(pid, tid));
+    if (::ptrace(PTRACE_GETSIGMASK, tid, reinterpret_cast<void*>(sizeof own_mask), &own_mask) != 0) own_mask = ~uint64_t{0};
     if (errno_tpoff) {
       auto e = detail::read_target_memory(pid, thread.thread_pointer() + static_cast<uint64_t>(*errno_tpoff), 4);
       if (e) {
@@ -287,6 +310,40 @@ struct ThreadCall::State {
     return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP) && si.si_code > 0;
   }
 
+  // A return marker for this call, or 0 (see `marker`).
+  int choose_marker() const {
+    auto status = detail::read_text_file("/proc/" + std::to_string(pid) + "/status");
+    if (!status) return 0;
+    auto caught = detail::status_field(*status, "SigCgt");
+    if (!caught) return 0;
+    const uint64_t handled = std::strtoull(caught->c_str(), nullptr, 16);
+    for (int sig : {SIGURG, SIGWINCH, SIGCHLD}) {
+      const uint64_t bit = uint64_t{1} << (sig - 1);
+      if ((handled & bit) == 0 && (own_mask & bit) == 0) return sig;
+    }
+    return 0;
+  }
+
+  // Lets the call run on, delivering `sig`: to its next system call stop
+  // when following those, else until a signal or its return marker.
+  bool resume(int sig) {
+    const auto request = marker != 0 ? PTRACE_CONT : PTRACE_SYSCALL;
+    return ::ptrace(request, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(sig))) == 0;
+  }
+
+  // Whether the thread, stopped by its return marker, is back in its own
+  // state: its own mask (the call's blocks every signal) and pc (or the
+  // system call instruction before it, which the frame rewinds to for a
+  // restart: 2 bytes on x86-64, 4 on arm64).
+  bool is_home() {
+    uint64_t mask = 0;
+    if (::ptrace(PTRACE_GETSIGMASK, tid, reinterpret_cast<void*>(sizeof mask), &mask) != 0) return false;
+    auto now = detail::read_stopped_registers(tid);
+    if (mask != own_mask || !now) return false;
+    const uint64_t pc = thread.pc();
+    return now->pc == pc || now->pc + 2 == pc || now->pc + 4 == pc;
+  }
+
   Status run(uint64_t function, std::span<const uint64_t> args, std::chrono::milliseconds timeout) {
     FTJIT_TRY(start(function, args));
     auto r = follow(Clock::now() + timeout, timeout, true);
@@ -314,7 +371,9 @@ struct ThreadCall::State {
     // top of the loader (nor longjmps out of it).
     const uint64_t all = ~uint64_t{0};
     ::ptrace(PTRACE_SETSIGMASK, tid, reinterpret_cast<void*>(sizeof all), &all);
-    if (::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr) != 0) return exited();
+    marker = adopted ? 0 : choose_marker();
+    if (marker != 0 && ::syscall(SYS_tgkill, pid, tid, marker) != 0) marker = 0;
+    if (!resume(0)) return exited();
     phase = Phase::kRunning;
     function_ = function;
     return {};
@@ -324,7 +383,7 @@ struct ThreadCall::State {
   // (false; with give_up, the call is then left to finish by itself and
   // that is the error).
   Result<bool> follow(Clock::time_point deadline, std::chrono::milliseconds timeout, bool give_up) {
-    if (phase == Phase::kReturned) return true;
+    if (phase == Phase::kReturned || phase == Phase::kHome) return true;
     if (phase != Phase::kRunning) return make_error(FTJIT_E_INVALID_ARGUMENT, "no call is running");
     char fn[32];
     std::snprintf(fn, sizeof fn, "0x%" PRIx64, function_);
@@ -340,7 +399,7 @@ struct ThreadCall::State {
                         " ms (a lock held by the program?); it is left to finish by itself, "
                         "and its thread then goes back to what it was doing"));
         case Stop::kEvent:  // a group-stop: our call finishes first
-          ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
+          resume(0);
           break;
         case Stop::kSyscall: {
           // Our rt_sigreturn: entered from the trampoline (pc is past its
@@ -353,17 +412,36 @@ struct ThreadCall::State {
             phase = Phase::kReturned;
             return true;
           }
-          ::ptrace(PTRACE_SYSCALL, tid, nullptr, nullptr);
+          resume(0);
           break;
         }
         case Stop::kSignal: {
           siginfo_t si;
           std::memset(&si, 0, sizeof si);
           ::ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si);
+          const bool ours = marker != 0 && ev.sig == marker && si.si_code == SI_TKILL && si.si_pid == ::getpid();
+          // While the call runs every signal is blocked: one delivered
+          // with the thread's own mask back and at its own pc came after
+          // rt_sigreturn. The marker, or a signal of the program's that
+          // arrived during the call and goes first (a lower number):
+          // that one is delivered when the thread is let go.
+          if (marker != 0 && !is_fault(ev.sig, si) && is_home()) {
+            phase = Phase::kHome;
+            home_signal = ours ? 0 : ev.sig;
+            return true;
+          }
+          if (ours) {
+            // Delivered inside the call (it unblocked the signal), it
+            // tells nothing: the call is followed by syscall stops from
+            // here on, and the marker is dropped.
+            marker = 0;
+            resume(0);
+            break;
+          }
           if (!is_fault(ev.sig, si)) {
             // Not blocked by the call's mask (the function unblocked it):
             // delivered as the program would get it.
-            ::ptrace(PTRACE_SYSCALL, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.sig)));
+            resume(ev.sig);
             break;
           }
           auto now = detail::read_stopped_registers(tid);
@@ -405,10 +483,17 @@ struct ThreadCall::State {
           }
         }
         [[fallthrough]];
+      case Phase::kHome:
+        // The marker, if it made this stop, is dropped by the detach below;
+        // if a signal of the program's did, the marker comes after it,
+        // untraced: ignored.
+        if (phase == Phase::kHome) put_errno_back();
+        [[fallthrough]];
       case Phase::kStopped:
         phase = Phase::kReleased;
         if (adopted) return {};  // stays stopped: its owner lets it go
-        if (::ptrace(PTRACE_DETACH, tid, nullptr, nullptr) != 0 && errno == ESRCH && detail::process_gone(pid))
+        if (::ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(home_signal))) != 0 &&
+            errno == ESRCH && detail::process_gone(pid))
           return exited();
         return {};
     }

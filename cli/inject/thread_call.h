@@ -9,10 +9,14 @@
 // return address, so that its `ret` runs rt_sigreturn on that frame. Nothing of ftjit is needed for the way back:
 // if the injector is killed at any instant, the kernel detaches the thread,
 // the call finishes and the thread resumes where it was stopped. While the
-// injector lives it follows the call (syscall stops) to notice its end, a
-// crash in it, or a timeout, and it puts errno back, which the call may
-// have changed (memory, not a register: the one thing a killed injector
-// leaves changed).
+// injector lives it follows the call to notice its end, a crash in it, or a
+// timeout, and it puts errno back, which the call may have changed (memory,
+// not a register: the one thing a killed injector leaves changed). The end
+// shows as a signal sent before the call and blocked during it, delivered
+// when rt_sigreturn puts the thread's mask back (one the program neither
+// handles nor blocks, whose default is to be ignored: harmless if we are
+// killed before we drop it), or, where no signal fits and on an adopted
+// thread, as the rt_sigreturn's syscall stop.
 //
 // Only the thread that runs the call is stopped, and only while its frame
 // is written; the other threads run on, so a lock one of them holds is
@@ -68,7 +72,8 @@ class ThreadCall {
 
   // Runs function(args...) (System V ABI, up to 6 integer arguments) and
   // waits until it has returned (the thread then stands at its
-  // rt_sigreturn, still stopped: memory it changed can be read). Once per
+  // rt_sigreturn or just past it, still stopped: memory it changed can be
+  // read). Once per
   // ThreadCall. Errors: "process N exited during injection"; a crash in
   // the call (the thread's state is put back as it was; locks the call
   // took stay taken); a timeout (the call is left to finish by itself, and
