@@ -4,7 +4,8 @@
 // deterministic line every 10 ms, --ticks N lines, default 20), plus with
 // --hold-lock-ms N a fourth one that holds inject_target_lock for N ms,
 // --hold-loader-ms N one that sits N ms in a dl_iterate_phdr callback,
-// --churn 1 one that creates and joins threads all the time. Prints "start" once every thread
+// --churn 1 one that creates and joins threads all the time, --catch-markers N
+// handlers for signals an injection could use as its return marker. Prints "start" once every thread
 // runs; exits 0 once it has printed its lines and read a byte from stdin.
 // Its stdout does not depend on timing, so a traced run must match an
 // untraced one byte for byte.
@@ -194,14 +195,33 @@ static void* holder_main(void* arg) {
 #define INJECT_TARGET_FP_ROUNDS 3000
 #endif
 
+// --catch-markers N: the program handles the first N of SIGURG, SIGWINCH
+// and SIGCHLD, the signals an injected call's return marker is chosen
+// from (cli/inject/thread_call.h); its handler counts what reaches it.
+volatile long inject_target_caught_markers = 0;
+static void on_marker_candidate(int sig) {
+  (void)sig;
+  inject_target_caught_markers = inject_target_caught_markers + 1;
+}
+
 int main(int argc, char** argv) {
   int ticks = 20;
   int churn = 0;
+  int catch_markers = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--hold-lock-ms") == 0) hold_lock_ms = atol(argv[i + 1]);
     if (strcmp(argv[i], "--ticks") == 0) ticks = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--hold-loader-ms") == 0) hold_loader_ms = atol(argv[i + 1]);
     if (strcmp(argv[i], "--churn") == 0) churn = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--catch-markers") == 0) catch_markers = atoi(argv[i + 1]);
+  }
+  const int marker_candidates[] = {SIGURG, SIGWINCH, SIGCHLD};
+  for (int i = 0; i < catch_markers && i < 3; ++i) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_marker_candidate;
+    sa.sa_flags = SA_RESTART;
+    sigaction(marker_candidates[i], &sa, NULL);
   }
   signal(SIGUSR1, on_usr1);
   stack_t alt = {.ss_sp = alt_stack_area, .ss_size = sizeof alt_stack_area, .ss_flags = 0};

@@ -503,6 +503,57 @@ TEST_F(Inject, SignalDuringTheCallIsDeliveredAfterIt) {
 
 // The injected library's constructor needs a lock that another thread
 // holds: only the borrowed thread is stopped, so the holder lets go of it.
+// An injected call's end is told by a signal the program neither handles
+// nor blocks (thread_call.h): with SIGURG handled the injector takes
+// another one; with SIGURG, SIGWINCH and SIGCHLD all handled it follows
+// the call by its system calls. Either way the library is loaded and
+// unloaded, and no handler of the program's ever sees a marker.
+TEST_F(Inject, ReturnMarkerNeverReachesTheProgramsHandlers) {
+  for (const char* handled : {"1", "3"}) {
+    SCOPED_TRACE(std::string("signals handled: ") + handled);
+    Target t({FTJIT_INJECT_TARGET, "--catch-markers", handled});
+    start(t);
+    ::unlink(marker_path(t.pid()).c_str());
+    auto info = inspect_target(t.pid());
+    ASSERT_TRUE(info.ok()) << info.error().message;
+    auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+    ASSERT_TRUE(handle.ok()) << handle.error().message;
+    EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+    Status unloaded = unload_library(*info, *handle, kTimeout);
+    ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
+    EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+    auto caught = symbol_in_target(t.pid(), basename_of(FTJIT_INJECT_TARGET), "inject_target_caught_markers");
+    ASSERT_TRUE(caught.ok()) << caught.error().message;
+    std::this_thread::sleep_for(50ms);  // a stray one would have landed by now
+    EXPECT_EQ(read_long(t.pid(), *caught), 0);
+    expect_clean_finish(t);
+  }
+}
+
+// A call abandoned at its timeout keeps its marker pending: delivered when
+// the call ends, with nobody tracing, it must be one the program ignores
+// (SIGURG is handled here: another one is taken).
+TEST_F(Inject, AbandonedCallsMarkerIsIgnoredByTheProgram) {
+  Target t({FTJIT_INJECT_TARGET, "--catch-markers", "1"});
+  start(t);
+  auto exe = basename_of(FTJIT_INJECT_TARGET);
+  auto wait_fn = symbol_in_target(t.pid(), exe, "inject_target_wait_ms");
+  auto result = symbol_in_target(t.pid(), exe, "inject_target_result");
+  auto caught = symbol_in_target(t.pid(), exe, "inject_target_caught_markers");
+  ASSERT_TRUE(wait_fn.ok() && result.ok() && caught.ok());
+  const uint64_t ms[] = {300};
+  Status r = call_on(t.pid(), t.pid(), *wait_fn, ms, 50ms);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("did not return within"), std::string::npos) << r.error().message;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (read_long(t.pid(), *result) != 300 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(read_long(t.pid(), *result), 300);  // the call ended, on its own
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(read_long(t.pid(), *caught), 0);
+  expect_clean_finish(t);
+}
+
 TEST_F(Inject, LockHeldByAStoppedThreadIsReleased) {
   Target t({FTJIT_INJECT_TARGET, "--hold-lock-ms", "1500"});
   start(t);
