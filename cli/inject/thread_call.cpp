@@ -419,7 +419,10 @@ struct ThreadCall::State {
           siginfo_t si;
           std::memset(&si, 0, sizeof si);
           ::ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si);
-          const bool ours = marker != 0 && ev.sig == marker && si.si_code == SI_TKILL && si.si_pid == ::getpid();
+          // (Not told from one the program sent itself by si_pid, which a
+          // target in another PID namespace sees as 0: the two would be
+          // one pending signal anyway, which the program ignores.)
+          const bool ours = marker != 0 && ev.sig == marker;
           // While the call runs every signal is blocked: one delivered
           // with the thread's own mask back and at its own pc came after
           // rt_sigreturn. The marker, or a signal of the program's that
