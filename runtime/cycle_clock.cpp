@@ -100,13 +100,9 @@ const LoadTimePair g_at_load;
 void calibrate_cycle_clock() {
   std::call_once(g_once, [] {
     uint64_t tsc0 = g_at_load.tsc, ns0 = g_at_load.ns, tsc1, ns1;
-    const uint64_t since_load = clock_ns() - ns0;
-    if (ns0 == 0 || since_load > kLongestWindowNs) {
-      paired_read(&tsc0, &ns0);
-    }
+    if (ns0 == 0 || clock_ns() - ns0 > kLongestWindowNs) paired_read(&tsc0, &ns0);
     if (const uint64_t waited = clock_ns() - ns0; waited < kWindowNs) {
-      const uint64_t rest = kWindowNs - waited;
-      const timespec pause{0, static_cast<long>(rest)};
+      const timespec pause{0, static_cast<long>(kWindowNs - waited)};
       nanosleep(&pause, nullptr);
     }
     paired_read(&tsc1, &ns1);

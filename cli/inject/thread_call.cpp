@@ -2,10 +2,10 @@
 // ThreadCall: see thread_call.h for the contract. This is the part every
 // ISA shares: choosing and stopping the thread, following the call (to its
 // return marker, or by syscall stops), the timeout, errno put back, the
-// way out. What differs
-// per ISA (the registers, the signal frame's layout and where it lies, how
-// the call is entered so that it returns into rt_sigreturn) is
-// detail::ThreadState, thread_state.h, defined in cli/inject/<isa>/.
+// way out. What differs per ISA (the registers, the signal frame's layout
+// and where it lies, how the call is entered so that it returns into
+// rt_sigreturn) is detail::ThreadState, thread_state.h, defined in
+// cli/inject/<isa>/.
 //
 //   the chosen thread's stack during a call
 //
