@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -194,10 +195,13 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     phases.end("read the arguments' types (DWARF)");
   }
   // Functions whose records the toolchain dropped, found by their sleds
-  // (core/sled_recovery.h), as the agent finds them: read before the
-  // attach, after which a short program may be gone.
-  const std::vector<std::string> recovery_notes =
-      o.verbose ? recovered_site_notes(t.pid) : std::vector<std::string>{};
+  // (core/sled_recovery.h), as the agent finds them: for -v, read while
+  // the agent attaches (the maps and the modules' files, nothing of the
+  // process's memory), on time this process otherwise spends waiting,
+  // and started before the attach, after which a short program may be
+  // gone. Read first, it added a scan of every module to -v's attach.
+  std::future<std::vector<std::string>> recovery_notes;
+  if (o.verbose) recovery_notes = std::async(std::launch::async, recovered_site_notes, t.pid);
 
   // The report files, opened here (the target may not see our paths),
   // their fds passed in the order the request announces them.
@@ -215,18 +219,21 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     return {};
   };
 
-  // A progress line while a large process is being patched. The thread
-  // is woken as soon as the reply is in: joining it must not add a tick.
+  // A progress line on a terminal while a large process is being
+  // patched. The thread is woken as soon as the reply is in: joining it
+  // must not add a tick. With no terminal to show it on there is no
+  // thread, and no wait for it to wake on a busy machine.
   std::mutex progress_mu;
   std::condition_variable progress_cv;
   bool attaching = true;
   auto started = std::chrono::steady_clock::now();
-  std::thread progress([&] {
+  std::thread progress;
+  if (isatty(STDERR_FILENO)) progress = std::thread([&] {
     bool shown = false;
     std::unique_lock<std::mutex> lock(progress_mu);
     while (!progress_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return !attaching; })) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (s >= 1.0 && isatty(STDERR_FILENO)) {
+      if (s >= 1.0) {
         std::fprintf(stderr, "\r%s: attaching to %d... %.1f s", t.command, t.pid, s);
         shown = true;
       }
@@ -240,7 +247,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     attaching = false;
   }
   progress_cv.notify_all();
-  progress.join();
+  if (progress.joinable()) progress.join();
   // The agent has loaded them (or never will).
   if (auto st = staged.remove(); !st) return fail_run(st.error().message);
   if (!reply) return fail_run("attach failed: " + reply.error().message);
@@ -257,7 +264,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     std::fprintf(stderr, "%s: %s in %.1f ms (%llu trampolines generated here)\n", t.command,
                  reply->message.c_str(), attach_ms,
                  static_cast<unsigned long long>((*generator)->served()));
-    for (const std::string& note : recovery_notes) std::fprintf(stderr, "%s: %s\n", t.command, note.c_str());
+    for (const std::string& note : recovery_notes.get()) std::fprintf(stderr, "%s: %s\n", t.command, note.c_str());
   }
 
   // Wait for the end: the duration, a stop signal, or the process's exit
