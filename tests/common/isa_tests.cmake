@@ -156,6 +156,9 @@ function(_ftjit_isa_tests isa prefix suite engine_sources environment)
   # Emulated, 100000 hooked frames took 72 s per strategy: 20000 is deep
   # enough (far beyond any shadow stack a shallow design would have).
   set(FTJIT_EH_RECURSION_DEPTH 20000u)
+  # And the sanitized builds' loop counts (workload.h, EH_SCALE): the
+  # same hazards, fewer rounds of them.
+  set(FTJIT_EH_EMULATED ON)
   add_subdirectory(${src}/exit_hooks ${CMAKE_CURRENT_BINARY_DIR}/exit_hooks)
 
   # Discovery on the ISA's fixture files, as its code (the same tests run
