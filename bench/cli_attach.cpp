@@ -67,6 +67,13 @@ std::vector<std::pair<std::string, double>> attach_once(const std::string& ftjit
     return {};
   }
   FILE* p = ::fdopen(fds[0], "r");
+  if (p == nullptr) {
+    ::close(fds[0]);
+    ::kill(cli, SIGKILL);
+    ::waitpid(cli, nullptr, 0);
+    *err = "fdopen failed";
+    return {};
+  }
   static const std::regex phase(R"(^ftjit attach: (phase |    agent: )(.*): ([0-9.]+) ms$)");
   static const std::regex total(R"(^ftjit attach: phases total: ([0-9.]+) ms$)");
   static const std::regex in_ms(R"(^ftjit attach: (detached|agent unloaded) in ([0-9.]+) ms$)");

@@ -71,6 +71,11 @@ expect 106 '' 'subcommand' --
 expect 0 '^[-]x[-][-]plugin z' '' -- run --relocate --filter 'libc.so.6!malloc' --args -- /bin/echo -n -x--plugin z
 expect 0 '^[-]e[-]n done' '' -- run --plugin count --filter 'libc.so.6!malloc' --relocate -- /bin/echo -e-n done
 
+# -v names the functions whose records the toolchain dropped (found by
+# their sleds, core/sled_recovery.h), read while the agent attaches.
+expect 0 'dr_shared' '^ftjit run: rc_dropped_p5_g: 1 site recovered without a record: its entry is the =5 sled' -- \
+  run -v --plugin count -- "$fixtures/rc_dropped_p5_g"
+
 # A report format and file per plugin (the spec's host keys format= and
 # output=): both files written by one run in their own format, not
 # --format's, nothing else on stdout. Two plugins on one relocated function
