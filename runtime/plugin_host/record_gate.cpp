@@ -124,7 +124,7 @@ void fire(ftjit_ops* ops) {
   auto* t = reinterpret_cast<TriggerOps*>(ops);
   if (t->calls.fetch_add(1, std::memory_order_relaxed) + 1 < t->from_call) return;
   if (t->value == kDumpValue) {
-    request_dump(t->dumps);
+    request_dump(t->dumps, t->freeze);
   } else {
     t->recording->store(t->value, std::memory_order_relaxed);
   }
@@ -132,7 +132,10 @@ void fire(ftjit_ops* ops) {
 
 }  // namespace
 
-void request_dump(std::atomic<uint32_t>* dumps) {
+void request_dump(std::atomic<uint32_t>* dumps, const DumpFreeze* freeze) {
+  if (freeze != nullptr) {
+    for (size_t i = 0; i < freeze->count; ++i) freeze->words[i]->store(1, std::memory_order_seq_cst);
+  }
   dumps->fetch_add(1, std::memory_order_release);
   futex_wake_all(dumps);
 }

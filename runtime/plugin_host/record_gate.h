@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "ftjit/ftjit.h"
@@ -84,6 +85,16 @@ struct GateThread {
 void gate_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs);
 void gate_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* ret);
 
+// The flight recorders' `dumping` words (host_internal.h, Instance): set
+// by the trigger itself, so that from that instant until the dump is
+// written no thread writes over the events the dump is for (they drop,
+// counted). The trigger thread only gets a CPU later, and a thread that
+// runs on meanwhile would otherwise fill its ring with what came after.
+struct DumpFreeze {
+  std::atomic<uint32_t>* const* words = nullptr;
+  size_t count = 0;
+};
+
 // A function trigger (record_control.h): an ops of its own on the
 // function's sites, attached before the plugins (at a shared site it runs
 // first), whose callback sets the session's recording word from the
@@ -93,15 +104,17 @@ struct TriggerOps {
   std::atomic<uint64_t> calls{0};
   uint64_t from_call = 1;
   // What the recording word becomes: 1 start, 0 stop; kDumpValue: a dump
-  // asked of the session's trigger thread (`dumps` bumped, `wake` woken).
+  // asked of the session's trigger thread (`dumps` bumped and woken).
   uint32_t value = 0;
   std::atomic<uint32_t>* recording = nullptr;
   std::atomic<uint32_t>* dumps = nullptr;
+  const DumpFreeze* freeze = nullptr;
 };
 inline constexpr uint32_t kDumpValue = 2;
-// Asks the trigger thread for a dump: async-signal-safe (an atomic and a
-// futex wake), so a signal handler may too.
-void request_dump(std::atomic<uint32_t>* dumps);
+// Freezes the flight recorders and asks the trigger thread for a dump:
+// async-signal-safe (atomics and a futex wake), so a signal handler may
+// too. `freeze` may be null.
+void request_dump(std::atomic<uint32_t>* dumps, const DumpFreeze* freeze);
 void trigger_at_entry(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_regs* regs);
 // A return, or an unwind (exception, longjmp): the call is over.
 void trigger_at_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* ret);

@@ -48,6 +48,7 @@ RecordTriggers::RecordTriggers(ftjit_engine* engine, const RecordControl& contro
     f->t.value = action_value(trigger.action);
     f->t.recording = &recording_;
     f->t.dumps = &dump_asks_;
+    f->t.freeze = &freeze_;
     functions_.push_back(std::move(f));
   }
 }
@@ -69,14 +70,18 @@ void RecordTriggers::on_signal(int) {
       self->recording_.fetch_xor(1, std::memory_order_relaxed);
       break;
     case TriggerAction::kDump:
-      request_dump(&self->dump_asks_);
+      request_dump(&self->dump_asks_, &self->freeze_);
       break;
   }
   errno = saved;
 }
 
-Status RecordTriggers::start(std::function<Status()> dump) {
+Status RecordTriggers::start(std::function<Status()> dump, std::vector<std::atomic<uint32_t>*> freeze) {
   dump_ = std::move(dump);
+  // Before any trigger can fire: the triggers read freeze_ from then on.
+  freeze_words_ = std::move(freeze);
+  freeze_.words = freeze_words_.data();
+  freeze_.count = freeze_words_.size();
   for (auto& f : functions_) {
     if (f->t.value == kDumpValue && !dump_) {
       return make_error(FTJIT_E_INVALID_ARGUMENT,
@@ -140,6 +145,11 @@ void RecordTriggers::run() {
       served = asked;
       Status st = dump_();
       if (!st) ftjit::log().warn("ftjit: a dump trigger: {}", st.error().message);
+      // The writer lets the rings go as it reads them; a dump that failed
+      // must not leave them frozen.
+      if (!st) {
+        for (std::atomic<uint32_t>* w : freeze_words_) w->store(0, std::memory_order_release);
+      }
       dumps_done_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }

@@ -41,8 +41,10 @@ class RecordTriggers {
   // Attaches each function trigger (before the plugins attach), installs
   // the signal's handler and starts the trigger thread. Fails naming the
   // trigger: no traced function matches it, the engine refused, the
-  // signal is taken by another session or cannot be caught.
-  Status start(std::function<Status()> dump);
+  // signal is taken by another session or cannot be caught. `freeze`:
+  // the flight recorders' `dumping` words, set at a dump trigger and
+  // cleared once its dump is written (record_gate.h, DumpFreeze).
+  Status start(std::function<Status()> dump, std::vector<std::atomic<uint32_t>*> freeze = {});
   // Joins the thread, restores the signal's handler, detaches the
   // triggers; idempotent.
   Status stop();
@@ -66,6 +68,8 @@ class RecordTriggers {
   std::atomic<uint64_t> dumps_done_{0};
   std::atomic<bool> stopping_{false};
   std::function<Status()> dump_;
+  std::vector<std::atomic<uint32_t>*> freeze_words_;
+  DumpFreeze freeze_;
   std::vector<std::unique_ptr<Function>> functions_;
   std::thread thread_;
   bool signal_installed_ = false;

@@ -309,8 +309,14 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   //    they run before it), then the plugins.
   if (s->triggers_ != nullptr) {
     std::function<Status()> dump;
-    if (s->writer_ != nullptr) dump = [session = s.get()] { return session->flush(); };
-    FTJIT_TRY(s->triggers_->start(std::move(dump)));
+    std::vector<std::atomic<uint32_t>*> freeze;
+    if (s->writer_ != nullptr) {
+      dump = [session = s.get()] { return session->flush(); };
+      for (Instance* inst : buffered) {
+        if (inst->policy == BufferPolicy::kOverwrite) freeze.push_back(&inst->dumping);
+      }
+    }
+    FTJIT_TRY(s->triggers_->start(std::move(dump), std::move(freeze)));
   }
   ftjit_filter filter{s->include_.data(), s->include_.size(), s->exclude_.data(),
                       s->exclude_.size()};

@@ -18,7 +18,10 @@
  *   call NAME ORDER FUNCTION DEPTH PHASE DURATION_NS
  *
  * RC_RAISE=SIG in its environment: it sends itself that signal at the
- * start of phase 6, just before the marker. */
+ * start of phase 6, just before the marker. RC_RUN_ON=N: right after
+ * phase 4's marker the main thread makes N more rc_mid trees (ten calls
+ * each) at once, before any other thread can have run: what a dump at
+ * the marker holds must not be overwritten by them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -109,6 +112,8 @@ static void* worker(void* arg) {
 int main(void) {
   const char* raise_env = getenv("RC_RAISE");
   const int raise_signal = raise_env != NULL ? atoi(raise_env) : 0;
+  const char* run_on_env = getenv("RC_RUN_ON");
+  const int run_on = run_on_env != NULL ? atoi(run_on_env) : 0;
   enter_log(THREADS, "main");
   pthread_barrier_init(&barrier, NULL, THREADS + 1);
   pthread_t threads[THREADS];
@@ -122,6 +127,9 @@ int main(void) {
     if (p == 6 && raise_signal != 0) raise(raise_signal);
     if (p == 2 || p == 6) rc_start_marker();
     if (p == 4 || p == 8) rc_stop_marker();
+    if (p == 4) {
+      for (int i = 0; i < run_on; ++i) rc_mid(THREADS);
+    }
     pthread_barrier_wait(&barrier);
   }
   for (int t = 0; t < THREADS; ++t) pthread_join(threads[t], NULL);

@@ -12,6 +12,7 @@ void rc_log_leave(int handle);
 void rc_sleep_ms(int ms);
 
 void rc_root(int t);
+void rc_mid(int t);
 void rc_start_marker(void);
 void rc_stop_marker(void);
 

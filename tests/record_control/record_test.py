@@ -259,10 +259,15 @@ def main():
 
         # A dump: the flight recorder written at the first stop marker, then
         # at the end. Each thread's buffer holds its last 32 events: the
-        # main thread's first start marker survives only in the dump.
+        # main thread's first start marker survives only in the dump. The
+        # main thread runs on at once (RC_RUN_ON: 2,000 more calls, 60
+        # rings' worth, before the trigger thread can have dumped): the
+        # trigger itself freezes the rings, so the dump still holds what
+        # came before it.
         path = os.path.join(tmp, "dump.json")
         r = ftjit("run", "--plugin", "trace", "--format", "chrome", "-o", path, "--buffer-policy", "overwrite",
-                  "--buffer-size", "1K", "--dump-at", "rc_stop_marker", "--", FIXTURE)
+                  "--buffer-size", "1K", "--dump-at", "rc_stop_marker", "--", FIXTURE,
+                  env_extra={"RC_RUN_ON": "200"})
         if check(r.returncode == 0, "--dump-at: " + r.stderr.strip()):
             tids, calls = fixture_log(r.stdout)
             # What a ring holds starts anywhere in a call: the events are
