@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ElfImage::parse: reads headers, __patchable_function_entries and function symbols, trusting no field.
 #include "core/elf_image.h"
+#include "core/elf_section_probe.h"
 
 #include <elf.h>
 
@@ -20,7 +21,6 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "ElfImage reads little-endian structs in host order");
 
-constexpr std::string_view kPatchableSectionName = "__patchable_function_entries";
 constexpr uint64_t kRecordSize = 8;
 
 // A hostile file can point thousands of symbols at one long string; copying

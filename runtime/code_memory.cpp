@@ -529,8 +529,10 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
   a->size_ = size;
   a->inode_ = inode;
   a->free_.push_back({a->rx_, size});
-  // Traps everywhere, so a stray jump into unused space stops loudly.
-  arch::fill_with_traps(static_cast<uint8_t*>(rw), size);
+  // Traps everywhere, so a stray jump into unused space stops loudly:
+  // fresh pages are zeros, which trap on arm64 and riscv64; on x86-64
+  // allocate() fills them with int3 as it first hands them out.
+  a->trapped_ = arch::kZeroIsTrap ? size : 0;
   return a;
 }
 
@@ -566,6 +568,13 @@ uint64_t CodeArena::allocate(size_t n, size_t align) {
       free_.erase(free_.begin() + static_cast<long>(i));
     }
     used_.push_back({start, n});
+    if (end - rx_ > trapped_) {
+      // Whole 64 KiB steps: a few fills for an arena's life, not one a page.
+      constexpr size_t kStep = size_t{64} << 10;
+      const size_t upto = std::min(size_, (static_cast<size_t>(end - rx_) + kStep - 1) & ~(kStep - 1));
+      arch::fill_with_traps(rw_ + trapped_, upto - trapped_);
+      trapped_ = upto;
+    }
     return start;
   }
   return 0;

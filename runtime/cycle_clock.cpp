@@ -97,6 +97,15 @@ const LoadTimePair g_at_load;
 
 }  // namespace
 
+bool cycle_counter_is_clock() {
+  static const bool is_clock = kernel_uses_tsc();
+  return is_clock;
+}
+
+bool cycle_deltas_trustworthy() {
+  return cycle_counter_is_clock() || arch::cycle_counter_is_global() || user_trusts_counter();
+}
+
 void calibrate_cycle_clock() {
   std::call_once(g_once, [] {
     uint64_t tsc0 = g_at_load.tsc, ns0 = g_at_load.ns, tsc1, ns1;
@@ -112,9 +121,8 @@ void calibrate_cycle_clock() {
     g_cal.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns1 - ns0) << 32) /
                                        (tsc1 - tsc0));
     g_cal.mult16 = g_cal.mult >> 16;
-    g_deltas_ok.store(kernel_uses_tsc() || arch::cycle_counter_is_global() || user_trusts_counter(),
-                      std::memory_order_release);
-    g_use_tsc.store(kernel_uses_tsc(), std::memory_order_release);
+    g_deltas_ok.store(cycle_deltas_trustworthy(), std::memory_order_release);
+    g_use_tsc.store(cycle_counter_is_clock(), std::memory_order_release);
   });
 }
 

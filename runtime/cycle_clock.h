@@ -16,8 +16,19 @@
 
 namespace ftjit {
 
-// Idempotent; thread-safe.
+// Idempotent; thread-safe. The first call may sleep: its window runs
+// from the library's load, topped up to 10 ms.
 void calibrate_cycle_clock();
+
+// Whether monotonic_ns() reads the counter once calibrated (the kernel's
+// clocksource is the counter). Where it does not, calibrating changes
+// nothing it answers, and a session need not wait for it.
+bool cycle_counter_is_clock();
+
+// Whether counter deltas would measure durations (as cycle_deltas_trusted
+// will say), known without calibrating: a user of deltas where they are
+// not durations falls back without waiting for a calibration.
+bool cycle_deltas_trustworthy();
 
 // CLOCK_MONOTONIC in ns: from the counter once calibrated, where the
 // kernel's clocksource is the counter; else clock_gettime.

@@ -564,9 +564,10 @@ Status Engine::prepare_inline(OpsRecord* rec) {
                                              isa_name(backend_.traits().isa) + ": " + tmpl.error().message);
   }
   if (rec->inline_action == InlineAction::kLatency) {
-    calibrate_cycle_clock();
     // A counter whose deltas are not durations here (a TSC the kernel
-    // does not trust): the callbacks time the calls with the host's clock.
+    // does not trust): the callbacks time the calls with the host's clock,
+    // and nothing waits for a calibration.
+    if (cycle_deltas_trustworthy()) calibrate_cycle_clock();
     if (!cycle_deltas_trusted() || *cycle_ns_mult() == 0) {
       ftjit::log().info("ftjit: inline latency: the cycle counter does not measure durations on "
                         "this machine; its calls are timed by the callbacks");

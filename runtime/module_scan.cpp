@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/elf_image.h"
+#include "core/elf_section_probe.h"
 #include "core/module_file.h"
 #include "core/register_evidence.h"
 #include "core/site_discovery.h"
@@ -115,6 +116,19 @@ Result<std::vector<CompileUnitProducer>> read_producers(const MappedFile& file, 
 // executable, whose name may be unreachable while /proc/self/exe is not.
 Result<DiscoveredModule> discover_path(const std::string& read_path,
                                        const std::string& report_path, uint64_t load_bias) {
+  // Most loaded objects have no records: known from their section names,
+  // they are not mapped at all (core/elf_section_probe.h).
+  if (const int fd = ::open(read_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    const SectionProbe probe = probe_elf_section(fd, kPatchableSectionName);
+    ::close(fd);
+    if (probe.state == SectionProbe::kAbsent) {
+      DiscoveredModule module;
+      module.path = report_path;
+      module.load_bias = load_bias;
+      module.isa = probe.isa;
+      return module;
+    }
+  }
   auto file = MappedFile::open(read_path);
   if (!file.ok()) {
     Error e = file.take_error();

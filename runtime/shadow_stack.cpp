@@ -103,6 +103,9 @@ struct StackSlot {
   std::atomic<ShadowStack*> stack{nullptr};
 };
 StackSlot g_stacks[kMaxStacks];
+// Slots below this were ever taken: what the counters read (the 64 KiB
+// of slots are 16 pages, each a fault the first time it is read).
+std::atomic<size_t> g_stacks_seen{0};
 std::atomic<uint64_t> g_no_stack_drops{0};
 
 __thread ShadowStack* t_stack __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -162,7 +165,9 @@ inline bool is_landing(uint64_t addr) {
 ShadowStack* create_stack() {
   for (int pass = 0; pass < 2; ++pass) {
     int want = pass == 0 ? kIdle : kNever;
-    for (size_t i = 0; i < kMaxStacks; ++i) {
+    // An idle slot was taken before: below g_stacks_seen.
+    const size_t end = pass == 0 ? g_stacks_seen.load(std::memory_order_acquire) : kMaxStacks;
+    for (size_t i = 0; i < end; ++i) {
       int st = want;
       if (g_stacks[i].state.load(std::memory_order_relaxed) != want ||
           !g_stacks[i].state.compare_exchange_strong(st, kInUse, std::memory_order_acquire)) {
@@ -181,6 +186,10 @@ ShadowStack* create_stack() {
         // that ever hooked a return cost 32 MiB of memory.
         s = new (m) ShadowStack;
         g_stacks[i].stack.store(s, std::memory_order_release);
+        size_t seen = g_stacks_seen.load(std::memory_order_relaxed);
+        while (seen < i + 1 &&
+               !g_stacks_seen.compare_exchange_weak(seen, i + 1, std::memory_order_release)) {
+        }
       }
       s->depth = 0;
       s->in_flight = 0;
@@ -851,7 +860,8 @@ uint64_t shadow_hooked_frames() {
 
 ShadowCounters shadow_counters() {
   ShadowCounters c{0, g_no_stack_drops.load(std::memory_order_relaxed), 0};
-  for (size_t i = 0; i < kMaxStacks; ++i) {
+  const size_t seen = g_stacks_seen.load(std::memory_order_acquire);
+  for (size_t i = 0; i < seen; ++i) {
     ShadowStack* s = g_stacks[i].stack.load(std::memory_order_acquire);
     if (s == nullptr) continue;
     c.hooks += s->hooks.get();

@@ -142,8 +142,11 @@ inline void flush_icache(uint64_t begin, size_t n);
 
 // Fills freed or unused code memory (given by its writable alias) with
 // instructions that trap: a stray jump there stops at once.
-// x86-64: int3 (cc); arm64: udf #0 (00000000).
+// x86-64: int3 (cc); arm64: udf #0 (00000000); riscv64: zeros (illegal).
 inline void fill_with_traps(uint8_t* rw, size_t n);
+// True where fresh (zeroed) memory already traps: new code memory then
+// needs no filling (arm64, riscv64).
+// inline constexpr bool kZeroIsTrap;
 
 // A function `uint32_t f(void)` that returns `value`, written at `rw`;
 // returns its size in bytes. The code-write probe (runtime/code_memory.cpp)

@@ -75,7 +75,11 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
 
   if (std::string why = check_record_control(config.record); !why.empty()) return session_error(why);
 
-  calibrate_cycle_clock();  // before any plugin can ask for the time
+  // Before any plugin can ask for the time, where the answer would change
+  // (monotonic_ns reads the counter once calibrated). Elsewhere (a VM
+  // whose clocksource is kvm-clock) calibrating only slept: up to 10 ms
+  // of an attach that came soon after the agent's load.
+  if (cycle_counter_is_clock()) calibrate_cycle_clock();
 
   // Any early return below destroys `s`, whose destructor undoes whatever
   // was done: detach, shutdown, close, unload.

@@ -104,6 +104,7 @@ inline void flush_icache(uint64_t begin, size_t n) {
 
 // 00000000: udf #0, permanently undefined.
 inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, 0, n); }
+inline constexpr bool kZeroIsTrap = true;
 
 //   movz w0, #value      0x52800000 | value << 5
 //   ret                  0xd65f03c0

@@ -94,6 +94,7 @@ inline void flush_icache(uint64_t begin, size_t n) {
 
 // An all-zero halfword is defined illegal (c.unimp): zeros trap at once.
 inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, 0, n); }
+inline constexpr bool kZeroIsTrap = true;
 
 }  // namespace ftjit::arch
 

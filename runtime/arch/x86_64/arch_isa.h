@@ -83,6 +83,8 @@ inline void flush_icache(uint64_t, size_t) {}
 
 constexpr uint8_t kInt3 = 0xcc;  // int3
 inline void fill_with_traps(uint8_t* rw, size_t n) { std::memset(rw, kInt3, n); }
+// 00 00 is `add [rax], al`: zeros must be filled.
+inline constexpr bool kZeroIsTrap = false;
 
 //   mov eax, value      b8 imm32
 //   ret                 c3
