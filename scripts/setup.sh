@@ -25,7 +25,8 @@ cd "$(dirname "$0")/.."
 # with protoc, an oracle independent of our encoder.
 # uftrace: the bench's peer for whole traced programs (bench/programs.cpp).
 # libdw-dev: elfutils' DWARF reader, the CLI's source of traced functions'
-# parameter types (--args; core/dwarf_signatures.h).
+# parameter types (--args; core/dwarf_signatures.h). libbz2-dev: its
+# archive's, which the CLI links libdw's in with (cli/CMakeLists.txt).
 # nlohmann-json3-dev: the JSON reader of `ftjit diff` (cli/report_file.cpp).
 # libprotobuf-dev, zlib1g-dev: `--format pprof` of flame, encoded by
 # libprotobuf (protoc compiles cli/proto/pprof_profile.proto) and gzipped
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 # chromium-headless-shell: a real browser (Chromium without its UI) that
 # the tests load `flame --format svg`'s pictures in (tests/flame_time).
 PACKAGES=(build-essential cmake clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
-          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev libdw-dev
+          libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev libdw-dev libbz2-dev
           protobuf-compiler libprotobuf-dev zlib1g-dev uftrace chromium-headless-shell nlohmann-json3-dev
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
           g++-riscv64-linux-gnu binutils-riscv64-linux-gnu)
