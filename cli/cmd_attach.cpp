@@ -6,6 +6,7 @@
 // first: the process, its ISA and linking, ptrace permission, and whether
 // it has patchable entries at all.
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,7 @@ int run_attach(const AttachOptions& o) {
   // An agent loaded by an earlier attach (or `ftjit run`) is reused.
   // (One a killed `ftjit` left half unloaded is unloaded first.)
   bool unloaded = false;
+  std::shared_future<std::vector<control::ModuleProducers>> producers;
   auto earlier = connect_finishing_unload(o.pid, &unloaded);
   const bool loaded = earlier.ok();
   phases.end("look for a loaded agent");
@@ -78,6 +80,8 @@ int run_attach(const AttachOptions& o) {
       std::fprintf(stderr, "ftjit attach: loading %s into process %d\n", staged->c_str(), o.pid);
     }
     install_stop_signals();
+    // The producers the agent's scan would ask for, read meanwhile.
+    producers = std::async(std::launch::async, module_producers_ahead, o.pid).share();
     auto handle = inject::inject_library(*target, *staged, kInjectTimeout);
     // A copy staged into the process's root (a container) goes once the
     // agent is mapped: nothing is left in the container, even if we are
@@ -98,6 +102,7 @@ int run_attach(const AttachOptions& o) {
   t.connect_wait_ms = 5000;
   t.unload = !o.keep_agent;
   t.stage_plugins_into = &*target;
+  t.producers = producers;
   return drive_session(t, o.trace);
 }
 

@@ -86,6 +86,27 @@ Result<bool> process_has_patchable_entries(pid_t pid) {
   return false;
 }
 
+std::vector<control::ModuleProducers> module_producers_ahead(pid_t pid) {
+  std::vector<control::ModuleProducers> out;
+  auto files = executable_files(pid);
+  if (!files) return out;
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  for (const MappedModule& m : *files) {
+    MappedFile file;
+    std::string error;
+    if (!file.open(root + m.path, &error)) continue;
+    auto image = ElfImage::parse_for_sites(file.bytes());
+    if (!image || !image->has_patchable_section()) continue;
+    bool has_info = false;
+    for (const ElfImage::DebugSection& d : image->debug_sections()) has_info |= d.name == ".debug_info";
+    if (!has_info) continue;  // the agent asks nothing of such a file
+    auto units = read_producers(root + m.path);
+    if (!units) continue;
+    out.push_back({ModuleFile{m.path, file.bytes().size(), file_fingerprint(file.bytes())}, std::move(*units)});
+  }
+  return out;
+}
+
 Result<std::vector<ProcessModule>> process_modules(pid_t pid, bool guest_code) {
   auto files = executable_files(pid, guest_code);
   if (!files) return files.take_error();

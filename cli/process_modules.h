@@ -14,6 +14,7 @@
 #include "core/elf_image.h"
 #include "core/error.h"
 #include "core/site_discovery.h"
+#include "runtime/control/protocol.h"
 
 namespace ftjit::cli {
 
@@ -48,5 +49,13 @@ std::vector<std::string> recovered_site_notes(pid_t pid);
 // discovered in full, for sites recovered without one. Fails only if
 // /proc/PID/maps cannot be read.
 Result<bool> process_has_patchable_entries(pid_t pid);
+
+// The compile-unit producers of `pid`'s modules with records and DWARF,
+// named as its agent's scan names them (the path the process sees, its
+// size and fingerprint): what `ftjit attach` sends with its request,
+// read while the agent is injected, so that the agent's scan does not
+// ask for them one round trip each. A module that cannot be read is left
+// out (the agent asks for it as before).
+std::vector<control::ModuleProducers> module_producers_ahead(pid_t pid);
 
 }  // namespace ftjit::cli

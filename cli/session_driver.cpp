@@ -241,6 +241,7 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
     if (shown) std::fprintf(stderr, "\n");
   });
   bool exited = false;
+  if (t.producers.valid()) request->producers = t.producers.get();
   auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), output_fds, -1, &exited);
   {
     std::lock_guard<std::mutex> lock(progress_mu);

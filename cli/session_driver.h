@@ -7,9 +7,13 @@
 
 #include <sys/types.h>
 
+#include <future>
+#include <vector>
+
 #include "cli/inject/ptrace_inject.h"
 #include "cli/phase_clock.h"
 #include "cli/trace_options.h"
+#include "runtime/control/protocol.h"
 
 namespace ftjit::cli {
 
@@ -23,6 +27,9 @@ struct DriveTarget {
   // attach: the plugins are staged where this process can open them (its
   // root may be a container's), and removed once its agent has them.
   const inject::TargetInfo* stage_plugins_into = nullptr;
+  // attach: the modules' producers, read while the agent was injected
+  // (process_modules.h, module_producers_ahead); sent with the request.
+  std::shared_future<std::vector<control::ModuleProducers>> producers;
 };
 
 // Returns the exit status: on success 0 (attach) or the child's (run);

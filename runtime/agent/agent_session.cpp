@@ -150,6 +150,8 @@ control::Reply AgentSession::attach(const control::Attach& request, std::vector<
                        "already attached (by ftjit pid " + std::to_string(owner_pid_) +
                            "): run `ftjit detach -p " + std::to_string(getpid()) + "` first");
   }
+  // Before the engine's first scan asks for them.
+  for (const control::ModuleProducers& p : request.producers) emitter_.prime_producers(p.file, p.units);
   if (engine_ == nullptr) {
     if (backend_ == nullptr) backend_ = make_backend(native_isa(), emitter_);
     if (backend_ == nullptr) {

@@ -125,6 +125,11 @@ Result<RelocatedEntry> RemoteEmitter::relocate_entry(const RelocationRequest& re
       std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
+void RemoteEmitter::prime_producers(const ModuleFile& file, std::vector<CompileUnitProducer> units) {
+  std::lock_guard<std::mutex> lock(producers_mu_);
+  producers_.insert_or_assign(std::make_tuple(file.path, file.size, file.fingerprint), std::move(units));
+}
+
 Result<std::vector<CompileUnitProducer>> RemoteEmitter::module_producers(const ModuleFile& file) const {
   const auto key = std::make_tuple(file.path, file.size, file.fingerprint);
   {

@@ -44,6 +44,9 @@ class RemoteEmitter final : public TrampolineEmitter, public EntryRelocator {
   // dlopen refresh, and each question is a round trip to the CLI (a few
   // ms on a busy machine: both sides wait for a CPU).
   Result<std::vector<CompileUnitProducer>> module_producers(const ModuleFile& file) const;
+  // What the CLI sent ahead with its attach request (control::Attach::
+  // producers): answered from here when asked, without a round trip.
+  void prime_producers(const ModuleFile& file, std::vector<CompileUnitProducer> units);
 
   // Round trips to the CLI so far, and the microseconds they took (an
   // attach's "where the time went" subtracts two readings).

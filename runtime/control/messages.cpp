@@ -398,6 +398,13 @@ std::string encode(const Attach& m) {
   put_capture(w, m.args);
   put_record(w, m.record);
   w.put(m.live);
+  w.put<uint32_t>(static_cast<uint32_t>(m.producers.size()));
+  for (const ModuleProducers& p : m.producers) {
+    w.str(p.file.path);
+    w.put(p.file.size);
+    w.put(p.file.fingerprint);
+    w.str(encode_producers(p.units));
+  }
   return w.take();
 }
 
@@ -439,6 +446,22 @@ Result<Attach> decode_attach(std::string_view payload) {
   m.args = get_capture(r);
   m.record = get_record(r);
   m.live = r.flag();
+  const uint32_t n_producers = r.count();
+  for (uint32_t i = 0; i < n_producers && r.ok(); ++i) {
+    ModuleProducers p;
+    p.file.path = r.str();
+    p.file.size = r.get<uint64_t>();
+    p.file.fingerprint = r.get<uint64_t>();
+    const std::string units = r.str();
+    if (!r.ok()) break;
+    auto decoded = decode_producers(units);
+    if (!decoded) {
+      r.fail("malformed module producers");
+      break;
+    }
+    p.units = std::move(decoded.value());
+    m.producers.push_back(std::move(p));
+  }
   if (r.ok() && m.buffer_policy > 2) r.fail("buffer policy out of range");
   if (r.ok() && (m.saves < FTJIT_SAVES_AUTO || m.saves > FTJIT_SAVES_ALL)) r.fail("saves out of range");
   if (r.ok() && m.plugins.empty()) r.fail("no plugin");

@@ -42,13 +42,13 @@
 
 namespace ftjit::control {
 
-inline constexpr uint32_t kProtocolVersion = 12;  // 3: Reply::phases; 4: site code; 5: inline;
+inline constexpr uint32_t kProtocolVersion = 13;  // 3: Reply::phases; 4: site code; 5: inline;
                                                  // 6: inline latency; 7: buffer policies, flush;
                                                  // 8: relocated entries' branch; 9: arguments;
                                                  // 10: producers from the generator, --by-arg;
                                                  // 11: a format and a file per plugin;
                                                  // 12: record control (depth, sampling...),
-                                                 //     live control
+                                                 //     live control; 13: producers in Attach
 inline constexpr uint32_t kMaxFrame = 64u << 20;   // reports of big traces
 inline constexpr uint32_t kMaxString = 32u << 20;
 inline constexpr uint32_t kMaxList = 4096;
@@ -98,6 +98,13 @@ struct PluginRequest {
 // plugin that has its own.
 inline constexpr size_t kMaxPassedFds = 64;
 
+// A module's compile-unit producers, as the CLI read them before it was
+// asked (GenerateKind::kProducers).
+struct ModuleProducers {
+  ModuleFile file;
+  std::vector<CompileUnitProducer> units;
+};
+
 struct Attach {
   std::vector<PluginRequest> plugins;
   std::vector<std::string> include, exclude;
@@ -127,6 +134,11 @@ struct Attach {
   // Keep the record gate for live control (ftjit control) whatever is
   // recorded now (--live).
   uint8_t live = 0;
+  // The producers of the modules with records, read by the CLI while it
+  // injected the agent: the agent's scan would ask for each, a round trip
+  // on the critical path of the attach. One the CLI did not read (or
+  // read of another file than the process's) is asked as before.
+  std::vector<ModuleProducers> producers;
 };
 
 // `ftjit control`: each has_* field set changes that setting of the

@@ -44,6 +44,42 @@ TEST(Control, AttachRoundTrip) {
   EXPECT_EQ(encode(*d), encode(a));
 }
 
+// The producers the CLI sends ahead (Attach::producers): each module's
+// identity and units come back as they went, and a malformed list of
+// units is refused as the whole message.
+TEST(Control, AttachCarriesModuleProducers) {
+  Attach a;
+  a.plugins.push_back({"/x/ftjit-plugin-count.so", {}, "", 0});
+  ModuleProducers m;
+  m.file = {"/usr/bin/demo", 22344, 0x1234'5678'9abc'def0};
+  m.units = {{"GNU C17 12.2.0 -fpatchable-function-entry=13,8", 5, true},
+             {"GNU C17 12.2.0 -fpatchable-function-entry=13,8", 5, true},
+             {"GNU AS 2.40", 5, false}};
+  a.producers.push_back(m);
+  a.producers.push_back({{"/lib/libx.so", 1, 2}, {}});
+  auto d = decode_attach(encode(a));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  ASSERT_EQ(d->producers.size(), 2u);
+  EXPECT_EQ(d->producers[0].file.path, "/usr/bin/demo");
+  EXPECT_EQ(d->producers[0].file.size, 22344u);
+  EXPECT_EQ(d->producers[0].file.fingerprint, 0x1234'5678'9abc'def0u);
+  ASSERT_EQ(d->producers[0].units.size(), 3u);
+  EXPECT_EQ(d->producers[0].units[1].producer, m.units[1].producer);
+  EXPECT_FALSE(d->producers[0].units[2].has_code);
+  EXPECT_TRUE(d->producers[1].units.empty());
+  EXPECT_EQ(encode(*d), encode(a));
+
+  // The units' count of the first module's first producer set to zero:
+  // not a list the CLI writes.
+  std::string bytes = encode(a);
+  const std::string units = encode_producers(m.units);
+  const size_t at = bytes.find(units);
+  ASSERT_NE(at, std::string::npos);
+  const size_t count_at = at + 4 + 4 + m.units[0].producer.size() + 2 + 1;
+  bytes.replace(count_at, 4, std::string(4, '\0'));
+  EXPECT_FALSE(decode_attach(bytes).ok());
+}
+
 TEST(Control, RecordControlAndLiveControlRoundTrip) {
   Attach a;
   a.plugins.push_back({"/x/ftjit-plugin-trace.so", {}, "", 0});
