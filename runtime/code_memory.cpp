@@ -139,6 +139,39 @@ bool keep_remap_source(uint64_t lo, uint64_t hi, int fd, int exec_prot) {
   return true;
 }
 
+// Places for `size` bytes in the free gaps of this process's address
+// space (/proc/self/maps), each as close to `near` as its gap allows and
+// within `limit` of it, nearest first. A loader packs libraries one
+// against the other (qemu-user's does), leaving gaps of some tens of KiB
+// that fixed strides step over.
+std::vector<uint64_t> gaps_near(uint64_t near, size_t size, uint64_t limit) {
+  std::vector<std::pair<uint64_t, uint64_t>> by_distance;  // (distance, place)
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return {};
+  uint64_t prev_end = 1u << 16;  // below: mmap_min_addr's
+  char line[512];
+  auto consider = [&](uint64_t lo, uint64_t hi) {
+    if (hi <= lo || hi - lo < size) return;
+    if (hi <= near) {
+      const uint64_t at = hi - size;
+      if (near - at < limit) by_distance.emplace_back(near - at, at);
+    } else if (lo >= near) {
+      if (lo - near < limit) by_distance.emplace_back(lo - near, lo);
+    }
+  };
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uint64_t lo = 0, hi = 0;
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2) continue;
+    if (lo > prev_end) consider(prev_end, lo);
+    prev_end = std::max(prev_end, hi);
+  }
+  std::fclose(f);
+  std::sort(by_distance.begin(), by_distance.end());
+  std::vector<uint64_t> places;
+  for (const auto& [d, at] : by_distance) places.push_back(at);
+  return places;
+}
+
 void forget_remap_source(uint64_t lo) {
   std::lock_guard<std::mutex> lock(g_remap_mu);
   for (size_t i = 0; i < g_remap_sources.size(); ++i) {
@@ -476,10 +509,24 @@ Result<std::unique_ptr<CodeArena>> CodeArena::create_near(uint64_t near, int64_t
       }
     }
   };
+  // A short reach first tries the free gaps nearest `near`, as the maps
+  // show them; the strides follow where none was taken.
+  if (short_reach) {
+    for (uint64_t at : gaps_near(near, size, limit)) {
+      void* p = code_mmap(reinterpret_cast<void*>(at), size, PROT_READ | PROT_EXEC,
+                          MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+      ++probes;
+      if (p == reinterpret_cast<void*>(at)) {
+        rx = p;
+        break;
+      }
+      if (p != MAP_FAILED) code_munmap(p, size);  // old kernels treat it as a hint
+    }
+  }
   // A round whose every refusal was something else than "taken" (EPERM,
   // seen from a kernel under load while another thread dlcloses) is tried
   // again after a moment, twice.
-  probe_round();
+  if (rx == MAP_FAILED) probe_round();
   for (int round = 1; round < 3 && rx == MAP_FAILED && taken == 0; ++round) {
     const timespec pause{0, 2'000'000};
     nanosleep(&pause, nullptr);

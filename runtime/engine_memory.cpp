@@ -5,6 +5,8 @@
 #include <cinttypes>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "runtime/engine.h"
 #include "backends/shadow_layout.h"
 #include "runtime/inline_blocks.h"
@@ -53,11 +55,17 @@ Result<CodeArena*> Engine::arena_for(uint64_t entry, bool saves_all, int64_t pre
       if (a->reaches(entry, prefer_reach) && arena_saves_all_[a.get()] == saves_all) return a.get();
     }
     // Smaller than a call's arena: it must fit within the short reach with
-    // room to spare (512 relocated entries' stubs).
-    if (auto a = CodeArena::create_near(entry, prefer_reach, kArenaBytes / 16)) {
-      arena_saves_all_[a.value().get()] = saves_all;
-      arenas_.push_back(std::move(a.value()));
-      return arenas_.back().get();
+    // room to spare (512 relocated entries' stubs); where no gap that
+    // large is in reach, a smaller one (down to a page) still takes a few
+    // (the libraries a loader packs one against the other, under
+    // qemu-user say, leave gaps of some tens of KiB).
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (size_t bytes = kArenaBytes / 16; bytes >= page; bytes /= 2) {
+      if (auto a = CodeArena::create_near(entry, prefer_reach, bytes)) {
+        arena_saves_all_[a.value().get()] = saves_all;
+        arenas_.push_back(std::move(a.value()));
+        return arenas_.back().get();
+      }
     }
   }
   int64_t reach = backend_.traits().branch_reach;

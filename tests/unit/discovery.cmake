@@ -17,6 +17,7 @@ endif()
 
 add_executable(ftjit_discovery_tests
   ${CMAKE_CURRENT_LIST_DIR}/elf_image_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/elf_section_probe_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dwarf_producers_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/register_evidence_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/site_discovery_test.cpp
