@@ -62,9 +62,12 @@ Result<std::vector<MappedModule>> executable_files(pid_t pid, bool any_mapping =
   return out;
 }
 
-}  // namespace
-
-Result<bool> process_has_patchable_entries(pid_t pid) {
+// visit(the module, its path under the process's root, its file, its
+// image parsed for sites) for each executable file of `pid` that opens and
+// parses, in the order of its maps, until visit returns true: then true.
+// Fails only if /proc/PID/maps cannot be read.
+template <typename Visit>
+Result<bool> any_parsed_file(pid_t pid, Visit visit) {
   auto files = executable_files(pid);
   if (!files) return files.take_error();
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
@@ -73,8 +76,18 @@ Result<bool> process_has_patchable_entries(pid_t pid) {
     std::string error;
     if (!file.open(root + m.path, &error)) continue;
     auto image = ElfImage::parse_for_sites(file.bytes());
-    if (image && !image->patchable_records().empty()) return true;
+    if (image && visit(m, root + m.path, file, *image)) return true;
   }
+  return false;
+}
+
+}  // namespace
+
+Result<bool> process_has_patchable_entries(pid_t pid) {
+  auto any = any_parsed_file(pid, [](const MappedModule&, const std::string&, const MappedFile&,
+                                     const ElfImage& image) { return !image.patchable_records().empty(); });
+  if (!any) return any.take_error();
+  if (*any) return true;
   // No record anywhere: a module may still have sites recovered without
   // one (core/sled_recovery.h: its records zeroed, its producers naming
   // the flag). Only then is every module discovered in full.
@@ -88,22 +101,18 @@ Result<bool> process_has_patchable_entries(pid_t pid) {
 
 std::vector<control::ModuleProducers> module_producers_ahead(pid_t pid) {
   std::vector<control::ModuleProducers> out;
-  auto files = executable_files(pid);
-  if (!files) return out;
-  const std::string root = "/proc/" + std::to_string(pid) + "/root";
-  for (const MappedModule& m : *files) {
-    MappedFile file;
-    std::string error;
-    if (!file.open(root + m.path, &error)) continue;
-    auto image = ElfImage::parse_for_sites(file.bytes());
-    if (!image || !image->has_patchable_section()) continue;
+  (void)any_parsed_file(pid, [&](const MappedModule& m, const std::string& path, const MappedFile& file,
+                                 const ElfImage& image) {
+    if (!image.has_patchable_section()) return false;
     bool has_info = false;
-    for (const ElfImage::DebugSection& d : image->debug_sections()) has_info |= d.name == ".debug_info";
-    if (!has_info) continue;  // the agent asks nothing of such a file
-    auto units = read_producers(root + m.path);
-    if (!units) continue;
-    out.push_back({ModuleFile{m.path, file.bytes().size(), file_fingerprint(file.bytes())}, std::move(*units)});
-  }
+    for (const ElfImage::DebugSection& d : image.debug_sections()) has_info |= d.name == ".debug_info";
+    if (!has_info) return false;  // the agent asks nothing of such a file
+    auto units = read_producers(path);
+    if (units) {
+      out.push_back({ModuleFile{m.path, file.bytes().size(), file_fingerprint(file.bytes())}, std::move(*units)});
+    }
+    return false;
+  });
   return out;
 }
 

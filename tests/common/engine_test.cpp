@@ -13,13 +13,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <thread>
 #include <tuple>
-#include <vector>
 
 #include "runtime/arch/arch.h"
 #include "runtime/code_memory.h"
+#include "tests/common/arena_traps.h"
 
 extern "C" {
 // The ISA's direct trampoline (tests/<isa>/direct_tramp_*.S): counts its
@@ -315,32 +314,9 @@ TEST(ISA_SUITE(CodeMemory), WrittenCodeRunsAsWritten) {
   }
 }
 
-// Unused arena memory traps (a stray jump stops at once), though an arena
-// is filled only as allocations reach its pages (runtime/code_memory.h):
-// what lies beside an allocation, what an allocation past the first fill
-// reaches, and a freed block.
+// Unused arena memory traps (tests/common/arena_traps.h).
 TEST(ISA_SUITE(CodeMemory), UnusedArenaMemoryTraps) {
-  auto arena = ftjit::CodeArena::create_near(reinterpret_cast<uint64_t>(kLayouts[0].leaf), 64ll << 20,
-                                             1u << 20);
-  ASSERT_TRUE(arena) << arena.error().message;
-  ftjit::CodeArena& a = **arena;
-  std::vector<uint8_t> traps(256 << 10);
-  ftjit::arch::fill_with_traps(traps.data(), traps.size());
-  auto all_traps = [&](uint64_t from, size_t n) {
-    return std::memcmp(a.rw(from), traps.data(), n) == 0;
-  };
-  const uint64_t first = a.allocate(64, 16);
-  ASSERT_EQ(first, a.lo());
-  std::memset(a.rw(first), 0x5a, 64);
-  EXPECT_TRUE(all_traps(first + 64, (64u << 10) - 64)) << "beside the first allocation";
-  const uint64_t big = a.allocate(100u << 10, 16);  // past the first 64 KiB
-  ASSERT_NE(big, 0u);
-  EXPECT_TRUE(all_traps(big, 100u << 10)) << "a fresh allocation past the first fill";
-  const uint64_t end = big + (100u << 10);
-  EXPECT_TRUE(all_traps(end, (a.lo() + (128u << 10)) - end)) << "beside the second allocation";
-  std::memset(a.rw(big), 0x5a, 100u << 10);
-  a.free(big);
-  EXPECT_TRUE(all_traps(big, 100u << 10)) << "a freed block";
+  ftjit::testing::expect_unused_arena_memory_traps(reinterpret_cast<uint64_t>(kLayouts[0].leaf), 64ll << 20);
 }
 
 // A detach must not free a trampoline a thread is still inside: its grace

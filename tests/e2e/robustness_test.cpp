@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "ftjit/ftjit.h"
-#include "runtime/arch/arch.h"
-#include "runtime/code_memory.h"
+#include "tests/common/arena_traps.h"
 #include "runtime/thread_control.h"
 #include "tests/e2e/traced.h"
 
@@ -766,28 +765,7 @@ TEST(Robustness, SignalFrameInsideATrampolineKeepsItUntilTheHandlerReturns) {
 }
 #endif
 
-// Unused trampoline memory traps (int3: a stray jump stops at once),
-// though an arena is filled only as allocations reach it
-// (runtime/code_memory.h): beside an allocation, in an allocation past
-// the first fill, and a freed block. (The emulated legs run the same in
-// tests/common/engine_test.cpp, where fresh zeros are the traps.)
+// Unused trampoline memory traps (tests/common/arena_traps.h).
 TEST(CodeArenaTraps, UnusedMemoryTrapsThoughFilledAsReached) {
-  auto arena = ftjit::CodeArena::create_near(reinterpret_cast<uint64_t>(&traced_add), 1ll << 31, 1u << 20);
-  ASSERT_TRUE(arena) << arena.error().message;
-  ftjit::CodeArena& a = **arena;
-  std::vector<uint8_t> traps(256 << 10);
-  ftjit::arch::fill_with_traps(traps.data(), traps.size());
-  auto all_traps = [&](uint64_t from, size_t n) { return std::memcmp(a.rw(from), traps.data(), n) == 0; };
-  const uint64_t first = a.allocate(64, 16);
-  ASSERT_EQ(first, a.lo());
-  std::memset(a.rw(first), 0x5a, 64);
-  EXPECT_TRUE(all_traps(first + 64, (64u << 10) - 64)) << "beside the first allocation";
-  const uint64_t big = a.allocate(100u << 10, 16);
-  ASSERT_NE(big, 0u);
-  EXPECT_TRUE(all_traps(big, 100u << 10)) << "a fresh allocation past the first fill";
-  const uint64_t end = big + (100u << 10);
-  EXPECT_TRUE(all_traps(end, (a.lo() + (128u << 10)) - end)) << "beside the second allocation";
-  std::memset(a.rw(big), 0x5a, 100u << 10);
-  a.free(big);
-  EXPECT_TRUE(all_traps(big, 100u << 10)) << "a freed block";
+  ftjit::testing::expect_unused_arena_memory_traps(reinterpret_cast<uint64_t>(&traced_add), 1ll << 31);
 }
