@@ -173,15 +173,6 @@ Result<Elf64_Ehdr> read_elf_header(const FileView& file) {
   return ehdr;
 }
 
-Isa isa_from_machine(uint16_t machine) {
-  switch (machine) {
-    case EM_X86_64: return Isa::kX86_64;
-    case EM_AARCH64: return Isa::kArm64;
-    case EM_RISCV: return Isa::kRiscv64;
-    default: return Isa::kUnknown;
-  }
-}
-
 // The section header table, with its count and string table index resolved
 // through section 0 when they do not fit the ELF header (extended numbering).
 struct SectionTable {
@@ -663,6 +654,15 @@ Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Section
 }
 
 }  // namespace
+
+Isa isa_from_machine(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return Isa::kX86_64;
+    case EM_AARCH64: return Isa::kArm64;
+    case EM_RISCV: return Isa::kRiscv64;
+    default: return Isa::kUnknown;
+  }
+}
 
 // ============================================================================
 // ElfImage

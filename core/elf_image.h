@@ -15,6 +15,9 @@
 
 namespace ftjit {
 
+// The ISA of an ELF header's e_machine (kUnknown for any other).
+Isa isa_from_machine(uint16_t machine);
+
 // A function symbol (STT_FUNC or STT_GNU_IFUNC, defined in this file).
 struct ElfSymbol {
   uint64_t value = 0;  // link-time virtual address

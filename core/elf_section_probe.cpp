@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/elf_image.h"
+
 namespace ftjit {
 namespace {
 
@@ -28,15 +30,6 @@ bool read_exactly(int fd, void* to, size_t n, uint64_t offset) {
   return true;
 }
 
-Isa isa_of(uint16_t machine) {
-  switch (machine) {
-    case EM_X86_64: return Isa::kX86_64;
-    case EM_AARCH64: return Isa::kArm64;
-    case EM_RISCV: return Isa::kRiscv64;
-    default: return Isa::kUnknown;
-  }
-}
-
 }  // namespace
 
 SectionProbe probe_elf_section(int fd, std::string_view name) {
@@ -47,7 +40,7 @@ SectionProbe probe_elf_section(int fd, std::string_view name) {
       ehdr.e_ident[EI_DATA] != ELFDATA2LSB || (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)) {
     return probe;
   }
-  probe.isa = isa_of(ehdr.e_machine);
+  probe.isa = isa_from_machine(ehdr.e_machine);
   // Extended numbering (e_shnum 0 or e_shstrndx SHN_XINDEX: the counts
   // live in section 0) and odd entry sizes are the full parser's.
   if (ehdr.e_shoff == 0 || ehdr.e_shnum == 0 || ehdr.e_shnum > kMaxSections ||

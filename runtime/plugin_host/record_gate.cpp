@@ -134,7 +134,7 @@ void fire(ftjit_ops* ops) {
 
 void request_dump(std::atomic<uint32_t>* dumps, const DumpFreeze* freeze) {
   if (freeze != nullptr) {
-    for (size_t i = 0; i < freeze->count; ++i) freeze->words[i]->store(1, std::memory_order_seq_cst);
+    for (std::atomic<uint32_t>* word : *freeze) word->store(1, std::memory_order_seq_cst);
   }
   dumps->fetch_add(1, std::memory_order_release);
   futex_wake_all(dumps);

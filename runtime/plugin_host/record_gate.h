@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ftjit/ftjit.h"
 #include "ftjit/plugin.h"
@@ -90,10 +91,7 @@ void gate_exit(uint64_t ip, uint64_t parent_ip, ftjit_ops* ops, ftjit_ret_regs* 
 // written no thread writes over the events the dump is for (they drop,
 // counted). The trigger thread only gets a CPU later, and a thread that
 // runs on meanwhile would otherwise fill its ring with what came after.
-struct DumpFreeze {
-  std::atomic<uint32_t>* const* words = nullptr;
-  size_t count = 0;
-};
+using DumpFreeze = std::vector<std::atomic<uint32_t>*>;
 
 // A function trigger (record_control.h): an ops of its own on the
 // function's sites, attached before the plugins (at a shared site it runs

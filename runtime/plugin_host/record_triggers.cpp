@@ -76,12 +76,9 @@ void RecordTriggers::on_signal(int) {
   errno = saved;
 }
 
-Status RecordTriggers::start(std::function<Status()> dump, std::vector<std::atomic<uint32_t>*> freeze) {
+Status RecordTriggers::start(std::function<Status()> dump, DumpFreeze freeze) {
   dump_ = std::move(dump);
-  // Before any trigger can fire: the triggers read freeze_ from then on.
-  freeze_words_ = std::move(freeze);
-  freeze_.words = freeze_words_.data();
-  freeze_.count = freeze_words_.size();
+  freeze_ = std::move(freeze);
   for (auto& f : functions_) {
     if (f->t.value == kDumpValue && !dump_) {
       return make_error(FTJIT_E_INVALID_ARGUMENT,
@@ -143,12 +140,11 @@ void RecordTriggers::run() {
     if (stopping_.load(std::memory_order_acquire)) return;
     if (asked != served) {
       served = asked;
-      Status st = dump_();
-      if (!st) ftjit::log().warn("ftjit: a dump trigger: {}", st.error().message);
       // The writer lets the rings go as it reads them; a dump that failed
       // must not leave them frozen.
-      if (!st) {
-        for (std::atomic<uint32_t>* w : freeze_words_) w->store(0, std::memory_order_release);
+      if (Status st = dump_(); !st) {
+        ftjit::log().warn("ftjit: a dump trigger: {}", st.error().message);
+        for (std::atomic<uint32_t>* w : freeze_) w->store(0, std::memory_order_release);
       }
       dumps_done_.fetch_add(1, std::memory_order_relaxed);
       continue;

@@ -44,7 +44,7 @@ class RecordTriggers {
   // signal is taken by another session or cannot be caught. `freeze`:
   // the flight recorders' `dumping` words, set at a dump trigger and
   // cleared once its dump is written (record_gate.h, DumpFreeze).
-  Status start(std::function<Status()> dump, std::vector<std::atomic<uint32_t>*> freeze = {});
+  Status start(std::function<Status()> dump, DumpFreeze freeze = {});
   // Joins the thread, restores the signal's handler, detaches the
   // triggers; idempotent.
   Status stop();
@@ -68,8 +68,7 @@ class RecordTriggers {
   std::atomic<uint64_t> dumps_done_{0};
   std::atomic<bool> stopping_{false};
   std::function<Status()> dump_;
-  std::vector<std::atomic<uint32_t>*> freeze_words_;
-  DumpFreeze freeze_;
+  DumpFreeze freeze_;  // set by start(), before any trigger can fire
   std::vector<std::unique_ptr<Function>> functions_;
   std::thread thread_;
   bool signal_installed_ = false;

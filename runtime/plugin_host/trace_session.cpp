@@ -313,7 +313,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(ftjit_engine* engine,
   //    they run before it), then the plugins.
   if (s->triggers_ != nullptr) {
     std::function<Status()> dump;
-    std::vector<std::atomic<uint32_t>*> freeze;
+    detail::DumpFreeze freeze;
     if (s->writer_ != nullptr) {
       dump = [session = s.get()] { return session->flush(); };
       for (Instance* inst : buffered) {
