@@ -76,6 +76,9 @@ using LeafFn = int (*)(int);
 double time_calls(LeafFn fn, long n, bool cpu_clock);
 // Warm-up calls before a timed measurement (caches, predictors).
 long warmup_calls(long n);
+// ns per call of opts.calls calls of fn, once per repetition, after a
+// warm-up.
+std::vector<double> time_reps(const BenchOptions& opts, LeafFn fn);
 // A sink the bench stores results into, so calls are never dead code.
 extern volatile int g_sink;
 

@@ -48,6 +48,15 @@ double time_calls(LeafFn fn, long n, bool cpu_clock) {
 
 long warmup_calls(long n) { return n / 10 < 100'000 ? n / 10 : 100'000; }
 
+std::vector<double> time_reps(const BenchOptions& opts, LeafFn fn) {
+  time_calls(fn, warmup_calls(opts.calls), opts.cpu_clock);
+  std::vector<double> per_call;
+  for (int rep = 0; rep < opts.reps; ++rep) {
+    per_call.push_back(time_calls(fn, opts.calls, opts.cpu_clock) / static_cast<double>(opts.calls));
+  }
+  return per_call;
+}
+
 const char *strategy_key(ftjit_strategy strategy) {
   for (const auto &s : kStrategyNames) {
     if (s.strategy == strategy) return s.key;

@@ -61,16 +61,6 @@ constexpr HookRow kRows[] = {
     {"entry+exit", FTJIT_STRATEGY_LIST, true, 0},
 };
 
-std::vector<double> time_reps(const BenchOptions &opts, LeafFn fn = &bench_leaf) {
-  time_calls(fn, warmup_calls(opts.calls), opts.cpu_clock);
-  std::vector<double> per_call;
-  for (int rep = 0; rep < opts.reps; ++rep) {
-    per_call.push_back(time_calls(fn, opts.calls, opts.cpu_clock) /
-                       static_cast<double>(opts.calls));
-  }
-  return per_call;
-}
-
 }  // namespace
 
 void run_hooks_section(const BenchOptions &opts, Report &report) {
@@ -90,7 +80,7 @@ void run_hooks_section(const BenchOptions &opts, Report &report) {
       "CPU's price for a return its return-stack predictor did not expect, which an exit hook "
       "that only replaces the return address would pay once per call (ftjit's do not)");
 
-  std::vector<double> untraced = time_reps(opts);
+  std::vector<double> untraced = time_reps(opts, &bench_leaf);
   if (ftjit_bench_ra_floor(4) != 13) report.add_error("hooks: ra_floor leaf computes wrongly");
   const Summary floor = summarize(time_reps(opts, &ftjit_bench_ra_floor));
   struct Measured {
@@ -118,7 +108,7 @@ void run_hooks_section(const BenchOptions &opts, Report &report) {
       report.add_error(label + ": attach failed: " + status_text(st));
       continue;
     }
-    std::vector<double> per_call = time_reps(opts);
+    std::vector<double> per_call = time_reps(opts, &bench_leaf);
     const ftjit_status st = ftjit_detach(engine->get(), &ops);
     const std::uint64_t calls =
         static_cast<std::uint64_t>(opts.calls) * static_cast<std::uint64_t>(opts.reps) +
@@ -134,7 +124,7 @@ void run_hooks_section(const BenchOptions &opts, Report &report) {
   }
   // Pooled with a second baseline after the rows: a drift in machine speed
   // during the section shows as a wider untraced min..max.
-  std::vector<double> after = time_reps(opts);
+  std::vector<double> after = time_reps(opts, &bench_leaf);
   untraced.insert(untraced.end(), after.begin(), after.end());
   const Summary base = summarize(untraced);
   table.rows.push_back(Row()

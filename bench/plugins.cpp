@@ -113,16 +113,6 @@ ftjit::ArgCaptureSpec args4_capture(long (*fn)(long, long, long, long) = &bench_
   return spec;
 }
 
-std::vector<double> time_reps(const BenchOptions& opts, LeafFn fn = &bench_leaf) {
-  time_calls(fn, warmup_calls(opts.calls), opts.cpu_clock);
-  std::vector<double> per_call;
-  for (int rep = 0; rep < opts.reps; ++rep) {
-    per_call.push_back(time_calls(fn, opts.calls, opts.cpu_clock) /
-                       static_cast<double>(opts.calls));
-  }
-  return per_call;
-}
-
 // ns per call of `calls` calls of bench_leaf, `chunk` at a time, waiting
 // (untimed) after each chunk until the writer consumed every event.
 double time_recorded(const BenchOptions& opts, ftjit::plugins::TraceSession& session,
@@ -321,7 +311,7 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
     report.add_error("plugins: cannot create a scratch directory");
     return;
   }
-  std::vector<double> untraced = time_reps(opts);
+  std::vector<double> untraced = time_reps(opts, &bench_leaf);
   struct Measured {
     const PluginRow* row;
     Summary s;
@@ -382,7 +372,7 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
       calls = static_cast<uint64_t>(n) * static_cast<uint64_t>(opts.reps) +
               static_cast<uint64_t>(warmup_calls(n));
     } else {
-      per_call = time_reps(opts);
+      per_call = time_reps(opts, &bench_leaf);
       calls = static_cast<uint64_t>(opts.calls) * static_cast<uint64_t>(opts.reps) +
               static_cast<uint64_t>(warmup_calls(opts.calls));
     }
@@ -415,7 +405,7 @@ void run_plugins_section(const BenchOptions& opts, Report& report) {
   const Summary paired = summarize(paired_diffs);
   const size_t paired_samples = paired_diffs.size();
   rmdir(dir);
-  std::vector<double> after = time_reps(opts);
+  std::vector<double> after = time_reps(opts, &bench_leaf);
   untraced.insert(untraced.end(), after.begin(), after.end());
   const Summary base = summarize(untraced);
   after = time_reps(opts, &bench_args4_caller);

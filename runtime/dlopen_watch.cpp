@@ -129,7 +129,7 @@ int hook_dlclose(void* handle) {
   return r;
 }
 
-GotRedirect g_redirects[] = {
+GotRedirect g_dl_redirects[] = {
     {"dlopen", reinterpret_cast<void*>(&hook_dlopen), reinterpret_cast<void**>(&g_dlopen)},
     {"dlmopen", reinterpret_cast<void*>(&hook_dlmopen), reinterpret_cast<void**>(&g_dlmopen)},
     {"dlclose", reinterpret_cast<void*>(&hook_dlclose), reinterpret_cast<void**>(&g_dlclose)},
@@ -164,16 +164,16 @@ std::atomic<bool> g_slots_redirected{false};
 
 Status install_dlopen_watch() {
   std::call_once(g_resolve_once, [] {
-    for (GotRedirect& r : g_redirects) *r.real = dlsym(RTLD_DEFAULT, r.name);
+    for (GotRedirect& r : g_dl_redirects) *r.real = dlsym(RTLD_DEFAULT, r.name);
   });
-  FTJIT_TRY(redirect_got_slots(g_redirects));
+  FTJIT_TRY(redirect_got_slots(g_dl_redirects));
   g_slots_redirected.store(true, std::memory_order_release);
   return {};
 }
 
 Status uninstall_dlopen_watch() {
   if (!g_slots_redirected.load(std::memory_order_acquire)) return {};
-  FTJIT_TRY(undo_got_redirects(g_redirects));
+  FTJIT_TRY(undo_got_redirects(g_dl_redirects));
   g_slots_redirected.store(false, std::memory_order_release);
   return {};
 }

@@ -17,12 +17,6 @@ namespace ftjit {
 namespace {
 
 constexpr size_t kArenaBytes = 1 << 20;
-
-std::string hex_addr(uint64_t v) {
-  char b[24];
-  snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 }  // namespace
 
 Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
@@ -39,9 +33,9 @@ Result<uint8_t*> Engine::writable(uint64_t addr, size_t n) {
     }
   }
   auto m = find_exec_mapping(addr);
-  if (!m) return make_error(FTJIT_E_SYSTEM, "site " + hex_addr(addr) + ": " + m.error().message);
+  if (!m) return make_error(FTJIT_E_SYSTEM, "site " + format_hex(addr) + ": " + m.error().message);
   if (addr + n > m->hi) {
-    return make_error(FTJIT_E_INTERNAL, "site " + hex_addr(addr) + " straddles two mappings");
+    return make_error(FTJIT_E_INTERNAL, "site " + format_hex(addr) + " straddles two mappings");
   }
   auto alias = TextAlias::create(m->lo, m->hi, m->path, m->offset, m->exec_prot);
   if (!alias) return alias.take_error();

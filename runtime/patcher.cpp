@@ -185,12 +185,6 @@ void retract_batch() {
   g_batch_n.store(0, std::memory_order_release);
 }
 
-std::string hex_addr(uint64_t a) {
-  char b[24];
-  snprintf(b, sizeof b, "0x%" PRIx64, a);
-  return b;
-}
-
 }  // namespace
 
 std::string hex_bytes(const uint8_t* p, size_t n) {
@@ -304,7 +298,7 @@ Error unexpected_bytes(const EntryWrite& w, uint32_t size, uint64_t* failed_at) 
   if (failed_at != nullptr) *failed_at = w.at;
   const auto* expect = reinterpret_cast<const uint8_t*>(&w.from);
   return make_error(FTJIT_E_UNEXPECTED_BYTES,
-                    "at " + hex_addr(w.at) + ": expected " + hex_bytes(expect, size) +
+                    "at " + format_hex(w.at) + ": expected " + hex_bytes(expect, size) +
                         ", found " + hex_bytes(reinterpret_cast<const uint8_t*>(w.at), size) +
                         "; nothing was patched");
 }
@@ -359,7 +353,7 @@ Status Patcher::apply(std::span<const EntryWrite> writes, std::span<const SlotWr
       if (aligned_store && writes[i].at % size != 0) {
         if (failed_at != nullptr) *failed_at = writes[i].at;
         return make_error(FTJIT_E_UNSUPPORTED,
-                          "at " + hex_addr(writes[i].at) +
+                          "at " + format_hex(writes[i].at) +
                               ": the live instruction is not naturally aligned, so one store "
                               "cannot change it atomically; nothing was patched");
       }

@@ -81,7 +81,7 @@ int hook_personality(int version, int actions, uint64_t exception_class, _Unwind
 }
 
 using Redirect = GotRedirect;
-Redirect g_redirects[] = {
+Redirect g_unwind_redirects[] = {
     {"_Unwind_RaiseException", reinterpret_cast<void*>(&hook_raise),
      reinterpret_cast<void**>(&g_raise)},
     {"_Unwind_Resume_or_Rethrow", reinterpret_cast<void*>(&hook_resume_or_rethrow),
@@ -102,7 +102,7 @@ std::atomic<bool> g_active{false};
 struct ScanState {
   uint32_t jump_slot = 0, glob_dat = 0, abs64 = 0;  // the ISA's relocation types
   std::string error;
-  std::span<const Redirect> redirects{g_redirects};  // what this scan redirects
+  std::span<const Redirect> redirects{g_unwind_redirects};  // what this scan redirects
   bool undo = false;  // point the wrappers' slots back at the real functions
 };
 
@@ -152,7 +152,7 @@ void scan_relocations(const ElfW(Rela) * rela, size_t bytes, const ElfW(Sym) * s
 }
 
 // A scan of `redirects` with this ISA's relocation types.
-ScanState scan_state(std::span<const Redirect> redirects = g_redirects) {
+ScanState scan_state(std::span<const Redirect> redirects = g_unwind_redirects) {
   ScanState st;
   const IsaTraits& t = process_backend().traits();
   st.jump_slot = t.reloc_jump_slot;
@@ -211,7 +211,7 @@ int scan_module(dl_phdr_info* info, size_t, void* arg) {
 
 Status install_unwind_hooks() {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (Redirect& r : g_redirects) {
+  for (Redirect& r : g_unwind_redirects) {
     if (*r.real == nullptr) *r.real = dlsym(RTLD_DEFAULT, r.name);
   }
   ScanState st = scan_state();
@@ -228,7 +228,7 @@ bool unwind_hooks_active() { return g_active.load(std::memory_order_acquire); }
 
 Status uninstall_unwind_hooks() {
   if (!g_active.load(std::memory_order_acquire)) return {};
-  FTJIT_TRY(undo_got_redirects(g_redirects));
+  FTJIT_TRY(undo_got_redirects(g_unwind_redirects));
   g_active.store(false, std::memory_order_release);
   return {};
 }

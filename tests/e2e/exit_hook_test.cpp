@@ -22,7 +22,9 @@
 
 extern "C" int test_call_misaligned(int (*fn)(int, int), int a, int b);  // misaligned_call.S
 
-namespace {
+// Named, not anonymous: the unity build compiles this file beside the other
+// e2e tests, whose helpers have the same names.
+namespace exit_hook_test {
 
 struct Event {
   bool exit;
@@ -454,4 +456,4 @@ TEST(ThreadFilter, ByNameAndByTid) {
   ftjit_engine_destroy(engine);
 }
 
-}  // namespace
+}  // namespace exit_hook_test

@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <string>
 
-namespace {
+// Named, not anonymous: the unity build compiles this file beside the other
+// plugins' tests, whose helpers have the same names.
+namespace event_cost_test {
 
 using fake_host::Session;
 using Clock = std::chrono::steady_clock;
@@ -113,4 +115,4 @@ TEST(EventCostTest, Trace) {
   EXPECT_GT(session.output().size(), size_t(kCalls) * 2 * 8);
 }
 
-}  // namespace
+}  // namespace event_cost_test

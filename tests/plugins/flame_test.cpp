@@ -11,7 +11,9 @@
 #include <string>
 #include <thread>
 
-namespace {
+// Named, not anonymous: the unity build compiles this file beside the other
+// plugins' tests, whose helpers have the same names.
+namespace flame_test {
 
 using fake_host::Session;
 
@@ -323,4 +325,4 @@ TEST(FlameTest, InitRefusesAHostWithoutInstanceData) {
   }
 }
 
-}  // namespace
+}  // namespace flame_test

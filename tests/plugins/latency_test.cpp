@@ -11,7 +11,9 @@
 #include <string>
 #include <thread>
 
-namespace {
+// Named, not anonymous: the unity build compiles this file beside the other
+// plugins' tests, whose helpers have the same names.
+namespace latency_test {
 
 using fake_host::Session;
 
@@ -206,9 +208,9 @@ TEST(LatencyTest, InitRefusesAHostWithoutInstanceData) {
   }
 }
 
-}  // namespace
+}  // namespace latency_test
 
-namespace {
+namespace latency_test {
 
 // What the engine timed inline merges with what the callbacks timed, per
 // function; its unwound frames join the callbacks' in "not timed".
@@ -252,4 +254,4 @@ TEST(LatencyTest, InlineHistogramsAddToTheCallbacks) {
   EXPECT_NE(older.output().find("\"count\":1,"), std::string::npos) << older.output();
 }
 
-}  // namespace
+}  // namespace latency_test

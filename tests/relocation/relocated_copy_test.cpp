@@ -96,11 +96,11 @@ class RelocatedCopy86 : public ::testing::Test {
 };
 
 using IntFn = int (*)(long);
-constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kOneGiB = int64_t{1} << 30;
 
 TEST_F(RelocatedCopy86, RipRelativeWithAnImmediateReadsTheSameByteFromAGiBAway) {
   auto original = reinterpret_cast<IntFn>(dlsym(handle_, "rip_with_immediate"));
-  auto copy = reinterpret_cast<IntFn>(copy_of("rip_with_immediate", kGiB));
+  auto copy = reinterpret_cast<IntFn>(copy_of("rip_with_immediate", kOneGiB));
   ASSERT_NE(copy, nullptr);
   auto* flag = static_cast<volatile uint8_t*>(dlsym(handle_, "flag"));
   ASSERT_NE(flag, nullptr);
@@ -114,7 +114,7 @@ TEST_F(RelocatedCopy86, RipRelativeWithAnImmediateReadsTheSameByteFromAGiBAway) 
 TEST_F(RelocatedCopy86, ConditionalBranchesTakeBothWaysFromTheCopy) {
   for (const char* name : {"branch_first", "short_branch"}) {
     auto original = reinterpret_cast<IntFn>(dlsym(handle_, name));
-    auto copy = reinterpret_cast<IntFn>(copy_of(name, kGiB));
+    auto copy = reinterpret_cast<IntFn>(copy_of(name, kOneGiB));
     ASSERT_NE(copy, nullptr) << name;
     for (long arg : {0L, 1L, 7L}) EXPECT_EQ(copy(arg), original(arg)) << name << "(" << arg << ")";
     EXPECT_NE(copy(0), copy(1)) << name << ": one side only";
@@ -124,7 +124,7 @@ TEST_F(RelocatedCopy86, ConditionalBranchesTakeBothWaysFromTheCopy) {
 TEST_F(RelocatedCopy86, JumpsAndPlainProloguesRunFromTheCopy) {
   for (const char* name : {"short_jump", "tail_jump", "plain_prologue", "landing_pad"}) {
     auto original = reinterpret_cast<IntFn>(dlsym(handle_, name));
-    auto copy = reinterpret_cast<IntFn>(copy_of(name, kGiB / 2));
+    auto copy = reinterpret_cast<IntFn>(copy_of(name, kOneGiB / 2));
     ASSERT_NE(copy, nullptr) << name;
     if (std::string(name) == "short_jump") {
       for (long arg : {0L, 5L, -3L}) EXPECT_EQ(copy(arg), original(arg)) << name << "(" << arg << ")";

@@ -44,3 +44,5 @@ target_compile_definitions(ftjit_relocation_tests PRIVATE
 add_dependencies(ftjit_relocation_tests ftjit_relocation_fixtures)
 gtest_discover_tests(ftjit_relocation_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
 
+# Its files compiled in batches (cmake/compile_time.cmake).
+ftjit_unity_build(ftjit_relocation_tests)

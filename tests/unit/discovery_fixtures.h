@@ -11,6 +11,7 @@
 #include <iterator>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -111,6 +112,12 @@ inline std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 inline bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// A fixture's path by its file name, and its bytes.
+inline std::string fixture_path(const char* name) { return std::string(FTJIT_FIXTURE_DIR) + "/" + name; }
+inline std::vector<uint8_t> fixture_bytes(const char* name) { return read_file(fixture_path(name)); }
+
+inline std::span<const uint8_t> as_span(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
 
 // An independent reader for well-formed files, used only to find the bytes
 // that tests check or corrupt. It trusts its input: fixtures are ours.

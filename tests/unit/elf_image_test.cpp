@@ -20,14 +20,13 @@ using testing::Fixture;
 using testing::FixtureKind;
 using testing::TrustedElf;
 using testing::poke;
+using testing::as_span;
 using testing::read_file;
 
 constexpr uint8_t kNop1 = 0x90;  // nop
 // clang emits the part of the sled at the entry as one 5-byte NOP,
 // nopl disp8(%rax,%rax,1). clang-14 writes disp8 = 8, newer releases 0.
 constexpr uint8_t kNopl5Prefix[] = {0x0f, 0x1f, 0x44, 0x00};
-
-std::span<const uint8_t> as_span(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
 
 // ============================================================================
 // Fixture binaries

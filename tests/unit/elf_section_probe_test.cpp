@@ -17,7 +17,7 @@
 namespace ftjit {
 namespace {
 
-using testing::read_file;
+using testing::fixture_bytes;
 
 // The probe reads an fd: the bytes go into a memfd.
 SectionProbe probe_bytes(const std::vector<uint8_t>& bytes) {
@@ -34,13 +34,10 @@ SectionProbe probe_bytes(const std::vector<uint8_t>& bytes) {
   return p;
 }
 
-std::vector<uint8_t> fixture(const char* name) {
-  return read_file(std::string(FTJIT_FIXTURE_DIR) + "/" + name);
-}
 
 TEST(ElfSectionProbe, FindsTheRecordsSectionOrItsAbsence) {
-  const auto with = fixture("libfx_gcc_p5.so");
-  const auto without = fixture("libfx_noflag.so");
+  const auto with = fixture_bytes("libfx_gcc_p5.so");
+  const auto without = fixture_bytes("libfx_noflag.so");
   ASSERT_FALSE(with.empty());
   ASSERT_FALSE(without.empty());
   const SectionProbe a = probe_bytes(with);
@@ -62,7 +59,7 @@ TEST(ElfSectionProbe, WhatItCannotVouchForIsUnknown) {
   EXPECT_EQ(probe_bytes({}).state, SectionProbe::kUnknown);
   const std::string text = "not an ELF file at all, but long enough to hold a header of sixty-four bytes";
   EXPECT_EQ(probe_bytes(std::vector<uint8_t>(text.begin(), text.end())).state, SectionProbe::kUnknown);
-  auto bytes = fixture("libfx_noflag.so");
+  auto bytes = fixture_bytes("libfx_noflag.so");
   ASSERT_GE(bytes.size(), 64u);
   // The section-name table's index past the table.
   auto bad = bytes;
@@ -80,7 +77,7 @@ TEST(ElfSectionProbe, WhatItCannotVouchForIsUnknown) {
 // answers, the full parser (when it accepts the file) says the same.
 TEST(ElfSectionProbe, AgreesWithTheParserOnDamagedFiles) {
   for (const char* name : {"libfx_gcc_p5.so", "libfx_noflag.so"}) {
-    const auto bytes = fixture(name);
+    const auto bytes = fixture_bytes(name);
     ASSERT_FALSE(bytes.empty()) << name;
     auto check = [&](const std::vector<uint8_t>& b, const std::string& what) {
       const SectionProbe p = probe_bytes(b);

@@ -22,9 +22,8 @@ namespace {
 using testing::ElfWriter;
 using testing::Fixture;
 using testing::FixtureKind;
+using testing::as_span;
 using testing::read_file;
-
-std::span<const uint8_t> as_span(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
 
 // ============================================================================
 // demangle

@@ -18,10 +18,8 @@
 namespace ftjit {
 namespace {
 
-std::string fixture(const char* name) { return std::string(FTJIT_FIXTURE_DIR) + "/" + name; }
-
 DiscoveredModule discover(const char* name) {
-  const std::string path = fixture(name);
+  const std::string path = testing::fixture_path(name);
   if (!testing::file_exists(path)) {
     ADD_FAILURE() << "fixture missing: " << path;
     return {};
@@ -152,7 +150,7 @@ TEST(SledRecoveryTest, TheReasonNamesTheLayoutAndTheEvidence) {
 // No record is left, but the section is there and the producers name the
 // flag: the layout is GCC's, from the producers.
 TEST(SledRecoveryTest, ProducersAloneGiveTheLayoutWhenNoRecordIsLeft) {
-  if (!testing::file_exists(fixture("rc_dropped_p5_g_norecords"))) GTEST_SKIP() << "no objcopy";
+  if (!testing::file_exists(testing::fixture_path("rc_dropped_p5_g_norecords"))) GTEST_SKIP() << "no objcopy";
   const DiscoveredModule m = discover("rc_dropped_p5_g_norecords");
   EXPECT_EQ(names(m, false), std::set<std::string>{});
   EXPECT_EQ(names(m, true), kDroppedProgram);
@@ -196,7 +194,7 @@ TEST(SledRecoveryTest, NothingWithoutEvidence) {
   EXPECT_TRUE(noflag.sites.empty());
   EXPECT_EQ(noflag.recovered_sites, 0u);
   // A section without records, and no DWARF to say how it was built.
-  if (testing::file_exists(fixture("rc_dropped_p5_norecords"))) {
+  if (testing::file_exists(testing::fixture_path("rc_dropped_p5_norecords"))) {
     const DiscoveredModule bare = discover("rc_dropped_p5_norecords");
     EXPECT_TRUE(bare.has_patchable_section);
     EXPECT_TRUE(bare.sites.empty());
@@ -214,7 +212,7 @@ TEST(SledRecoveryTest, NothingWhenRecordsDisagreeOnTheLayout) {
 // recover_unrecorded_sites itself, as `ftjit list FILE` calls it: without
 // producers the same module recovers the same, with the reason its own.
 TEST(SledRecoveryTest, FileParsePathAgrees) {
-  const std::vector<uint8_t> bytes = testing::read_file(fixture("rc_dropped_p5"));
+  const std::vector<uint8_t> bytes = testing::read_file(testing::fixture_path("rc_dropped_p5"));
   auto image = ElfImage::parse(bytes);
   ASSERT_TRUE(image.ok()) << image.error().message;
   auto module = discover_sites(*image, "rc_dropped_p5", 0);
