@@ -93,8 +93,23 @@ function(ftjit_precompile_test_headers dir)
   # target: the tests' C files have this one, which none of them uses
   # (they skip precompiled headers, below).
   target_precompile_headers(ftjit_test_pch PRIVATE "$<$<COMPILE_LANGUAGE:C>:<stddef.h$<ANGLE-R>>")
+  # Under ASan, the tests' own C++ (gtest's macros, the checks around
+  # ftjit's calls) at -O0 and ftjit's code at the build's -O1: ASan and
+  # UBSan at -O1 took GCC 1.6 times as long on a test file, and what a
+  # test checks is ftjit's code. Not a target that chooses its own
+  # optimisation or traces its own functions (-O2, a sled): its code's
+  # shape is part of the test.
+  set(tests_o0 OFF)
+  if(FTJIT_SANITIZE MATCHES "address")
+    set(tests_o0 ON)
+    target_compile_options(ftjit_test_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
+  endif()
   foreach(t IN LISTS targets)
     target_precompile_headers(${t} REUSE_FROM ftjit_test_pch)
+    get_target_property(options ${t} COMPILE_OPTIONS)
+    if(tests_o0 AND NOT options MATCHES "-O[0-9sg]|patchable")
+      target_compile_options(${t} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
+    endif()
     # Its C and assembly files (traced functions, call helpers) get
     # nothing: the header is C++'s.
     # (A relative name is the target's directory's, not this one's.)

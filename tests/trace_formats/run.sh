@@ -31,8 +31,10 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 case $format in perfetto|chrome) ;; *) die "unknown format '$format'" ;; esac
 if [ -n "$mutation" ] && [ -z "$expect" ]; then die "--mutate needs --expect"; fi
 
-command -v python3 >/dev/null 2>&1 ||
-  die "python3 not found on PATH: this test needs it (json module, check_trace.py)"
+# The interpreter CMake chose (FTJIT_PYTHON3), else PATH's.
+python3=${FTJIT_PYTHON3:-python3}
+command -v "$python3" >/dev/null 2>&1 ||
+  die "$python3 not found: this test needs it (json module, check_trace.py)"
 if [ "$format" = perfetto ]; then
   command -v protoc >/dev/null 2>&1 ||
     die "protoc not found on PATH: install the Debian package protobuf-compiler"
@@ -60,10 +62,10 @@ check() {
       echo "protoc --decode_raw failed" >> "$work/check.log"
       return 1
     fi
-    python3 "$here/check_trace.py" perfetto "$work/decoded.txt" "$work/raw.txt" \
+    "$python3" "$here/check_trace.py" perfetto "$work/decoded.txt" "$work/raw.txt" \
       "$work/expect.json" $relax >> "$work/check.log" 2>&1
   else
-    python3 "$here/check_trace.py" chrome "$1" "$work/expect.json" >> "$work/check.log" 2>&1
+    "$python3" "$here/check_trace.py" chrome "$1" "$work/expect.json" >> "$work/check.log" 2>&1
   fi
 }
 
@@ -79,11 +81,11 @@ bad_schema=$work/schema
 if [ "$mutation" = schema-flip ]; then
   bad_trace=$trace
   bad_schema=$work/bad
-  python3 "$here/check_trace.py" mutate schema-flip "$here/perfetto_subset.proto" \
+  "$python3" "$here/check_trace.py" mutate schema-flip "$here/perfetto_subset.proto" \
     "$work/bad/perfetto_subset.proto" || die "mutation failed"
 else
   bad_trace=$work/bad/out.$ext
-  python3 "$here/check_trace.py" mutate "$mutation" "$trace" "$bad_trace" ||
+  "$python3" "$here/check_trace.py" mutate "$mutation" "$trace" "$bad_trace" ||
     die "mutation failed"
 fi
 if check "$bad_trace" "$bad_schema"; then
