@@ -100,7 +100,7 @@ function(ftjit_precompile_test_headers dir)
   # optimisation or traces its own functions (-O2, a sled): its code's
   # shape is part of the test.
   set(tests_o0 OFF)
-  if(FTJIT_SANITIZE MATCHES "address")
+  if(FTJIT_SANITIZE MATCHES "address|thread")
     set(tests_o0 ON)
     target_compile_options(ftjit_test_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
   endif()

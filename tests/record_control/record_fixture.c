@@ -21,7 +21,11 @@
  * start of phase 6, just before the marker. RC_RUN_ON=N: right after
  * phase 4's marker the main thread makes N more rc_mid trees (ten calls
  * each) at once, before any other thread can have run: what a dump at
- * the marker holds must not be overwritten by them. */
+ * the marker holds must not be overwritten by them. RC_DUMP_WAIT=PATH:
+ * then it waits (up to 30 s) for that dump in PATH, the trace's file,
+ * before phase 5: a flight recorder drops what comes while it is copied
+ * out, and under qemu on a loaded machine the copy of phase 4 once
+ * outlasted phases 5 and 6, whose marker the test looks for. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +33,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,11 +114,23 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+/* Waits until PATH has bytes (the trigger's dump was written), up to
+ * 30 s; then on, as the test will tell. */
+static void wait_for_dump(const char* path) {
+  for (int i = 0; i < 30000; ++i) {
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size > 0) return;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
 int main(void) {
   const char* raise_env = getenv("RC_RAISE");
   const int raise_signal = raise_env != NULL ? atoi(raise_env) : 0;
   const char* run_on_env = getenv("RC_RUN_ON");
   const int run_on = run_on_env != NULL ? atoi(run_on_env) : 0;
+  const char* dump_wait = getenv("RC_DUMP_WAIT");
   enter_log(THREADS, "main");
   pthread_barrier_init(&barrier, NULL, THREADS + 1);
   pthread_t threads[THREADS];
@@ -129,6 +146,7 @@ int main(void) {
     if (p == 4 || p == 8) rc_stop_marker();
     if (p == 4) {
       for (int i = 0; i < run_on; ++i) rc_mid(THREADS);
+      if (dump_wait != NULL) wait_for_dump(dump_wait);
     }
     pthread_barrier_wait(&barrier);
   }

@@ -263,11 +263,13 @@ def main():
         # main thread runs on at once (RC_RUN_ON: 2,000 more calls, 60
         # rings' worth, before the trigger thread can have dumped): the
         # trigger itself freezes the rings, so the dump still holds what
-        # came before it.
+        # came before it. It waits for that dump before phase 5
+        # (RC_DUMP_WAIT): the rings drop what comes while they are copied
+        # out, and the second start marker must not be among it.
         path = os.path.join(tmp, "dump.json")
         r = ftjit("run", "--plugin", "trace", "--format", "chrome", "-o", path, "--buffer-policy", "overwrite",
                   "--buffer-size", "1K", "--dump-at", "rc_stop_marker", "--", FIXTURE,
-                  env_extra={"RC_RUN_ON": "200"})
+                  env_extra={"RC_RUN_ON": "200", "RC_DUMP_WAIT": path})
         if check(r.returncode == 0, "--dump-at: " + r.stderr.strip()):
             tids, calls = fixture_log(r.stdout)
             # What a ring holds starts anywhere in a call: the events are
