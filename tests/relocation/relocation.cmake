@@ -42,7 +42,7 @@ target_compile_definitions(ftjit_relocation_tests PRIVATE
   FTJIT_RELOCATION_SHAPES_ARM64="${_reloc_shapes_arm64}"
   FTJIT_RELOCATION_SHAPES_RISCV64="${_reloc_shapes_riscv64}")
 add_dependencies(ftjit_relocation_tests ftjit_relocation_fixtures)
-gtest_discover_tests(ftjit_relocation_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
+ftjit_pure_tests(ftjit_relocation_tests LABELS unit)
 
 # Its files compiled in batches (cmake/compile_time.cmake).
 ftjit_unity_build(ftjit_relocation_tests)

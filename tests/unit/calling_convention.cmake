@@ -74,4 +74,4 @@ target_link_libraries(ftjit_calling_convention_tests PRIVATE ftjit_calling_conve
 target_compile_definitions(ftjit_calling_convention_tests PRIVATE
   FTJIT_CC_FIXTURE_DIR="${_ftjit_cc_src}" FTJIT_CC_ASM_DIR="${_ftjit_cc_out}" ${_ftjit_cc_have})
 add_dependencies(ftjit_calling_convention_tests ftjit_calling_convention_asm)
-gtest_discover_tests(ftjit_calling_convention_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
+ftjit_pure_tests(ftjit_calling_convention_tests LABELS unit)

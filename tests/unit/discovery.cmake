@@ -31,6 +31,6 @@ target_compile_definitions(ftjit_discovery_tests PRIVATE
   FTJIT_FIXTURE_DIR="${FTJIT_FIXTURE_DIR}"
   FTJIT_FIXTURE_HAVE_CLANG=$<BOOL:${FTJIT_FIXTURE_HAVE_CLANG}>)
 add_dependencies(ftjit_discovery_tests ftjit_fixtures)
-gtest_discover_tests(ftjit_discovery_tests DISCOVERY_TIMEOUT 30)
+ftjit_pure_tests(ftjit_discovery_tests)
 # Its files compiled in batches (cmake/compile_time.cmake).
 ftjit_unity_build(ftjit_discovery_tests)

@@ -77,4 +77,4 @@ target_compile_definitions(ftjit_dwarf_signatures_tests PRIVATE
   FTJIT_SIG_HAVE_AARCH64=$<BOOL:${FTJIT_SIG_AARCH64_GCC}>
   FTJIT_SIG_HAVE_RISCV64=$<BOOL:${FTJIT_SIG_RISCV64_GCC}>)
 add_dependencies(ftjit_dwarf_signatures_tests ftjit_dwarf_signature_fixtures)
-gtest_discover_tests(ftjit_dwarf_signatures_tests DISCOVERY_TIMEOUT 30 PROPERTIES LABELS unit)
+ftjit_pure_tests(ftjit_dwarf_signatures_tests LABELS unit)

@@ -53,7 +53,7 @@ function(ftjit_isa_discovery_tests)
   endif()
   add_dependencies(${target} ftjit_${D_TAG}_fixtures)
   if(NOT CMAKE_CROSSCOMPILING)
-    gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${D_PREFIX})
+    ftjit_pure_tests(${target} LABELS ${D_PREFIX})
     return()
   endif()
   # Under qemu each process start costs a few tenths of a second, and the
