@@ -97,9 +97,9 @@ function(ftjit_precompile_test_headers dir)
   # around ftjit's calls) at -O0 and ftjit's code at the build's -O1: ASan
   # and UBSan at -O1 took GCC 1.6 times as long on a test file, and what a
   # test checks is ftjit's code (the ASan build: 921 -> 687 CPU-s with the
-  # CLI's unity groups; its tests 345 -> 315 s, TSan's 171 -> 153 s). Not a target that chooses its own
-  # optimisation or traces its own functions (-O2, a sled): its code's
-  # shape is part of the test.
+  # CLI's unity groups; its tests 345 -> 315 s, TSan's 171 -> 153 s). Not
+  # a target that chooses its own optimisation or traces its own functions
+  # (-O2, a sled): its code's shape is part of the test.
   set(tests_o0 OFF)
   if(FTJIT_SANITIZE MATCHES "address|thread")
     set(tests_o0 ON)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -81,14 +82,21 @@ uint64_t find_code_in_file(pid_t pid, const std::vector<const Mapping*>& mapping
   return 0;
 }
 
+// The code ranges of `names`, found at found[first...] (elf_symbol_ranges'
+// answer, in the order of the names asked).
+void push_code_ranges(const std::vector<std::optional<SymbolRange>>& found, size_t first,
+                      std::span<const std::string_view> names, std::vector<AddressRange>* out) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto& r = found[first + i];
+    if (r && !r->tls && r->size > 0) out->push_back({r->address, r->address + r->size, std::string(names[i])});
+  }
+}
+
 Status add_symbol_ranges(pid_t pid, const MappedModule& mod, std::span<const std::string_view> names,
                          std::vector<AddressRange>* out) {
   auto ranges = elf_symbol_ranges(path_in_root(pid, mod.path), mod.offset0_start, names);
   FTJIT_TRY(ranges);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const auto& r = (*ranges)[i];
-    if (r && !r->tls && r->size > 0) out->push_back({r->address, r->address + r->size, std::string(names[i])});
-  }
+  push_code_ranges(*ranges, 0, names, out);
   return {};
 }
 
@@ -169,13 +177,6 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
   libc_names.insert(libc_names.end(), std::begin(kForkEntries), std::end(kForkEntries));
   auto found = elf_symbol_ranges(libc_file, libc->offset0_start, libc_names);
   FTJIT_TRY(found);
-  // The lists' ranges, in the order of libc_names.
-  auto ranges_from = [&](size_t first, std::span<const std::string_view> names, std::vector<AddressRange>* into) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      const auto& r = (*found)[first + i];
-      if (r && !r->tls && r->size > 0) into->push_back({r->address, r->address + r->size, std::string(names[i])});
-    }
-  };
   if ((*found)[0]) out.dlopen = (*found)[0]->address;
   if ((*found)[1]) out.dlclose = (*found)[1]->address;
   if ((out.dlopen == 0 || out.dlclose == 0) && libdl != nullptr) {
@@ -224,8 +225,8 @@ Result<TargetLibc> read_target_libc(const TargetInfo& target) {
     }
   }
 
-  ranges_from(std::size(kLibcNames), kLibcLockHolders, &out.lock_holders);
-  ranges_from(std::size(kLibcNames) + std::size(kLibcLockHolders), kForkEntries, &out.fork_entries);
+  push_code_ranges(*found, std::size(kLibcNames), kLibcLockHolders, &out.lock_holders);
+  push_code_ranges(*found, std::size(kLibcNames) + std::size(kLibcLockHolders), kForkEntries, &out.fork_entries);
   for (const Mapping* m : code_of(*maps, libc->path)) out.chain_ends.push_back({m->start, m->end, "libc"});
   if (auto auxv = read_text_file("/proc/" + std::to_string(pid) + "/auxv")) {
     for (size_t at = 0; at + 16 <= auxv->size(); at += 16) {
