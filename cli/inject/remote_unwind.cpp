@@ -15,13 +15,28 @@
 // (the rest of the frame's CFI is right as it is), and every return
 // address is stripped with the kernel's code-pointer mask before libunwind
 // looks it up or steps from it. libunwind 1.7 and later do both themselves.
+//
+// libunwind 1.6's lookup of a module's CFI (_UPT_find_proc_info) takes the
+// mapping that holds the pc for the start of a PT_LOAD segment: it needs a
+// segment whose p_offset is the mapping's file offset, which holds for
+// GNU ld's page-aligned segments. lld packs its segments (p_offset is not a
+// multiple of the page size, the mapping starts at the page below), so no
+// frame of an lld-linked program had CFI, no thread of one stood at a safe
+// point, and `ftjit attach` gave up. Where libunwind finds nothing, the
+// module's .eh_frame_hdr (PT_GNU_EH_FRAME) is found here from its program
+// headers, read from the target's memory, and searched by libunwind's own
+// table search.
 #include <elf.h>
 #include <libunwind-ptrace.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -102,13 +117,21 @@ class PageCache {
 };
 
 struct RemoteThread {
-  explicit RemoteThread(pid_t tid) : memory(tid) {}
+  explicit RemoteThread(pid_t tid_in) : tid(tid_in), memory(tid_in) {}
+  pid_t tid;
   void* upt = nullptr;
   uint64_t insn_mask = 0;
   PageCache memory;
   // Target addresses of DW_CFA_AARCH64_negate_ra_state opcodes that reads
   // present as DW_CFA_nop.
   std::unordered_set<uint64_t> negate_ra_state_at;
+  // The process's file mappings, read once a walk (the thread is stopped),
+  // when a pc's module is looked up here (find_by_program_headers).
+  struct Mapping {
+    uint64_t start, end, offset;
+    std::string path;
+  };
+  std::optional<std::vector<Mapping>> mappings;
 };
 
 // libunwind passes the accessors' argument on to the _UPT functions, and
@@ -214,9 +237,113 @@ void find_negate_ra_state(unw_addr_space_t as, RemoteThread& r, uint64_t start, 
   }
 }
 
+// libunwind's search of an .eh_frame_hdr table (what _UPT_find_proc_info
+// calls once it has found one); exported, not declared by its headers.
+extern "C" int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di,
+                                                  unw_proc_info_t* pi, int need_unwind_info, void* arg);
+
+const std::vector<RemoteThread::Mapping>& file_mappings(RemoteThread& r, pid_t tid) {
+  if (r.mappings) return *r.mappings;
+  r.mappings.emplace();
+  auto text = read_text_file("/proc/" + std::to_string(tid) + "/maps");
+  if (!text) return *r.mappings;
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // start-end perms offset dev inode path
+    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = {}, dev[16] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %llu %n", &start, &end, perms, &offset, dev, &inode,
+                    &path_at) < 6 ||
+        inode == 0 || path_at <= 0 || static_cast<size_t>(path_at) >= line.size())
+      continue;
+    r.mappings->push_back({start, end, offset, line.substr(static_cast<size_t>(path_at))});
+  }
+  return *r.mappings;
+}
+
+bool read_target(unw_addr_space_t as, RemoteThread& r, void* arg, uint64_t addr, void* out, size_t n) {
+  auto* bytes = static_cast<uint8_t*>(out);
+  for (size_t done = 0; done < n;) {
+    unw_word_t word = 0;
+    const uint64_t at = addr + done;
+    const uint64_t aligned = at & ~uint64_t{sizeof word - 1};
+    if (!r.memory.read(aligned, &word, as, arg)) return false;
+    const size_t skip = at - aligned;
+    const size_t take = std::min(sizeof word - skip, n - done);
+    std::memcpy(bytes + done, reinterpret_cast<const uint8_t*>(&word) + skip, take);
+    done += take;
+  }
+  return true;
+}
+
+// The CFI of the module that maps `ip`, found from its program headers in
+// the target's memory (see the top of this file). -UNW_ENOINFO when there
+// is none.
+int find_by_program_headers(unw_addr_space_t as, RemoteThread& r, pid_t tid, unw_word_t ip, unw_proc_info_t* pi,
+                            int need_unwind_info, void* arg) {
+  const auto& maps = file_mappings(r, tid);
+  auto hit = std::find_if(maps.begin(), maps.end(), [&](const RemoteThread::Mapping& m) {
+    return ip >= m.start && ip < m.end;
+  });
+  if (hit == maps.end()) return -UNW_ENOINFO;
+  // The module's first mapping (file offset 0) holds its ELF and program
+  // headers with either linker.
+  auto first = std::find_if(maps.begin(), maps.end(), [&](const RemoteThread::Mapping& m) {
+    return m.offset == 0 && m.path == hit->path;
+  });
+  if (first == maps.end() || first->start > hit->start) return -UNW_ENOINFO;
+  Elf64_Ehdr eh;
+  if (!read_target(as, r, arg, first->start, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+      eh.e_phnum > 64)
+    return -UNW_ENOINFO;
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (!read_target(as, r, arg, first->start + eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr)))
+    return -UNW_ENOINFO;
+  // The load bias, from the segment whose file bytes hold the pc.
+  const uint64_t file_at = hit->offset + (ip - hit->start);
+  std::optional<uint64_t> bias;
+  const Elf64_Phdr* text = nullptr;
+  const Elf64_Phdr* eh_frame_hdr = nullptr;
+  for (const Elf64_Phdr& p : ph) {
+    if (p.p_type == PT_LOAD && file_at >= p.p_offset && file_at < p.p_offset + p.p_filesz) {
+      bias = ip - (p.p_vaddr + (file_at - p.p_offset));
+      text = &p;
+    }
+    if (p.p_type == PT_GNU_EH_FRAME) eh_frame_hdr = &p;
+  }
+  if (!bias || text == nullptr || eh_frame_hdr == nullptr) return -UNW_ENOINFO;
+  // .eh_frame_hdr: version 1, the encodings of eh_frame_ptr, fde_count
+  // and the table; then eh_frame_ptr, fde_count, and the sorted table of
+  // (initial location, FDE) pairs, each 4 bytes relative to the header
+  // (DW_EH_PE_datarel | DW_EH_PE_sdata4), which is what libunwind searches.
+  const uint64_t hdr = *bias + eh_frame_hdr->p_vaddr;
+  uint8_t head[12];
+  if (!read_target(as, r, arg, hdr, head, sizeof head)) return -UNW_ENOINFO;
+  constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarelSdata4 = 0x3b, kOmit = 0xff;
+  const auto four_bytes = [](uint8_t enc) { return (enc & 0x0f) == kUdata4 || (enc & 0x0f) == kSdata4; };
+  if (head[0] != 1 || !four_bytes(head[1]) || head[2] == kOmit || (head[2] & 0x0f) != kUdata4 ||
+      head[3] != kDatarelSdata4)
+    return -UNW_ENOINFO;
+  uint32_t fde_count = 0;
+  std::memcpy(&fde_count, head + 8, sizeof fde_count);
+  unw_dyn_info_t di;
+  std::memset(&di, 0, sizeof di);
+  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di.start_ip = *bias + text->p_vaddr;
+  di.end_ip = *bias + text->p_vaddr + text->p_memsz;
+  di.u.rti.segbase = hdr;
+  di.u.rti.table_data = hdr + sizeof head;
+  di.u.rti.table_len = uint64_t{fde_count} * 8 / sizeof(unw_word_t);
+  return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
+}
+
 int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
   RemoteThread& r = *walking;
   int rc = _UPT_find_proc_info(as, ip & ~r.insn_mask, pi, need_unwind_info, arg);
+  if (rc < 0) rc = find_by_program_headers(as, r, r.tid, ip & ~r.insn_mask, pi, need_unwind_info, arg);
   // A DWARF FDE's unwind info starts with the target addresses of its
   // CIE's and its own instructions (libunwind's dwarf_cie_info_t).
   if (kRewriteNegateRaState && rc == 0 && need_unwind_info && pi->format == UNW_INFO_FORMAT_TABLE &&

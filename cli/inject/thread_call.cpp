@@ -207,8 +207,13 @@ struct ThreadCall::State {
   // Seizes tid and waits for its interrupt stop. Signals that arrive on
   // the way are delivered as they would have been.
   Status stop_thread(Clock::time_point deadline) {
-    if (::ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD)) != 0)
-      return detail::seize_refused(pid, tid, errno);
+    if (::ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACESYSGOOD)) != 0) {
+      const int err = errno;
+      // Listed a moment ago, gone now (a short-lived thread): seize() then
+      // tries the next one.
+      if (err == ESRCH) phase = Phase::kGone;
+      return detail::seize_refused(pid, tid, err);
+    }
     phase = Phase::kStopped;
     ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
     for (;;) {
