@@ -17,6 +17,7 @@
 
 #include "core/site.h"
 #include "runtime/agent/agent_phase.h"
+#include "runtime/control/latency_slice.h"
 #include "runtime/thread_control.h"
 
 namespace ftjit::agent {
@@ -81,6 +82,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& sessio
   ControlServer* raw = s.get();
   s->thread_ = std::thread([raw] {
     pthread_setname_np(pthread_self(), "ftjit-agent");
+    (void)control::request_short_slice();  // latency_slice.h: why
     mark_own_thread();  // never traced: counts are the program's
     set_phase(kPhaseServing);
     raw->loop();

@@ -2,6 +2,8 @@
 // The control channel: messages survive the round trip, a decoder refuses
 // what is malformed, and frames cross a real socket pair, with an fd.
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include <thread>
 
+#include "runtime/control/latency_slice.h"
 #include "runtime/control/protocol.h"
 
 namespace ftjit::control {
@@ -301,6 +304,47 @@ TEST(Control, FramesAndFdOverASocket) {
   close(sv[1]);
   close(pipefd[0]);
   close(pipefd[1]);
+}
+
+// The kernel's sched_attr as sched_getattr(2) fills it (its first version,
+// 48 bytes): <linux/sched/types.h> cannot be included beside <thread>.
+struct KernelSchedAttr {
+  uint32_t size;
+  uint32_t policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime;
+  uint64_t deadline;
+  uint64_t period;
+};
+
+// The short slice changes the calling thread's slice only: its policy and
+// nice value stay, and the other threads keep theirs.
+TEST(Control, ShortSliceKeepsPolicyAndNice) {
+  KernelSchedAttr before_main{};
+  ASSERT_EQ(syscall(SYS_sched_getattr, 0, &before_main, sizeof before_main, 0), 0);
+  std::thread([&] {
+    const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+    // A nice value of its own, which a careless sched_setattr (nice 0)
+    // would reset when run as root and fail with EPERM otherwise.
+    ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 7), 0);
+    const bool granted = request_short_slice();
+    KernelSchedAttr after{};
+    ASSERT_EQ(syscall(SYS_sched_getattr, 0, &after, sizeof after, 0), 0);
+    EXPECT_EQ(after.policy, 0u);  // SCHED_OTHER
+    EXPECT_EQ(after.nice, 7);
+    // A kernel with EEVDF's slice requests (6.12+) reports it; an older one
+    // accepts the call and keeps no slice (0), or refuses it (ENOSYS under
+    // an old qemu-user), which changes nothing.
+    if (granted) {
+      EXPECT_TRUE(after.runtime == 100'000 || after.runtime == 0) << after.runtime;
+    }
+  }).join();
+  KernelSchedAttr after_main{};
+  ASSERT_EQ(syscall(SYS_sched_getattr, 0, &after_main, sizeof after_main, 0), 0);
+  EXPECT_EQ(after_main.runtime, before_main.runtime);
+  EXPECT_EQ(after_main.nice, before_main.nice);
 }
 
 }  // namespace
