@@ -31,11 +31,13 @@ cd "$(dirname "$0")/.."
 # libprotobuf-dev, zlib1g-dev: `--format pprof` of flame, encoded by
 # libprotobuf (protoc compiles cli/proto/pprof_profile.proto) and gzipped
 # by zlib, in the CLI only (cli/flame_pprof.cpp).
+# lld: the linker of the builds for x86-64 and arm64 (CMakeLists.txt says
+# why).
 # python3: Debian's interpreter, the tests' drivers' (CMakeLists.txt prefers
 # /usr/bin/python3 to a version manager's shim on PATH).
 # chromium-headless-shell: a real browser (Chromium without its UI) that
 # the tests load `flame --format svg`'s pictures in (tests/flame_time).
-PACKAGES=(build-essential cmake python3 clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
+PACKAGES=(build-essential cmake python3 lld clang clang-16 libclang-rt-16-dev libasmjit-dev libspdlog-dev libcli11-dev
           libgtest-dev libgmock-dev llvm-16-dev libzstd-dev libclang-rt-14-dev libunwind-dev libdw-dev libbz2-dev
           protobuf-compiler libprotobuf-dev zlib1g-dev uftrace chromium-headless-shell nlohmann-json3-dev
           g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
