@@ -31,8 +31,7 @@ cd "$(dirname "$0")/.."
 # libprotobuf-dev, zlib1g-dev: `--format pprof` of flame, encoded by
 # libprotobuf (protoc compiles cli/proto/pprof_profile.proto) and gzipped
 # by zlib, in the CLI only (cli/flame_pprof.cpp).
-# lld: the linker of the builds for x86-64 and arm64 (CMakeLists.txt says
-# why).
+# lld: the linker of the host builds (CMakeLists.txt says why).
 # python3: Debian's interpreter, the tests' drivers' (CMakeLists.txt prefers
 # /usr/bin/python3 to a version manager's shim on PATH).
 # chromium-headless-shell: a real browser (Chromium without its UI) that
