@@ -314,6 +314,29 @@ TEST_F(Inject, LoadsAndUnloadsLibrary) {
   expect_clean_finish(t);
 }
 
+// The same program linked by the other linker than the build's: GNU ld's
+// page-aligned segments or lld's packed ones. libunwind 1.6 alone found no
+// CFI in an lld-linked program's frames, so no thread of one stood at a
+// safe point and every injection gave up (cli/inject/remote_unwind.cpp).
+TEST_F(Inject, LoadsIntoAProgramOfTheOtherLinker) {
+  const std::string other = FTJIT_INJECT_OTHER_LINKER_TARGET;
+  if (other.empty()) GTEST_SKIP() << "the compiler links with one linker only";
+  const std::string& expected = untraced_output();
+  ASSERT_FALSE(expected.empty());
+  Target t({other});
+  start(t);
+  ::unlink(marker_path(t.pid()).c_str());
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+  Status unloaded = unload_library(*info, *handle, kTimeout);
+  ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+  expect_clean_finish(t);
+}
+
 TEST_F(Inject, CallsFunctionsWithArgumentsRepeatedly) {
   Target t({FTJIT_INJECT_TARGET});
   start(t);
