@@ -10,6 +10,7 @@
 #include "cli/inject/inject_internal.h"
 #include "cli/inject/target_libc.h"
 #include "cli/inject/thread_call.h"
+#include "runtime/control/latency_slice.h"
 
 namespace ftjit::inject {
 namespace {
@@ -33,7 +34,13 @@ Result<uint64_t> inject_library(const TargetInfo& target, const std::string& pat
   auto path = call->push_string(path_in_target);
   FTJIT_TRY(path);
   const uint64_t args[] = {*path, RTLD_NOW};
-  FTJIT_TRY(call->run(libc->dlopen, args, remaining(deadline)));
+  {
+    // The loader's work (mapping, relocating, the constructors) on a
+    // thread that would otherwise wait behind every busy thread of its
+    // process between turns (runtime/control/latency_slice.h).
+    control::ShortSliceFor short_turns(call->tid());
+    FTJIT_TRY(call->run(libc->dlopen, args, remaining(deadline)));
+  }
   // dlopen's value went with its return through rt_sigreturn: the handle
   // is the loader's entry for the file, if it has one now.
   auto handle = detail::loaded_object_handle(target.pid, *libc, path_in_target);

@@ -12,17 +12,60 @@
 
 namespace ftjit::control {
 
-bool request_short_slice() {
-  // Keep the thread's policy and nice value: only the slice changes, and
-  // only for SCHED_OTHER (a real-time or idle thread is left alone).
+namespace {
+
+constexpr unsigned long long kShortSliceNs = 100 * 1000;  // EEVDF's shortest
+
+// What sched_getattr reports for a thread that asked for no slice (the
+// kernel's default, 0 before EEVDF's slice requests): this thread's before
+// its first request. 0 until then. (GCC's atomic builtins: <atomic> would
+// bring in <sched.h>.)
+unsigned long long g_default_runtime = 0;
+
+void record_default(unsigned long long runtime) {
+  unsigned long long unset = 0;
+  __atomic_compare_exchange_n(&g_default_runtime, &unset, runtime, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+bool get_attr(int tid, struct sched_attr* attr) {
+  std::memset(attr, 0, sizeof *attr);
+  return syscall(SYS_sched_getattr, tid, attr, sizeof *attr, 0) == 0;
+}
+
+// Sets thread tid's slice request, keeping its policy (SCHED_OTHER only: a
+// real-time or idle thread is left alone), nice value and reset-on-fork.
+bool set_runtime(int tid, unsigned long long runtime, unsigned long long* before) {
   struct sched_attr attr;
-  std::memset(&attr, 0, sizeof attr);
-  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return false;
-  if (attr.sched_policy != SCHED_NORMAL) return false;
+  if (!get_attr(tid, &attr) || attr.sched_policy != SCHED_NORMAL) return false;
+  if (before != nullptr) *before = attr.sched_runtime;
   attr.size = sizeof attr;
   attr.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
-  attr.sched_runtime = 100 * 1000;  // ns: EEVDF's shortest slice
-  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+  attr.sched_runtime = runtime;
+  return syscall(SYS_sched_setattr, tid, &attr, 0) == 0;
+}
+
+}  // namespace
+
+bool request_short_slice() {
+  unsigned long long before = 0;
+  if (!set_runtime(0, kShortSliceNs, &before)) return false;
+  if (before != kShortSliceNs) record_default(before);
+  return true;
+}
+
+ShortSliceFor::ShortSliceFor(int tid) : tid_(tid) {
+  // This thread's own slice, if it asked for none yet, is the default.
+  struct sched_attr own;
+  if (__atomic_load_n(&g_default_runtime, __ATOMIC_RELAXED) == 0 && get_attr(0, &own) &&
+      own.sched_runtime != kShortSliceNs)
+    record_default(own.sched_runtime);
+  changed_ = tid > 0 && set_runtime(tid, kShortSliceNs, &saved_runtime_);
+}
+
+ShortSliceFor::~ShortSliceFor() {
+  if (!changed_) return;
+  const unsigned long long default_runtime = __atomic_load_n(&g_default_runtime, __ATOMIC_RELAXED);
+  (void)set_runtime(tid_, saved_runtime_ == default_runtime ? 0 : saved_runtime_, nullptr);
 }
 
 }  // namespace ftjit::control

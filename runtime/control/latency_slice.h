@@ -22,4 +22,28 @@ namespace ftjit::control {
 // false when the kernel refused (nothing changed then).
 bool request_short_slice();
 
+// A short slice for thread `tid` of another process (one this process may
+// schedule: the same user, or CAP_SYS_NICE) while the guard lives, then
+// its own attributes back: the target's thread that runs the injected
+// dlopen (cli/inject/ptrace_inject.cpp), which otherwise waits its turn
+// behind every busy thread of its process. A slice the thread had of its
+// own is put back as it was; the default one is put back as the default
+// (a request of 0), not as a value that happens to equal it. If this
+// process dies first, the thread keeps the short slice: shorter turns,
+// the same share of the CPU.
+class ShortSliceFor {
+ public:
+  explicit ShortSliceFor(int tid);
+  ~ShortSliceFor();
+  ShortSliceFor(const ShortSliceFor&) = delete;
+  ShortSliceFor& operator=(const ShortSliceFor&) = delete;
+
+  bool changed() const { return changed_; }
+
+ private:
+  int tid_;
+  bool changed_ = false;
+  unsigned long long saved_runtime_ = 0;
+};
+
 }  // namespace ftjit::control

@@ -259,6 +259,31 @@ std::string signal_state(pid_t pid, pid_t tid) {
   return out;
 }
 
+// Every thread's scheduling attributes as sched_getattr(2) reports them
+// (policy, nice, slice), which an injection gives a short slice to for the
+// loader's call and must give back (runtime/control/latency_slice.h).
+std::string sched_state(pid_t pid) {
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+  } attr;
+  std::string out;
+  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (dir == nullptr) return out;
+  while (dirent* de = ::readdir(dir)) {
+    const long tid = std::strtol(de->d_name, nullptr, 10);
+    std::memset(&attr, 0, sizeof attr);
+    if (tid <= 0 || syscall(SYS_sched_getattr, tid, &attr, sizeof attr, 0) != 0) continue;
+    out += std::to_string(tid) + ":" + std::to_string(attr.policy) + "," + std::to_string(attr.nice) + "," +
+           std::to_string(attr.runtime) + ";";
+  }
+  ::closedir(dir);
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Success paths
 // ---------------------------------------------------------------------------
@@ -289,10 +314,12 @@ TEST_F(Inject, LoadsAndUnloadsLibrary) {
   ASSERT_TRUE(staged.ok()) << staged.error().message;
   EXPECT_EQ(*staged, FTJIT_INJECT_TESTLIB);  // same root: no copy
 
+  const std::string scheduling = sched_state(t.pid());
   auto handle = inject_library(*info, *staged, kTimeout);
   ASSERT_TRUE(handle.ok()) << handle.error().message;
   EXPECT_NE(*handle, 0u);
   EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+  EXPECT_EQ(sched_state(t.pid()), scheduling);  // the borrowed thread's slice given back
 
   const std::string lib = basename_of(FTJIT_INJECT_TESTLIB);
   auto state = symbol_in_target(t.pid(), lib, "ftjit_inject_test_state");

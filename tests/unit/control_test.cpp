@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "runtime/control/latency_slice.h"
@@ -345,6 +347,38 @@ TEST(Control, ShortSliceKeepsPolicyAndNice) {
   ASSERT_EQ(syscall(SYS_sched_getattr, 0, &after_main, sizeof after_main, 0), 0);
   EXPECT_EQ(after_main.runtime, before_main.runtime);
   EXPECT_EQ(after_main.nice, before_main.nice);
+}
+
+// Another thread's short slice lasts as long as the guard, then its own
+// attributes are back: the default slice as the default, a nice value kept.
+TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 5);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  KernelSchedAttr before{};
+  ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &before, sizeof before, 0), 0);
+  {
+    ShortSliceFor guard(tid);
+    KernelSchedAttr during{};
+    ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &during, sizeof during, 0), 0);
+    EXPECT_EQ(during.policy, 0u);
+    EXPECT_EQ(during.nice, before.nice);
+    if (guard.changed() && before.runtime != 0) {
+      EXPECT_EQ(during.runtime, 100'000u);  // a kernel that reports slices
+    }
+  }
+  KernelSchedAttr after{};
+  ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &after, sizeof after, 0), 0);
+  EXPECT_EQ(after.runtime, before.runtime);
+  EXPECT_EQ(after.nice, before.nice);
+  EXPECT_EQ(after.policy, before.policy);
+  done = true;
+  worker.join();
 }
 
 }  // namespace
