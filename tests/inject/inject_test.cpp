@@ -288,6 +288,20 @@ std::string sched_state(pid_t pid) {
 // Success paths
 // ---------------------------------------------------------------------------
 
+// Loads the test library into a started target and unloads it, each step
+// seen by the library's marker file.
+void load_and_unload_testlib(Target& t) {
+  ::unlink(marker_path(t.pid()).c_str());
+  auto info = inspect_target(t.pid());
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
+  Status unloaded = unload_library(*info, *handle, kTimeout);
+  ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
+  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+}
+
 TEST_F(Inject, LoadsAndUnloadsLibrary) {
   const std::string& expected = untraced_output();
   ASSERT_FALSE(expected.empty());
@@ -352,15 +366,7 @@ TEST_F(Inject, LoadsIntoAProgramOfTheOtherLinker) {
   ASSERT_FALSE(expected.empty());
   Target t({other});
   start(t);
-  ::unlink(marker_path(t.pid()).c_str());
-  auto info = inspect_target(t.pid());
-  ASSERT_TRUE(info.ok()) << info.error().message;
-  auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
-  ASSERT_TRUE(handle.ok()) << handle.error().message;
-  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
-  Status unloaded = unload_library(*info, *handle, kTimeout);
-  ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
-  EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+  ASSERT_NO_FATAL_FAILURE(load_and_unload_testlib(t));
   expect_clean_finish(t);
 }
 
@@ -563,15 +569,7 @@ TEST_F(Inject, ReturnMarkerNeverReachesTheProgramsHandlers) {
     SCOPED_TRACE(std::string("signals handled: ") + handled);
     Target t({FTJIT_INJECT_TARGET, "--catch-markers", handled});
     start(t);
-    ::unlink(marker_path(t.pid()).c_str());
-    auto info = inspect_target(t.pid());
-    ASSERT_TRUE(info.ok()) << info.error().message;
-    auto handle = inject_library(*info, FTJIT_INJECT_TESTLIB, kTimeout);
-    ASSERT_TRUE(handle.ok()) << handle.error().message;
-    EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\n");
-    Status unloaded = unload_library(*info, *handle, kTimeout);
-    ASSERT_TRUE(unloaded.ok()) << unloaded.error().message;
-    EXPECT_EQ(slurp(marker_path(t.pid())), "loaded\nunloaded\n");
+    ASSERT_NO_FATAL_FAILURE(load_and_unload_testlib(t));
     auto caught = symbol_in_target(t.pid(), basename_of(FTJIT_INJECT_TARGET), "inject_target_caught_markers");
     ASSERT_TRUE(caught.ok()) << caught.error().message;
     std::this_thread::sleep_for(50ms);  // a stray one would have landed by now
