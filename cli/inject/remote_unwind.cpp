@@ -32,10 +32,8 @@
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -125,12 +123,8 @@ struct RemoteThread {
   // Target addresses of DW_CFA_AARCH64_negate_ra_state opcodes that reads
   // present as DW_CFA_nop.
   std::unordered_set<uint64_t> negate_ra_state_at;
-  // The process's file mappings, read once a walk (the thread is stopped),
+  // The process's mappings, read once a walk (the thread is stopped),
   // when a pc's module is looked up here (find_by_program_headers).
-  struct Mapping {
-    uint64_t start, end, offset;
-    std::string path;
-  };
   std::optional<std::vector<Mapping>> mappings;
 };
 
@@ -242,23 +236,14 @@ void find_negate_ra_state(unw_addr_space_t as, RemoteThread& r, uint64_t start, 
 extern "C" int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di,
                                                   unw_proc_info_t* pi, int need_unwind_info, void* arg);
 
-const std::vector<RemoteThread::Mapping>& file_mappings(RemoteThread& r, pid_t tid) {
-  if (r.mappings) return *r.mappings;
-  r.mappings.emplace();
-  auto text = read_text_file("/proc/" + std::to_string(tid) + "/maps");
-  if (!text) return *r.mappings;
-  std::istringstream lines(*text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    // start-end perms offset dev inode path
-    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-    char perms[8] = {}, dev[16] = {};
-    int path_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %llu %n", &start, &end, perms, &offset, dev, &inode,
-                    &path_at) < 6 ||
-        inode == 0 || path_at <= 0 || static_cast<size_t>(path_at) >= line.size())
-      continue;
-    r.mappings->push_back({start, end, offset, line.substr(static_cast<size_t>(path_at))});
+const std::vector<Mapping>& file_mappings(RemoteThread& r, pid_t tid) {
+  if (!r.mappings) {
+    auto maps = read_maps(tid);
+    r.mappings.emplace();
+    if (maps) {
+      for (Mapping& m : *maps)
+        if (m.inode != 0 && !m.path.empty()) r.mappings->push_back(std::move(m));
+    }
   }
   return *r.mappings;
 }
@@ -284,13 +269,13 @@ bool read_target(unw_addr_space_t as, RemoteThread& r, void* arg, uint64_t addr,
 int find_by_program_headers(unw_addr_space_t as, RemoteThread& r, pid_t tid, unw_word_t ip, unw_proc_info_t* pi,
                             int need_unwind_info, void* arg) {
   const auto& maps = file_mappings(r, tid);
-  auto hit = std::find_if(maps.begin(), maps.end(), [&](const RemoteThread::Mapping& m) {
+  auto hit = std::find_if(maps.begin(), maps.end(), [&](const Mapping& m) {
     return ip >= m.start && ip < m.end;
   });
   if (hit == maps.end()) return -UNW_ENOINFO;
   // The module's first mapping (file offset 0) holds its ELF and program
   // headers with either linker.
-  auto first = std::find_if(maps.begin(), maps.end(), [&](const RemoteThread::Mapping& m) {
+  auto first = std::find_if(maps.begin(), maps.end(), [&](const Mapping& m) {
     return m.offset == 0 && m.path == hit->path;
   });
   if (first == maps.end() || first->start > hit->start) return -UNW_ENOINFO;

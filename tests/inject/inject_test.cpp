@@ -26,6 +26,7 @@
 #include "cli/inject/ptrace_inject.h"
 #include "cli/inject/target_libc.h"
 #include "cli/inject/thread_call.h"
+#include "tests/common/sched_attr.h"
 
 extern char** environ;
 
@@ -266,20 +267,13 @@ std::string signal_state(pid_t pid, pid_t tid) {
 // (policy, nice, slice), which an injection gives a short slice to for the
 // loader's call and must give back (runtime/control/latency_slice.h).
 std::string sched_state(pid_t pid) {
-  struct {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-  } attr;
   std::string out;
   DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
   if (dir == nullptr) return out;
   while (dirent* de = ::readdir(dir)) {
     const long tid = std::strtol(de->d_name, nullptr, 10);
-    std::memset(&attr, 0, sizeof attr);
-    if (tid <= 0 || syscall(SYS_sched_getattr, tid, &attr, sizeof attr, 0) != 0) continue;
+    test::KernelSchedAttr attr;
+    if (tid <= 0 || !test::read_sched_attr(static_cast<pid_t>(tid), &attr)) continue;
     out += std::to_string(tid) + ":" + std::to_string(attr.policy) + "," + std::to_string(attr.nice) + "," +
            std::to_string(attr.runtime) + ";";
   }

@@ -14,10 +14,14 @@
 #include <thread>
 
 #include "runtime/control/latency_slice.h"
+#include "tests/common/sched_attr.h"
 #include "runtime/control/protocol.h"
 
 namespace ftjit::control {
 namespace {
+
+using test::KernelSchedAttr;
+using test::read_sched_attr;
 
 TEST(Control, AttachRoundTrip) {
   Attach a;
@@ -308,24 +312,11 @@ TEST(Control, FramesAndFdOverASocket) {
   close(pipefd[1]);
 }
 
-// The kernel's sched_attr as sched_getattr(2) fills it (its first version,
-// 48 bytes): <linux/sched/types.h> cannot be included beside <thread>.
-struct KernelSchedAttr {
-  uint32_t size;
-  uint32_t policy;
-  uint64_t flags;
-  int32_t nice;
-  uint32_t priority;
-  uint64_t runtime;
-  uint64_t deadline;
-  uint64_t period;
-};
-
 // The short slice changes the calling thread's slice only: its policy and
 // nice value stay, and the other threads keep theirs.
 TEST(Control, ShortSliceKeepsPolicyAndNice) {
   KernelSchedAttr before_main{};
-  ASSERT_EQ(syscall(SYS_sched_getattr, 0, &before_main, sizeof before_main, 0), 0);
+  ASSERT_TRUE(read_sched_attr(0, &before_main));
   std::thread([&] {
     const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
     // A nice value of its own, which a careless sched_setattr (nice 0)
@@ -333,7 +324,7 @@ TEST(Control, ShortSliceKeepsPolicyAndNice) {
     ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 7), 0);
     const bool granted = request_short_slice();
     KernelSchedAttr after{};
-    ASSERT_EQ(syscall(SYS_sched_getattr, 0, &after, sizeof after, 0), 0);
+    ASSERT_TRUE(read_sched_attr(0, &after));
     EXPECT_EQ(after.policy, 0u);  // SCHED_OTHER
     EXPECT_EQ(after.nice, 7);
     // A kernel with EEVDF's slice requests (6.12+) reports it; an older one
@@ -344,7 +335,7 @@ TEST(Control, ShortSliceKeepsPolicyAndNice) {
     }
   }).join();
   KernelSchedAttr after_main{};
-  ASSERT_EQ(syscall(SYS_sched_getattr, 0, &after_main, sizeof after_main, 0), 0);
+  ASSERT_TRUE(read_sched_attr(0, &after_main));
   EXPECT_EQ(after_main.runtime, before_main.runtime);
   EXPECT_EQ(after_main.nice, before_main.nice);
 }
@@ -361,11 +352,11 @@ TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
   });
   while (tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   KernelSchedAttr before{};
-  ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &before, sizeof before, 0), 0);
+  ASSERT_TRUE(read_sched_attr(tid.load(), &before));
   {
     ShortSliceFor guard(tid);
     KernelSchedAttr during{};
-    ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &during, sizeof during, 0), 0);
+    ASSERT_TRUE(read_sched_attr(tid.load(), &during));
     EXPECT_EQ(during.policy, 0u);
     EXPECT_EQ(during.nice, before.nice);
     if (guard.changed() && before.runtime != 0) {
@@ -373,7 +364,7 @@ TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
     }
   }
   KernelSchedAttr after{};
-  ASSERT_EQ(syscall(SYS_sched_getattr, tid.load(), &after, sizeof after, 0), 0);
+  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
   EXPECT_EQ(after.runtime, before.runtime);
   EXPECT_EQ(after.nice, before.nice);
   EXPECT_EQ(after.policy, before.policy);
