@@ -17,7 +17,6 @@
 #include "cli/inject/ptrace_inject.h"
 #include "cli/process_modules.h"
 #include "cli/session_driver.h"
-#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -35,8 +34,6 @@ int run_attach(const AttachOptions& o) {
     std::fprintf(stderr, "ftjit attach: %s\n", message.c_str());
     return 1;
   };
-  // Every step below waits on the target or its agent (latency_slice.h).
-  (void)control::request_short_slice();
   PhaseClock phases;
   // The plugins and options, before anything else.
   if (auto request = make_attach_request(o.trace); !request) return fail(request.error().message);

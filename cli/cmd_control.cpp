@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "cli/option_values.h"
 #include "cli/record_options.h"
-#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -25,7 +24,6 @@ struct ControlOptions {
 };
 
 int run_control(const ControlOptions& o) {
-  (void)control::request_short_slice();  // it waits on the agent: latency_slice.h
   auto fail = [](const std::string& message) {
     std::fprintf(stderr, "ftjit control: %s\n", message.c_str());
     return 1;

@@ -8,7 +8,6 @@
 #include "cli/agent_unload.h"
 #include "cli/commands.h"
 #include "cli/option_values.h"
-#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -20,7 +19,6 @@ struct DetachOptions {
 };
 
 int run_detach(const DetachOptions& o) {
-  (void)control::request_short_slice();  // it waits on the agent: latency_slice.h
   auto fail = [](const std::string& message) {
     std::fprintf(stderr, "ftjit detach: %s\n", message.c_str());
     return 1;

@@ -7,7 +7,6 @@
 #include "cli/agent_client.h"
 #include "cli/commands.h"
 #include "cli/option_values.h"
-#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -18,7 +17,6 @@ struct StatusOptions {
 };
 
 int run_status(const StatusOptions& o) {
-  (void)control::request_short_slice();  // it waits on the agent: latency_slice.h
   auto fail = [](const std::string& message) {
     std::fprintf(stderr, "ftjit status: %s\n", message.c_str());
     return 1;

@@ -2,15 +2,17 @@
 // Symbol addresses in a target: an ELF64 .dynsym/.symtab lookup of a mapped
 // file, read through /proc/PID/root, shifted by where the file is mapped.
 #include <elf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cli/inject/inject_internal.h"
+#include "cli/mapped_file.h"
 #include "cli/inject/ptrace_inject.h"
 
 namespace ftjit::inject {
@@ -18,72 +20,60 @@ namespace detail {
 
 namespace {
 
-// A file read piecewise with every range checked against its size.
+// The file mapped read-only: the tables are read where they lie (a libc's
+// .dynsym is some 70 KiB, an unstripped library's .symtab megabytes), with
+// no copy into fresh memory, whose first touch of each page was a page
+// fault (~15 us on a paravirtualised guest): most of those of `ftjit
+// attach`. Every range is checked against the file's size.
 class ElfFile {
  public:
-  ElfFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
-  ~ElfFile() { ::close(fd_); }
-  ElfFile(const ElfFile&) = delete;
-  ElfFile& operator=(const ElfFile&) = delete;
-
-  Status read(uint64_t offset, uint64_t size, void* out) const {
-    if (offset > size_ || size > size_ - offset)
-      return make_error(FTJIT_E_ELF, path_ + ": a header points past the end of the file");
-    uint64_t done = 0;
-    while (done < size) {
-      ssize_t n = ::pread(fd_, static_cast<char*>(out) + done, size - done, static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return make_error(FTJIT_E_SYSTEM, errno_message("cannot read " + path_, n < 0 ? errno : EIO));
-      done += static_cast<uint64_t>(n);
-    }
+  Status open(const std::string& path) {
+    path_ = path;
+    std::string err;
+    if (!file_.open(path, &err)) return make_error(FTJIT_E_SYSTEM, err);
+    bytes_ = file_.bytes();
     return {};
   }
+  Result<std::span<const uint8_t>> range(uint64_t offset, uint64_t size) const {
+    if (offset > bytes_.size() || size > bytes_.size() - offset)
+      return make_error(FTJIT_E_ELF, path_ + ": a header points past the end of the file");
+    return bytes_.subspan(offset, size);
+  }
   template <typename T>
-  Result<std::vector<T>> read_array(uint64_t offset, uint64_t bytes) const {
-    std::vector<T> v(bytes / sizeof(T));
-    FTJIT_TRY(read(offset, v.size() * sizeof(T), v.data()));
+  Result<T> read(uint64_t offset) const {
+    auto r = range(offset, sizeof(T));
+    FTJIT_TRY(r);
+    T v;
+    std::memcpy(&v, r->data(), sizeof v);
     return v;
   }
-  uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
  private:
-  int fd_;
-  uint64_t size_;
+  cli::MappedFile file_;
+  std::span<const uint8_t> bytes_;
   std::string path_;
 };
 
-struct Found {
-  bool found = false;
-  bool hidden_version = true;
-  Elf64_Sym sym{};
-};
-
-// One symbol table section read whole: its symbols, their names and, for
-// .dynsym, their versions.
+// One symbol table section as it lies in the file: its symbols, their
+// names and, for .dynsym, their versions (entries read with memcpy: a
+// section's offset need not be aligned in a malformed file).
 struct SymbolTable {
-  std::vector<Elf64_Sym> syms;
-  std::vector<char> strtab;
-  std::vector<uint16_t> versym;
+  std::span<const uint8_t> syms;
+  std::string_view strtab;
+  std::span<const uint8_t> versym;
 
-  // A default-version (or unversioned) definition of name wins over a
-  // hidden one of the same name.
-  Found find(std::string_view name) const {
-    Found best;
-    for (size_t i = 1; i < syms.size(); ++i) {
-      const Elf64_Sym& s = syms[i];
-      if (s.st_shndx == SHN_UNDEF || s.st_name >= strtab.size()) continue;
-      const char* p = strtab.data() + s.st_name;
-      size_t len = strnlen(p, strtab.size() - s.st_name);
-      if (std::string_view(p, len) != name) continue;
-      bool hidden = i < versym.size() && (versym[i] & 0x8000) != 0;
-      if (!best.found || (best.hidden_version && !hidden)) {
-        best.found = true;
-        best.hidden_version = hidden;
-        best.sym = s;
-      }
-    }
-    return best;
+  size_t count() const { return syms.size() / sizeof(Elf64_Sym); }
+  Elf64_Sym sym(size_t i) const {
+    Elf64_Sym s;
+    std::memcpy(&s, syms.data() + i * sizeof s, sizeof s);
+    return s;
+  }
+  bool hidden(size_t i) const {
+    if ((i + 1) * 2 > versym.size()) return false;
+    uint16_t v;
+    std::memcpy(&v, versym.data() + i * 2, 2);
+    return (v & 0x8000) != 0;
   }
 };
 
@@ -92,19 +82,19 @@ Result<SymbolTable> read_table(const ElfFile& f, const std::vector<Elf64_Shdr>& 
   if (tab.sh_entsize != sizeof(Elf64_Sym) || tab.sh_link >= sh.size())
     return make_error(FTJIT_E_ELF, f.path() + ": malformed symbol table");
   SymbolTable t;
-  auto syms = f.read_array<Elf64_Sym>(tab.sh_offset, tab.sh_size);
+  auto syms = f.range(tab.sh_offset, tab.sh_size);
   FTJIT_TRY(syms);
-  t.syms = std::move(*syms);
+  t.syms = *syms;
   const Elf64_Shdr& str_sh = sh[tab.sh_link];
-  auto strtab = f.read_array<char>(str_sh.sh_offset, str_sh.sh_size);
+  auto strtab = f.range(str_sh.sh_offset, str_sh.sh_size);
   FTJIT_TRY(strtab);
-  t.strtab = std::move(*strtab);
+  t.strtab = {reinterpret_cast<const char*>(strtab->data()), strtab->size()};
   if (tab.sh_type == SHT_DYNSYM) {
     for (const Elf64_Shdr& s : sh)
       if (s.sh_type == SHT_GNU_versym && s.sh_link == index) {
-        auto v = f.read_array<uint16_t>(s.sh_offset, s.sh_size);
+        auto v = f.range(s.sh_offset, s.sh_size);
         FTJIT_TRY(v);
-        t.versym = std::move(*v);
+        t.versym = *v;
       }
   }
   return t;
@@ -113,63 +103,81 @@ Result<SymbolTable> read_table(const ElfFile& f, const std::vector<Elf64_Shdr>& 
 // An ELF file's symbol tables (.dynsym first, then .symtab) and the load
 // bias of the mapping it was read for.
 struct LoadedSymbols {
+  ElfFile file;
   std::vector<SymbolTable> tables;
   uint64_t bias = 0;
 };
 
-Result<LoadedSymbols> load_symbols(const std::string& file_path, uint64_t offset0_start) {
-  int fd = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(FTJIT_E_SYSTEM, errno_message("cannot open " + file_path, errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return make_error(FTJIT_E_SYSTEM, errno_message("cannot stat " + file_path, e));
-  }
-  ElfFile f(fd, static_cast<uint64_t>(st.st_size), file_path);
-
-  Elf64_Ehdr eh{};
-  FTJIT_TRY(f.read(0, sizeof eh, &eh));
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_ident[EI_DATA] != ELFDATA2LSB)
+Result<std::unique_ptr<LoadedSymbols>> load_symbols(const std::string& file_path, uint64_t offset0_start) {
+  auto out = std::make_unique<LoadedSymbols>();
+  const ElfFile& f = out->file;
+  FTJIT_TRY(out->file.open(file_path));
+  auto eh = f.read<Elf64_Ehdr>(0);
+  FTJIT_TRY(eh);
+  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_ident[EI_DATA] != ELFDATA2LSB)
     return make_error(FTJIT_E_ELF, file_path + " is not an ELF64 little-endian file");
-  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
+  if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0)
     return make_error(FTJIT_E_ELF, file_path + ": no usable program or section headers");
 
   // Load bias: the mapping of file offset 0 holds the first PT_LOAD.
-  auto phdrs = f.read_array<Elf64_Phdr>(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr));
-  FTJIT_TRY(phdrs);
-  const Elf64_Phdr* first_load = nullptr;
-  for (const Elf64_Phdr& ph : *phdrs)
-    if (ph.p_type == PT_LOAD) {
-      first_load = &ph;
-      break;
-    }
+  std::optional<Elf64_Phdr> first_load;
+  for (uint64_t i = 0; i < eh->e_phnum && !first_load; ++i) {
+    auto ph = f.read<Elf64_Phdr>(eh->e_phoff + i * sizeof(Elf64_Phdr));
+    FTJIT_TRY(ph);
+    if (ph->p_type == PT_LOAD) first_load = *ph;
+  }
   if (!first_load) return make_error(FTJIT_E_ELF, file_path + " has no PT_LOAD segment");
   uint64_t link_base = (first_load->p_vaddr - first_load->p_offset) & ~uint64_t{0xfff};
-  LoadedSymbols out;
-  out.bias = eh.e_type == ET_DYN ? offset0_start - link_base : 0;
+  out->bias = eh->e_type == ET_DYN ? offset0_start - link_base : 0;
 
-  auto shdrs = f.read_array<Elf64_Shdr>(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr));
-  FTJIT_TRY(shdrs);
+  std::vector<Elf64_Shdr> shdrs(eh->e_shnum);
+  for (size_t i = 0; i < shdrs.size(); ++i) {
+    auto sh = f.read<Elf64_Shdr>(eh->e_shoff + i * sizeof(Elf64_Shdr));
+    FTJIT_TRY(sh);
+    shdrs[i] = *sh;
+  }
   for (uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
-    for (size_t i = 0; i < shdrs->size(); ++i) {
-      if ((*shdrs)[i].sh_type != type) continue;
-      auto table = read_table(f, *shdrs, i);
+    for (size_t i = 0; i < shdrs.size(); ++i) {
+      if (shdrs[i].sh_type != type) continue;
+      auto table = read_table(f, shdrs, i);
       FTJIT_TRY(table);
-      out.tables.push_back(std::move(*table));
+      out->tables.push_back(*table);
     }
   }
   return out;
 }
 
-// The first table's definition of name, or nullopt.
-std::optional<Elf64_Sym> lookup(const LoadedSymbols& loaded, std::string_view name) {
+// Each name's definition in the first table that has one (a default-version
+// or unversioned definition wins over a hidden one of the same name), or
+// nullopt: one pass over a table for all the names, and a table is read
+// only while a name is still missing (.symtab, the long one, rarely).
+std::vector<std::optional<Elf64_Sym>> lookup(const LoadedSymbols& loaded, std::span<const std::string_view> names) {
+  std::vector<std::optional<Elf64_Sym>> out(names.size());
+  std::unordered_map<std::string_view, size_t> wanted;
+  for (size_t i = 0; i < names.size(); ++i) wanted.emplace(names[i], i);
   for (const SymbolTable& t : loaded.tables) {
-    Found found = t.find(name);
-    if (found.found) return found.sym;
+    if (wanted.empty()) break;
+    std::vector<bool> hidden_found(names.size(), false);
+    std::vector<size_t> found_here;
+    for (size_t i = 1; i < t.count(); ++i) {
+      const Elf64_Sym s = t.sym(i);
+      if (s.st_shndx == SHN_UNDEF || s.st_name >= t.strtab.size()) continue;
+      const char* p = t.strtab.data() + s.st_name;
+      const std::string_view name(p, strnlen(p, t.strtab.size() - s.st_name));
+      auto it = wanted.find(name);
+      if (it == wanted.end()) continue;
+      const size_t k = it->second;
+      const bool hidden = t.hidden(i);
+      if (!out[k]) found_here.push_back(k);
+      if (!out[k] || (hidden_found[k] && !hidden)) {
+        out[k] = s;
+        hidden_found[k] = hidden;
+      }
+    }
+    for (size_t k : found_here) wanted.erase(names[k]);
   }
-  return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -177,14 +185,15 @@ std::optional<Elf64_Sym> lookup(const LoadedSymbols& loaded, std::string_view na
 Result<uint64_t> elf_symbol_address(const std::string& file_path, uint64_t offset0_start, std::string_view symbol) {
   auto loaded = load_symbols(file_path, offset0_start);
   FTJIT_TRY(loaded);
-  auto s = lookup(*loaded, symbol);
+  const std::string_view names[] = {symbol};
+  auto s = lookup(**loaded, names)[0];
   if (!s) return make_error(FTJIT_E_NO_MATCH, file_path + " defines no symbol " + std::string(symbol));
   if (ELF64_ST_TYPE(s->st_info) == STT_TLS)
     return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path + " is thread-local");
   if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC)
     return make_error(FTJIT_E_UNSUPPORTED, std::string(symbol) + " in " + file_path +
                                                " is an IFUNC (its address is the resolver's)");
-  return s->st_shndx == SHN_ABS ? s->st_value : loaded->bias + s->st_value;
+  return s->st_shndx == SHN_ABS ? s->st_value : (*loaded)->bias + s->st_value;
 }
 
 Result<std::vector<std::optional<SymbolRange>>> elf_symbol_ranges(const std::string& file_path,
@@ -194,15 +203,14 @@ Result<std::vector<std::optional<SymbolRange>>> elf_symbol_ranges(const std::str
   FTJIT_TRY(loaded);
   std::vector<std::optional<SymbolRange>> out;
   out.reserve(names.size());
-  for (std::string_view name : names) {
-    auto s = lookup(*loaded, name);
+  for (const std::optional<Elf64_Sym>& s : lookup(**loaded, names)) {
     if (!s || ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) {
       out.emplace_back();
       continue;
     }
     SymbolRange r;
     r.tls = ELF64_ST_TYPE(s->st_info) == STT_TLS;
-    r.address = (r.tls || s->st_shndx == SHN_ABS) ? s->st_value : loaded->bias + s->st_value;
+    r.address = (r.tls || s->st_shndx == SHN_ABS) ? s->st_value : (*loaded)->bias + s->st_value;
     r.size = s->st_size;
     out.push_back(r);
   }

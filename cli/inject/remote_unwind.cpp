@@ -327,8 +327,8 @@ int find_by_program_headers(unw_addr_space_t as, RemoteThread& r, pid_t tid, unw
 
 int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
   RemoteThread& r = *walking;
-  int rc = _UPT_find_proc_info(as, ip & ~r.insn_mask, pi, need_unwind_info, arg);
-  if (rc < 0) rc = find_by_program_headers(as, r, r.tid, ip & ~r.insn_mask, pi, need_unwind_info, arg);
+  int rc = find_by_program_headers(as, r, r.tid, ip & ~r.insn_mask, pi, need_unwind_info, arg);
+  if (rc < 0) rc = _UPT_find_proc_info(as, ip & ~r.insn_mask, pi, need_unwind_info, arg);
   // A DWARF FDE's unwind info starts with the target addresses of its
   // CIE's and its own instructions (libunwind's dwarf_cie_info_t).
   if (kRewriteNegateRaState && rc == 0 && need_unwind_info && pi->format == UNW_INFO_FORMAT_TABLE &&
