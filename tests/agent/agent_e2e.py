@@ -504,6 +504,7 @@ def attach_status_sigint():
         status = wait_attached(t.pid)
         check(re.search(r"^attached: yes \(by ftjit pid %d\)$" % a.pid, status, re.M),
               "status: not attached by %d: %r" % (a.pid, status))
+        check_short_turns(a.pid, t.pid)
         check(re.search(r"^plugins: count$", status, re.M), "status: plugins: %r" % status)
         sites = {}
         header = "ADDRESS\tROUTE\tOPS\tTRAMPOLINE\tMODULE\tFUNCTION"
@@ -574,6 +575,46 @@ def attach_cli_killed():
         t.finish("CLI killed")
     finally:
         t.kill()
+
+
+def sched_slice(pid, tid=None):
+    """The slice the scheduler gives a thread (ns; /proc/.../sched, a
+    kernel built with SCHED_DEBUG and EEVDF's slices), or None."""
+    path = "/proc/%d/task/%d/sched" % (pid, tid if tid is not None else pid)
+    try:
+        with open(path) as f:
+            m = re.search(r"^se\.slice\s*:\s*(\d+)", f.read(), re.M)
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def thread_named(pid, comm):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().strip() == comm:
+                    return int(tid)
+        except OSError:
+            pass
+    return None
+
+
+def check_short_turns(cli_pid, target_pid):
+    """The attaching CLI asked for short scheduler turns from its first
+    constructor, as the agent's thread does (runtime/control/latency_slice.h),
+    and the program's own threads kept theirs; checked where the kernel
+    grants the request (the agent's thread got it)."""
+    agent = thread_named(target_pid, "ftjit-agent")
+    short = sched_slice(target_pid, agent) if agent is not None else None
+    if short is None or short != 100000:
+        log("short slices: not granted by this kernel (agent thread: %r); not checked" % short)
+        return
+    check(sched_slice(cli_pid) == short, "ftjit attach's slice %r, want %d" % (sched_slice(cli_pid), short))
+    for tid in os.listdir("/proc/%d/task" % target_pid):
+        if int(tid) != agent:
+            check(sched_slice(target_pid, int(tid)) != short,
+                  "thread %s of the target kept the injection's short slice" % tid)
 
 
 def tracer_of(pid):
