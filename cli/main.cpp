@@ -3,7 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <utility>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -51,20 +54,33 @@ int main(int argc, char** argv) {
       "  ftjit list ./server --filter 'http_*' patchable functions of a file\n"
       "  ftjit bench --section hooks           what tracing costs on this machine");
   app.require_subcommand(1);
-  std::function<int()> run;
-  ftjit::cli::add_run_command(app, &run);
-  ftjit::cli::add_attach_command(app, &run);
-  ftjit::cli::add_detach_command(app, &run);
-  ftjit::cli::add_status_command(app, &run);
-  ftjit::cli::add_control_command(app, &run);
+  // The command a user named is the only one built (CLI11 makes every
+  // option of every command up front: ~1 ms of the CLI's start, most of
+  // it allocations of fresh pages); all of them for `--help`, a mistyped
+  // command, or none.
+  using AddCommand = void (*)(CLI::App&, std::function<int()>*);
+  static constexpr std::pair<std::string_view, AddCommand> kCommands[] = {
+      {"run", ftjit::cli::add_run_command},
+      {"attach", ftjit::cli::add_attach_command},
+      {"detach", ftjit::cli::add_detach_command},
+      {"status", ftjit::cli::add_status_command},
+      {"control", ftjit::cli::add_control_command},
 #if FTJIT_HAVE_DIFF
-  ftjit::cli::add_diff_command(app, &run);
-  ftjit::cli::add_report_command(app, &run);
+      {"diff", ftjit::cli::add_diff_command},
+      {"report", ftjit::cli::add_report_command},
 #endif
-  ftjit::cli::add_plugins_command(app, &run);
-  ftjit::cli::add_list_command(app, &run);
-  ftjit::cli::add_bench_command(app, &run);
-  ftjit::cli::add_generator_command(app, &run);
+      {"plugins", ftjit::cli::add_plugins_command},
+      {"list", ftjit::cli::add_list_command},
+      {"bench", ftjit::cli::add_bench_command},
+      {"generator", ftjit::cli::add_generator_command},
+  };
+  const std::string_view named = argc > 1 ? argv[1] : "";
+  const bool known = std::any_of(std::begin(kCommands), std::end(kCommands),
+                                 [&](const auto& c) { return c.first == named; });
+  std::function<int()> run;
+  for (const auto& [name, add] : kCommands) {
+    if (!known || name == named) add(app, &run);
+  }
   // `run [opts] -- PROG ARGS...`: ARGS are PROG's, whatever they look
   // like. CLI11 sees PROG alone and run gets ARGS after: an option with an
   // optional value before the `--` (`--args`) takes the `--` as the end of
