@@ -4,6 +4,7 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -51,23 +52,32 @@ std::string mapped_agent(pid_t pid) {
   return "";
 }
 
-// Whether the agent's control thread (named "ftjit-agent") still exists:
-// until the kernel has reaped it, it may be running our code (or
-// libstdc++'s, which goes with us if the program is C) on its way out.
-bool agent_thread_alive(pid_t pid) {
+}  // namespace
+
+pid_t agent_thread_id(pid_t pid) {
   const std::string task = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = opendir(task.c_str());
-  if (d == nullptr) return false;
-  bool alive = false;
+  if (d == nullptr) return 0;
+  pid_t found = 0;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
     std::ifstream comm(task + "/" + e->d_name + "/comm");
     std::string name;
-    if (std::getline(comm, name) && name == "ftjit-agent") alive = true;
+    if (std::getline(comm, name) && name == "ftjit-agent") {
+      found = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+      break;
+    }
   }
   closedir(d);
-  return alive;
+  return found;
 }
+
+namespace {
+
+// Whether the agent's control thread still exists: until the kernel has
+// reaped it, it may be running our code (or libstdc++'s, which goes with
+// us if the program is C) on its way out.
+bool agent_thread_alive(pid_t pid) { return agent_thread_id(pid) != 0; }
 
 // The code the agent brought: its own executable mappings and those of the
 // code memory it made (trampolines, stubs, the exit trampoline: memfds

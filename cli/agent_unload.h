@@ -28,6 +28,10 @@ Status finish_unload(pid_t pid);
 // *unloaded set: the result is then connect's "no ftjit agent" error.
 Result<std::unique_ptr<AgentConnection>> connect_finishing_unload(pid_t pid, bool* unloaded);
 
+// The agent's control thread (named "ftjit-agent") in process pid, as this
+// process's /proc sees it; 0 if there is none.
+pid_t agent_thread_id(pid_t pid);
+
 // Whether an ftjit agent is mapped in process pid.
 bool agent_mapped(pid_t pid);
 

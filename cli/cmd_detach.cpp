@@ -8,6 +8,7 @@
 #include "cli/agent_unload.h"
 #include "cli/commands.h"
 #include "cli/option_values.h"
+#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -36,7 +37,10 @@ int run_detach(const DetachOptions& o) {
   control::Detach d;
   d.report = !o.no_report;
   d.unload = !o.keep_agent;
-  auto reply = (*conn)->request(control::MsgType::kDetach, control::encode(d));
+  Result<control::Reply> reply = [&] {
+    control::RaisedPriorityFor raised(agent_thread_id(o.pid));  // latency_slice.h: why
+    return (*conn)->request(control::MsgType::kDetach, control::encode(d));
+  }();
   if (!reply) return fail(reply.error().message);
   std::fwrite(reply->text.data(), 1, reply->text.size(), stdout);
   if (reply->code != 0) return fail(reply->message);

@@ -18,18 +18,20 @@
 namespace {
 
 // The commands that wait on a target and its agent from their first step
-// ask for short scheduler turns (runtime/control/latency_slice.h) before
-// anything else of theirs runs: the constructors of the libraries linked
-// in and the command line's parsing are some 3 ms of CPU, and on a busy
-// machine each turn of the default slice length waited behind every busy
-// thread (`ftjit attach` on the demo: exec to main ~20 ms). glibc passes
-// the constructors of an executable its argc and argv. Not `ftjit run`:
-// the program it starts would inherit the request.
+// ask for short scheduler turns and a higher priority where they may
+// (runtime/control/latency_slice.h) before anything else of theirs runs:
+// the constructors of the libraries linked in and the command line's
+// parsing are some 2.5 ms of CPU, and on a busy machine every turn of the
+// CLI's waited behind every busy thread (`ftjit attach` on the demo
+// service, five busy threads on two cores: each ms of the CLI's CPU took
+// about 3 ms). glibc passes an executable's constructors its argc and
+// argv. Not `ftjit run`: the program it starts would inherit both.
 __attribute__((constructor(101))) void short_turns_for_control_commands(int argc, char** argv, char**) {
   if (argc < 2 || argv == nullptr || argv[1] == nullptr) return;
   for (std::string_view command : {"attach", "detach", "status", "control"}) {
     if (command == argv[1]) {
       (void)ftjit::control::request_short_slice();
+      (void)ftjit::control::raise_own_priority();
       return;
     }
   }

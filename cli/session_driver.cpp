@@ -24,6 +24,7 @@
 #include "cli/agent_unload.h"
 #include "cli/process_modules.h"
 #include "cli/report_output.h"
+#include "runtime/control/latency_slice.h"
 
 namespace ftjit::cli {
 namespace {
@@ -242,7 +243,10 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   });
   bool exited = false;
   if (t.producers.valid()) request->producers = t.producers.get();
-  auto reply = (*conn)->request(control::MsgType::kAttach, control::encode(*request), output_fds, -1, &exited);
+  Result<control::Reply> reply = [&] {
+    control::RaisedPriorityFor raised(agent_thread_id(t.pid));  // latency_slice.h: why
+    return (*conn)->request(control::MsgType::kAttach, control::encode(*request), output_fds, -1, &exited);
+  }();
   {
     std::lock_guard<std::mutex> lock(progress_mu);
     attaching = false;
@@ -267,6 +271,11 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
                  static_cast<unsigned long long>((*generator)->served()));
     for (const std::string& note : recovery_notes.get()) std::fprintf(stderr, "%s: %s\n", t.command, note.c_str());
   }
+
+  // Attached: while the session runs, this CLI only waits (and answers
+  // the agent's rare requests for code, on its generator's thread), at
+  // the priority the user gave it; the detach has the raised one again.
+  const bool raised = control::lower_own_priority();
 
   // Wait for the end: the duration, a stop signal, or the process's exit
   // (the agent sends the final report as it exits).
@@ -333,7 +342,11 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
   auto ms_since = [](std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
   };
-  auto done = (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
+  if (raised) (void)control::raise_own_priority();
+  Result<control::Reply> done = [&] {
+    control::RaisedPriorityFor raised_agent(agent_thread_id(t.pid));  // latency_slice.h: why
+    return (*conn)->request(control::MsgType::kDetach, control::encode(detach), -1, -1, &exited);
+  }();
   if (!done && t.is_child) {
     // The program ended while we detached (it got the Ctrl-C too): its
     // status is the answer.

@@ -83,6 +83,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(AgentSession& sessio
   s->thread_ = std::thread([raw] {
     pthread_setname_np(pthread_self(), "ftjit-agent");
     (void)control::request_short_slice();  // latency_slice.h: why
+    raw->own_nice_ = control::own_nice();
     mark_own_thread();  // never traced: counts are the program's
     set_phase(kPhaseServing);
     raw->loop();
@@ -152,7 +153,11 @@ void ControlServer::loop() {
     for (size_t i = 2; i < fds.size() && !unloading_; ++i) {
       if (fds[i].revents == 0) continue;
       int fd = fds[i].fd;
-      if (!handle(fd)) {
+      const bool keep = handle(fd);
+      // A CLI that raised this thread's priority for the request and was
+      // killed before it gave it back.
+      control::keep_nice(own_nice_);
+      if (!keep) {
         clients_.erase(std::find(clients_.begin(), clients_.end(), fd));
         if (!session_.emitter().is_generator(fd)) {
           std::lock_guard<std::mutex> lock(send_mu_);

@@ -47,6 +47,7 @@ class ControlServer {
   std::string path_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: stop the loop
+  int own_nice_ = 0;  // the thread's, put back after each request (latency_slice.h)
   std::thread thread_;
   std::vector<int> clients_;
   std::mutex send_mu_;     // frames to the owner from two threads

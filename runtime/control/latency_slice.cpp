@@ -5,9 +5,11 @@
 // would redefine struct sched_param: not included here).
 #include <linux/sched.h>
 #include <linux/sched/types.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace ftjit::control {
@@ -15,6 +17,7 @@ namespace ftjit::control {
 namespace {
 
 constexpr unsigned long long kShortSliceNs = 100 * 1000;  // EEVDF's shortest
+constexpr int kRaisedNice = -10;
 
 // What sched_getattr reports for a thread that asked for no slice (the
 // kernel's default, 0 before EEVDF's slice requests): this thread's before
@@ -44,6 +47,19 @@ bool set_runtime(int tid, unsigned long long runtime, unsigned long long* before
   return syscall(SYS_sched_setattr, tid, &attr, 0) == 0;
 }
 
+// The calling thread's nice value before raise_own_priority raised it.
+constexpr int kNotRaised = 1000;
+thread_local int g_nice_before_raise = kNotRaised;
+
+// Thread tid's nice value, or false (a thread gone).
+bool nice_of(int tid, int* nice) {
+  errno = 0;
+  const int n = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  if (n == -1 && errno != 0) return false;
+  *nice = n;
+  return true;
+}
+
 }  // namespace
 
 bool request_short_slice() {
@@ -66,6 +82,42 @@ ShortSliceFor::~ShortSliceFor() {
   if (!changed_) return;
   const unsigned long long default_runtime = __atomic_load_n(&g_default_runtime, __ATOMIC_RELAXED);
   (void)set_runtime(tid_, saved_runtime_ == default_runtime ? 0 : saved_runtime_, nullptr);
+}
+
+RaisedPriorityFor::RaisedPriorityFor(int tid) : tid_(tid) {
+  if (tid <= 0 || !nice_of(tid, &saved_nice_) || saved_nice_ <= kRaisedNice) return;
+  changed_ = setpriority(PRIO_PROCESS, static_cast<id_t>(tid), kRaisedNice) == 0;
+}
+
+RaisedPriorityFor::~RaisedPriorityFor() {
+  int now = 0;
+  // Only if it still has ours: the thread may have put its own back.
+  if (changed_ && nice_of(tid_, &now) && now == kRaisedNice)
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid_), saved_nice_);
+}
+
+bool raise_own_priority() {
+  int now = 0;
+  if (!nice_of(0, &now) || now <= kRaisedNice || setpriority(PRIO_PROCESS, 0, kRaisedNice) != 0) return false;
+  if (g_nice_before_raise == kNotRaised) g_nice_before_raise = now;
+  return true;
+}
+
+bool lower_own_priority() {
+  if (g_nice_before_raise == kNotRaised) return false;
+  (void)setpriority(PRIO_PROCESS, 0, g_nice_before_raise);
+  g_nice_before_raise = kNotRaised;
+  return true;
+}
+
+int own_nice() {
+  int n = 0;
+  return nice_of(0, &n) ? n : 0;
+}
+
+void keep_nice(int nice) {
+  int now = 0;
+  if (nice_of(0, &now) && now < nice) (void)setpriority(PRIO_PROCESS, 0, nice);
 }
 
 }  // namespace ftjit::control

@@ -46,4 +46,48 @@ class ShortSliceFor {
   unsigned long long saved_runtime_ = 0;
 };
 
+// A higher priority (nice -10) for thread `tid` of another process while
+// the guard lives, where this process may raise one (CAP_SYS_NICE, as root
+// has; otherwise nothing changes), then its own nice value back: the
+// agent's thread while it serves an attach or a detach. A slice request
+// changes when a thread runs, not how much: in a process whose threads
+// keep every CPU busy, the agent's thread that parked them all for a
+// stop-the-world found them owed CPU time when it let them go, and waited
+// for them to catch up before it could go on (3-11 ms of an attach on the
+// demo service, five busy threads on two cores). At nice -10 it weighs
+// about nine of them, for the few milliseconds of the request: the sooner
+// it is done, the sooner the program has its threads to itself again.
+class RaisedPriorityFor {
+ public:
+  explicit RaisedPriorityFor(int tid);
+  ~RaisedPriorityFor();
+  RaisedPriorityFor(const RaisedPriorityFor&) = delete;
+  RaisedPriorityFor& operator=(const RaisedPriorityFor&) = delete;
+
+  bool changed() const { return changed_; }
+
+ private:
+  int tid_;
+  bool changed_ = false;
+  int saved_nice_ = 0;
+};
+
+// The same for the calling thread: `ftjit attach/detach/status/control`
+// from their first constructor (cli/main.cpp), whose own turns are in the
+// same chain. False if nothing changed (no privilege, or already as high).
+bool raise_own_priority();
+
+// The calling thread's nice value back to what it was before
+// raise_own_priority raised it; false if it had not (nothing changed).
+// `ftjit attach` while it only waits for the end of a session.
+bool lower_own_priority();
+
+// The calling thread's nice value, for keep_nice later.
+int own_nice();
+
+// Puts the calling thread's nice value back to `nice` if a
+// RaisedPriorityFor whose holder was killed left it lower (lowering a
+// priority needs no privilege): the agent's thread after each request.
+void keep_nice(int nice);
+
 }  // namespace ftjit::control

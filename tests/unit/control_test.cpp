@@ -372,5 +372,68 @@ TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
   worker.join();
 }
 
+// Where this process may raise a priority (root in the test command), a
+// thread of the agent's kind runs at nice -10 for as long as the guard
+// lives, then has its own nice value back; one that gave its own back
+// already is left alone; without the privilege nothing changes.
+TEST(Control, RaisedPriorityForAnotherThreadIsGivenBack) {
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 3);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  KernelSchedAttr before{};
+  ASSERT_TRUE(read_sched_attr(tid.load(), &before));
+  ASSERT_EQ(before.nice, 3);
+  {
+    RaisedPriorityFor guard(tid);
+    KernelSchedAttr during{};
+    ASSERT_TRUE(read_sched_attr(tid.load(), &during));
+    EXPECT_EQ(during.nice, guard.changed() ? -10 : 3);
+    EXPECT_EQ(during.policy, before.policy);
+    EXPECT_EQ(during.runtime, before.runtime);
+    if (geteuid() == 0) EXPECT_TRUE(guard.changed());
+  }
+  KernelSchedAttr after{};
+  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
+  EXPECT_EQ(after.nice, 3);
+  {
+    RaisedPriorityFor guard(tid);
+    // The thread put a value of its own meanwhile: the guard keeps off it.
+    ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 4), 0);
+  }
+  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
+  EXPECT_EQ(after.nice, 4);
+  done = true;
+  worker.join();
+  RaisedPriorityFor gone(0);
+  EXPECT_FALSE(gone.changed());
+}
+
+// The calling thread's own raise and its way back, and keep_nice: what
+// the agent's thread does after a request whose CLI did not give its
+// priority back.
+TEST(Control, OwnPriorityRaisedAndLoweredAndKept) {
+  std::thread([] {
+    ASSERT_EQ(setpriority(PRIO_PROCESS, 0, 2), 0);
+    EXPECT_FALSE(lower_own_priority());  // not raised: nothing to do
+    const bool raised = raise_own_priority();
+    if (geteuid() == 0) EXPECT_TRUE(raised);
+    EXPECT_EQ(own_nice(), raised ? -10 : 2);
+    EXPECT_EQ(lower_own_priority(), raised);
+    EXPECT_EQ(own_nice(), 2);
+    if (raised) {
+      ASSERT_EQ(setpriority(PRIO_PROCESS, 0, -10), 0);  // left by a killed CLI
+      keep_nice(2);
+      EXPECT_EQ(own_nice(), 2);
+    }
+    keep_nice(1);  // only ever gives a raised priority back, never raises one
+    EXPECT_EQ(own_nice(), 2);
+  }).join();
+}
+
 }  // namespace
 }  // namespace ftjit::control
