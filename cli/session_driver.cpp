@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/agent_unload.h"
+#include "cli/inject/inject_internal.h"
 #include "cli/process_modules.h"
 #include "cli/report_output.h"
 #include "runtime/control/latency_slice.h"
@@ -331,6 +333,15 @@ int drive_session(const DriveTarget& t, const TraceOptions& o) {
         std::fprintf(stderr, "%s: process %d ended without a report (%s)\n", t.command, t.pid,
                      WIFSIGNALED(child_status) ? strsignal(WTERMSIG(child_status)) : "exited");
         return child_exit_code(child_status);
+      }
+      // Alive without its agent: it replaced its program (exec), and the
+      // agent, its patches and its socket's listener went with the old one.
+      if (!inject::detail::process_gone(t.pid)) {
+        std::error_code ec;
+        const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(t.pid) + "/exe", ec);
+        return fail(t, "process " + std::to_string(t.pid) + " replaced its program (exec" +
+                           (ec ? std::string() : " of " + exe.string()) +
+                           "): the tracing ended with the old one, without a report");
       }
       return fail(t, "process " + std::to_string(t.pid) + " ended without a report (killed?)");
     }

@@ -1074,6 +1074,27 @@ def attach_target_exits():
         t.kill()
 
 
+def attach_target_execs():
+    """The target replaces its program while attached: a one-line error
+    that says so (not "killed"), non-zero; the new program runs."""
+    sleep = shutil.which("sleep")
+    t = Target(args.target, spinners=2)
+    try:
+        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
+                        "--filter", "fn_*")
+        wait_attached(t.pid)
+        t.command("call 5", "called 5 ")
+        t.send("exec %s" % sleep)
+        r = finish_ftjit(a)
+        check(r.rc != 0, "attach, target exec'd: exit 0")
+        check(re.fullmatch(r"ftjit attach: process %d replaced its program \(exec of .*sleep\): the tracing "
+                           r"ended with the old one, without a report\n" % t.pid, r.err) is not None,
+              "attach, target exec'd: stderr %r" % r.err)
+        check(t.p.poll() is None, "the exec'd program does not run")
+    finally:
+        t.kill()
+
+
 def attach_main_thread():
     """--main-thread: the spinner threads' calls are not counted."""
     t = Target(args.target, spinners=2)
@@ -1520,6 +1541,7 @@ SCENARIOS = {
     "attach.other_user": attach_other_user,
     "attach.by_arg": attach_by_arg,
     "attach.target_exits": attach_target_exits,
+    "attach.target_execs": attach_target_execs,
     "attach.main_thread": attach_main_thread,
     "attach.cycles": attach_cycles,
     "attach.target_killed": attach_target_killed,

@@ -118,6 +118,10 @@ int main(int argc, char** argv) {
     } else if (strncmp(line, "ignore-sigint", 13) == 0) {
       signal(SIGINT, SIG_IGN);
       printf("ignoring\n");
+    } else if (sscanf(line, "exec %4095s", path) == 1) {
+      execl(path, path, "60", (char*)NULL);  /* /bin/sleep 60, say */
+      printf("exec failed\n");
+      return 106;
     } else if (sscanf(line, "exit %d", &code) == 1) {
       break;
     } else {
