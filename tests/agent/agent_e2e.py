@@ -611,21 +611,22 @@ def check_short_turns(cli_pid, target_pid):
     and the program's own threads kept theirs (checked where the kernel
     grants the request: the agent's thread got it). The raised priorities
     of the attach are given back once attached: the CLI's main thread and
-    the agent's thread have the nice value they started with, and no
-    thread of the program had another."""
+    the agent's thread have the nice value they started with (this
+    script's, which both inherited), as has every thread of the program."""
+    own = os.nice(0)
     agent = thread_named(target_pid, "ftjit-agent")
     check(agent is not None, "no ftjit-agent thread in %d" % target_pid)
     # `status` says attached from the moment the session exists, a little
     # before the reply has reached the CLI, which then gives its raise back.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (nice_of(cli_pid, cli_pid) != 0 or
-                                           (agent is not None and nice_of(target_pid, agent) != 0)):
+    while time.monotonic() < deadline and (nice_of(cli_pid, cli_pid) != own or
+                                           (agent is not None and nice_of(target_pid, agent) != own)):
         time.sleep(0.01)
     for tid in os.listdir("/proc/%d/task" % target_pid):
-        check(nice_of(target_pid, int(tid)) == 0, "thread %s of the target: nice %d after the attach" %
-              (tid, nice_of(target_pid, int(tid))))
-    check(nice_of(cli_pid, cli_pid) == 0, "ftjit attach's main thread: nice %d once attached" %
-          nice_of(cli_pid, cli_pid))
+        check(nice_of(target_pid, int(tid)) == own, "thread %s of the target: nice %d after the attach, want %d" %
+              (tid, nice_of(target_pid, int(tid)), own))
+    check(nice_of(cli_pid, cli_pid) == own, "ftjit attach's main thread: nice %d once attached, want %d" %
+          (nice_of(cli_pid, cli_pid), own))
     short = sched_slice(target_pid, agent) if agent is not None else None
     if short is None or short != 100000:
         log("short slices: not granted by this kernel (agent thread: %r); not checked" % short)
