@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iterator>
-#include <utility>
 #include <functional>
+#include <iterator>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -26,7 +26,7 @@ namespace {
 // service, five busy threads on two cores: each ms of the CLI's CPU took
 // about 3 ms). glibc passes an executable's constructors its argc and
 // argv. Not `ftjit run`: the program it starts would inherit both.
-__attribute__((constructor(101))) void short_turns_for_control_commands(int argc, char** argv, char**) {
+__attribute__((constructor(101))) void prompt_turns_for_control_commands(int argc, char** argv, char**) {
   if (argc < 2 || argv == nullptr || argv[1] == nullptr) return;
   for (std::string_view command : {"attach", "detach", "status", "control"}) {
     if (command == argv[1]) {
