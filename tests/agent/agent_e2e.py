@@ -375,6 +375,14 @@ def wait_attached(pid, timeout=TIMEOUT):
         time.sleep(0.05)
 
 
+def attach_counting(t, *extra):
+    """`ftjit attach` of t with `count` (TSV) on fn_*, once attached."""
+    a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
+                    "--filter", "fn_*", *extra)
+    wait_attached(t.pid)
+    return a
+
+
 # ------------------------------------------------------------ scenarios ----
 
 def run_tsv_file():
@@ -547,9 +555,7 @@ def attach_cli_killed():
     t = Target(args.target, spinners=2)
     try:
         before = t.code()
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*")
-        wait_attached(t.pid)
+        a = attach_counting(t)
         a.kill()
         finish_ftjit(a)
         t.command("call 50", "called 50 ")  # still runs, still traced
@@ -947,9 +953,7 @@ def attach_dlopen():
     t = Target(args.target, spinners=0)
     try:
         before = t.code()
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*", "--filter", "dl_*")
-        wait_attached(t.pid)
+        a = attach_counting(t, "--filter", "dl_*")
         t.command("dlopen %s 400" % os.path.abspath(args.dlib), "dlopened ")
         t.command("call 30", "called 30 ")
         status = ftjit("status", "-p", str(t.pid)).out
@@ -1036,9 +1040,7 @@ def attach_other_user():
         t.check_running("after the refused attach")
         t.command("call 10", "called 10 ")
         # A session of root's: nobody can neither see, end nor join it.
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*")
-        wait_attached(t.pid)
+        a = attach_counting(t)
         for cmd in (("status",), ("detach",), ("attach", "--duration", "0.2")):
             r = ftjit(cmd[0], "-p", str(t.pid), *cmd[1:], prefix=nobody)
             expect_error(r, "%s as nobody (root attached)" % cmd[0],
@@ -1062,9 +1064,7 @@ def attach_target_exits():
     """The target exits while attached: the report comes, ftjit exits 0."""
     t = Target(args.target, spinners=2)
     try:
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*")
-        wait_attached(t.pid)
+        a = attach_counting(t)
         t.command("call 77", "called 77 ")
         t.finish("exit while attached", code=3)
         r = finish_ftjit(a)
@@ -1081,9 +1081,7 @@ def attach_target_execs():
     sleep = shutil.which("sleep")
     t = Target(args.target, spinners=2)
     try:
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*")
-        wait_attached(t.pid)
+        a = attach_counting(t)
         t.command("call 5", "called 5 ")
         t.send("exec %s" % sleep)
         r = finish_ftjit(a)
@@ -1394,9 +1392,7 @@ def attach_target_killed():
     """The target SIGKILLed while attached: a one-line error, non-zero."""
     t = Target(args.target, spinners=2)
     try:
-        a = start_ftjit("attach", "-p", str(t.pid), "--plugin", "count", "--format", "tsv",
-                        "--filter", "fn_*")
-        wait_attached(t.pid)
+        a = attach_counting(t)
         t.command("call 5", "called 5 ")
         t.kill()
         r = finish_ftjit(a)
