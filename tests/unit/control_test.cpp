@@ -340,23 +340,42 @@ TEST(Control, ShortSliceKeepsPolicyAndNice) {
   EXPECT_EQ(after_main.nice, before_main.nice);
 }
 
+// A thread that waits, at nice value `nice`, until the object goes: the
+// other thread a guard acts on.
+class WaitingThread {
+ public:
+  explicit WaitingThread(int nice)
+      : worker_([this, nice] {
+          tid_ = static_cast<pid_t>(syscall(SYS_gettid));
+          (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid_.load()), nice);
+          ready_ = true;
+          while (!done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }) {
+    while (!ready_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~WaitingThread() {
+    done_ = true;
+    worker_.join();
+  }
+  pid_t tid() const { return tid_; }
+
+ private:
+  std::atomic<pid_t> tid_{0};
+  std::atomic<bool> ready_{false}, done_{false};
+  std::thread worker_;
+};
+
 // Another thread's short slice lasts as long as the guard, then its own
 // attributes are back: the default slice as the default, a nice value kept.
 TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
-  std::atomic<pid_t> tid{0};
-  std::atomic<bool> done{false};
-  std::thread worker([&] {
-    tid = static_cast<pid_t>(syscall(SYS_gettid));
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 5);
-    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
-  while (tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  WaitingThread worker(5);
+  const pid_t tid = worker.tid();
   KernelSchedAttr before{};
-  ASSERT_TRUE(read_sched_attr(tid.load(), &before));
+  ASSERT_TRUE(read_sched_attr(tid, &before));
   {
     ShortSliceFor guard(tid);
     KernelSchedAttr during{};
-    ASSERT_TRUE(read_sched_attr(tid.load(), &during));
+    ASSERT_TRUE(read_sched_attr(tid, &during));
     EXPECT_EQ(during.policy, 0u);
     EXPECT_EQ(during.nice, before.nice);
     if (guard.changed() && before.runtime != 0) {
@@ -364,12 +383,10 @@ TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
     }
   }
   KernelSchedAttr after{};
-  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
+  ASSERT_TRUE(read_sched_attr(tid, &after));
   EXPECT_EQ(after.runtime, before.runtime);
   EXPECT_EQ(after.nice, before.nice);
   EXPECT_EQ(after.policy, before.policy);
-  done = true;
-  worker.join();
 }
 
 // Where this process may raise a priority (root in the test command), a
@@ -377,38 +394,30 @@ TEST(Control, ShortSliceForAnotherThreadIsGivenBack) {
 // lives, then has its own nice value back; one that gave its own back
 // already is left alone; without the privilege nothing changes.
 TEST(Control, RaisedPriorityForAnotherThreadIsGivenBack) {
-  std::atomic<pid_t> tid{0};
-  std::atomic<bool> done{false};
-  std::thread worker([&] {
-    tid = static_cast<pid_t>(syscall(SYS_gettid));
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 3);
-    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
-  while (tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  WaitingThread worker(3);
+  const pid_t tid = worker.tid();
   KernelSchedAttr before{};
-  ASSERT_TRUE(read_sched_attr(tid.load(), &before));
+  ASSERT_TRUE(read_sched_attr(tid, &before));
   ASSERT_EQ(before.nice, 3);
   {
     RaisedPriorityFor guard(tid);
     KernelSchedAttr during{};
-    ASSERT_TRUE(read_sched_attr(tid.load(), &during));
+    ASSERT_TRUE(read_sched_attr(tid, &during));
     EXPECT_EQ(during.nice, guard.changed() ? -10 : 3);
     EXPECT_EQ(during.policy, before.policy);
     EXPECT_EQ(during.runtime, before.runtime);
     if (geteuid() == 0) EXPECT_TRUE(guard.changed());
   }
   KernelSchedAttr after{};
-  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
+  ASSERT_TRUE(read_sched_attr(tid, &after));
   EXPECT_EQ(after.nice, 3);
   {
     RaisedPriorityFor guard(tid);
     // The thread put a value of its own meanwhile: the guard keeps off it.
-    ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(tid.load()), 4), 0);
+    ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 4), 0);
   }
-  ASSERT_TRUE(read_sched_attr(tid.load(), &after));
+  ASSERT_TRUE(read_sched_attr(tid, &after));
   EXPECT_EQ(after.nice, 4);
-  done = true;
-  worker.join();
   RaisedPriorityFor gone(0);
   EXPECT_FALSE(gone.changed());
 }
