@@ -292,7 +292,7 @@ Result<ArgCaptureSpec> build_arg_capture(pid_t pid, const ArgOptions& options,
       // the first instruction after the sled's NOPs that follow it (arm64
       // and riscv64 with -fpatchable-function-entry=N,M): the first
       // function at or just after the symbol, before the next site's.
-      const uint64_t symbol = (site->symbol != 0 ? site->symbol : site->entry) - bias;
+      const uint64_t symbol = (site->symbol() != 0 ? site->symbol() : site->entry) - bias;
       auto it = by_entry.lower_bound(symbol);
       const DiscoveredSite* next = site + 1 != found.sites.data() + found.sites.size() ? site + 1 : nullptr;
       if (it != by_entry.end() &&

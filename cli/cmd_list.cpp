@@ -97,15 +97,15 @@ int run_list(const ListOptions& o) {
   if (o.pid != 0) return run_list_process(o, *filter);
   if (o.file.empty()) return fail("give a FILE or -p PID");
   if (o.relocate) return list_relocation(o.file, *filter);
-  MappedFile file;
+  const auto file = std::make_shared<MappedFile>();
   std::string error;
-  if (!file.open(o.file, &error)) return fail(error);
-  auto image = ElfImage::parse(file.bytes());
+  if (!file->open(o.file, &error)) return fail(error);
+  auto image = ElfImage::parse(file->bytes(), file);
   if (!image) return fail(o.file + ": " + image.error().message);
   auto module = discover_sites(*image, o.file, 0);
   if (!module) return fail(o.file + ": " + module.error().message);
   auto units = read_producers(o.file);
-  recover_unrecorded_sites(file.bytes(), *image,
+  recover_unrecorded_sites(file->bytes(), *image,
                            units ? units.value() : std::vector<CompileUnitProducer>{}, *module);
   if (!module->has_patchable_section || module->sites.empty()) {
     return fail(o.file + " has no patchable function entries (build it with "
@@ -125,7 +125,7 @@ int run_list(const ListOptions& o) {
     if (backend != nullptr) {
       const IsaTraits& t = backend->traits();
       // A FILE is not loaded: its sites are at link-time addresses.
-      const auto code = image->code_in_file(file.bytes(), s.entry, t.site_bytes);
+      const auto code = image->code_in_file(file->bytes(), s.entry, t.site_bytes);
       if (code.size() == t.site_bytes) {
         const SledKind kind = backend->classify_entry(s.entry, code).kind;
         if (kind != SledKind::kNopSled && kind != SledKind::kNop) {

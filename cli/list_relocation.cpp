@@ -64,7 +64,7 @@ Result<Listed> list_module(const std::string& read_path, const std::string& repo
   std::unordered_set<uint64_t> sleds;
   if (image.has_patchable_section()) {
     if (auto module = discover_sites(image, report_path, 0))
-      for (const DiscoveredSite& s : module->sites) sleds.insert(s.symbol != 0 ? s.symbol : s.entry);
+      for (const DiscoveredSite& s : module->sites) sleds.insert(s.symbol() != 0 ? s.symbol() : s.entry);
   }
   if (!(*relocator)->has_function_starts())
     std::fprintf(stderr, "ftjit list: %s: no .eh_frame_hdr index: no function start is known, every function is refused\n",

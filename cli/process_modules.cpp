@@ -72,11 +72,11 @@ Result<bool> any_parsed_file(pid_t pid, Visit visit) {
   if (!files) return files.take_error();
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   for (const MappedModule& m : *files) {
-    MappedFile file;
+    auto file = std::make_shared<MappedFile>();
     std::string error;
-    if (!file.open(root + m.path, &error)) continue;
-    auto image = ElfImage::parse_for_sites(file.bytes());
-    if (image && visit(m, root + m.path, file, *image)) return true;
+    if (!file->open(root + m.path, &error)) continue;
+    auto image = ElfImage::parse_for_sites(file->bytes(), file);
+    if (image && visit(m, root + m.path, *file, *image)) return true;
   }
   return false;
 }
@@ -124,10 +124,10 @@ Result<std::vector<ProcessModule>> process_modules(pid_t pid, bool guest_code) {
   const long page = sysconf(_SC_PAGESIZE);
   for (const MappedModule& mapped : *files) {
     const std::string& path = mapped.path;
-    auto file = std::make_unique<MappedFile>();
+    auto file = std::make_shared<MappedFile>();
     std::string error;
     if (!file->open(proc + "/root" + path, &error)) continue;
-    auto image = ElfImage::parse_for_sites(file->bytes());
+    auto image = ElfImage::parse_for_sites(file->bytes(), file);
     if (!image || image->load_segments().empty()) continue;
     uint64_t first_vaddr = image->load_segments().front().vaddr & ~static_cast<uint64_t>(page - 1);
     ProcessModule m;

@@ -21,7 +21,7 @@ namespace ftjit::cli {
 struct ProcessModule {
   std::string path;       // as the process sees it
   uint64_t load_bias = 0;
-  std::unique_ptr<MappedFile> file;
+  std::shared_ptr<const MappedFile> file;  // found's names view it
   DiscoveredModule found;  // sites at run-time addresses
 };
 

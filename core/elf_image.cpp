@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "core/sort_by_address.h"
@@ -23,8 +25,9 @@ static_assert(std::endian::native == std::endian::little,
 
 constexpr uint64_t kRecordSize = 8;
 
-// A hostile file can point thousands of symbols at one long string; copying
-// each would allocate quadratically in the file size. Real string tables
+// A hostile file can point thousands of symbols at one long string; finding
+// each one's end (and copying it, for whoever keeps names) would cost time
+// and memory quadratic in the file size. Real string tables
 // are shared by few symbols, so a few times the file size is ample.
 constexpr uint64_t kNameBudgetFactor = 4;
 constexpr uint64_t kNameBudgetSlack = uint64_t{1} << 20;
@@ -523,46 +526,55 @@ Result<BulkVector<uint64_t>> read_records(const Sections& sections, Isa isa,
   return records;
 }
 
-// Copies the window of ElfImage::code_near_record for every record, from
-// the executable PT_LOAD segment holding it (read_records kept only
-// records inside one). Addresses and file ranges were checked by
-// read_load_segments: vaddr + memsz does not wrap, the file range lies
-// inside the file.
-BulkVector<uint8_t> read_code_near_records(const FileView& file,
-                                            const std::vector<ElfImage::Segment>& segments,
-                                            const BulkVector<uint64_t>& records) {
+// Where the window of ElfImage::code_near_record for `record` starts in
+// the file, when the file-backed part of the executable PT_LOAD segment
+// holding the record (read_records kept only records inside one) holds
+// the whole window: nearly every record. Addresses and file ranges were
+// checked by read_load_segments: vaddr + memsz does not wrap, the file
+// range lies inside the file.
+std::optional<uint64_t> window_offset(const std::vector<ElfImage::Segment>& segments,
+                                      uint64_t record) {
   constexpr uint64_t kWindow = ElfImage::kCodeWindowBytes;
-  BulkVector<uint8_t> code(records.size() * kWindow, 0);
-  for (size_t i = 0; i < records.size(); ++i) {
-    const uint64_t record = records[i];
-    const uint64_t start = record >= ElfImage::kCodeBeforeRecord
-                               ? record - ElfImage::kCodeBeforeRecord
-                               : 0;
-    const uint64_t skipped = start + ElfImage::kCodeBeforeRecord - record;  // below address 0
-    for (const auto& seg : segments) {
-      if ((seg.flags & PF_X) == 0 || record < seg.vaddr || record - seg.vaddr >= seg.memsz) {
-        continue;
-      }
-      // [from, to): the window's addresses that the segment's file bytes back.
-      const uint64_t from = std::max(start, seg.vaddr);
-      const uint64_t to = std::min(start + kWindow - skipped, seg.vaddr + seg.filesz);
-      if (from < to) {
-        auto bytes = file.slice(seg.offset + (from - seg.vaddr), to - from);
-        std::memcpy(code.data() + i * kWindow + skipped + (from - start), bytes.data(),
-                    bytes.size());
-      }
-      break;
+  if (record < ElfImage::kCodeBeforeRecord) return std::nullopt;
+  const uint64_t start = record - ElfImage::kCodeBeforeRecord;
+  for (const auto& seg : segments) {
+    if ((seg.flags & PF_X) == 0 || record < seg.vaddr || record - seg.vaddr >= seg.memsz) continue;
+    if (start < seg.vaddr || start - seg.vaddr > seg.filesz || seg.filesz - (start - seg.vaddr) < kWindow) {
+      return std::nullopt;
     }
+    return seg.offset + (start - seg.vaddr);
   }
-  return code;
+  return std::nullopt;
+}
+
+// The window of a record that window_offset finds no whole window for:
+// what the file holds of it, zeros elsewhere.
+void pad_window(const FileView& file, const std::vector<ElfImage::Segment>& segments,
+                uint64_t record, uint8_t* window) {
+  constexpr uint64_t kWindow = ElfImage::kCodeWindowBytes;
+  std::memset(window, 0, kWindow);
+  const uint64_t start = record >= ElfImage::kCodeBeforeRecord ? record - ElfImage::kCodeBeforeRecord : 0;
+  const uint64_t skipped = start + ElfImage::kCodeBeforeRecord - record;  // below address 0
+  for (const auto& seg : segments) {
+    if ((seg.flags & PF_X) == 0 || record < seg.vaddr || record - seg.vaddr >= seg.memsz) continue;
+    // [from, to): the window's addresses that the segment's file bytes back.
+    const uint64_t from = std::max(start, seg.vaddr);
+    const uint64_t to = std::min(start + kWindow - skipped, seg.vaddr + seg.filesz);
+    if (from < to) {
+      auto bytes = file.slice(seg.offset + (from - seg.vaddr), to - from);
+      std::memcpy(window + skipped + (from - start), bytes.data(), bytes.size());
+    }
+    return;
+  }
 }
 
 // ============================================================================
 // Symbols
 // ============================================================================
 
-int binding_rank(unsigned char info) {
-  switch (ELF64_ST_BIND(info)) {
+// Which of several symbols at one address names it best: lower first.
+int binding_rank(unsigned binding) {
+  switch (binding) {
     case STB_GLOBAL: return 0;
     case STB_WEAK: return 1;
     case STB_LOCAL: return 3;
@@ -570,10 +582,9 @@ int binding_rank(unsigned char info) {
   }
 }
 
-// `*names` becomes a copy of the symbol table's strings, which the
-// functions' names view.
-Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections,
-                                             BulkString* names) {
+// Defined functions, sorted as ElfImage::functions() says; their names
+// view the file's string table.
+Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Sections& sections) {
   uint64_t index = 0;
   for (unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
     for (uint64_t i = 1; i < sections.count() && index == 0; ++i) {
@@ -593,19 +604,12 @@ Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Section
     return string_at(table->strings, table->at(i).st_name, [&] { return label + " symbol " + std::to_string(i); });
   };
 
-  // Two passes over the table, sorting light keys in between: nothing of a
-  // million symbols is copied twice, and nothing is allocated per symbol
-  // (fresh memory costs a page fault per 4 KiB, most of what discovering
-  // a large module cost).
-  struct Key {
-    uint64_t value;
-    uint32_t rank_and_length;  // binding rank << 24 | name length (kLongName: look it up)
-    uint32_t index;            // in the symbol table
-    uint32_t rank() const { return rank_and_length >> 24; }
-  };
-  constexpr uint32_t kLongName = 0xffffff;
-  BulkVector<Key> keys;
-  keys.reserve(table->count());
+  // One pass over the table, in its order (symbol tables come in no useful
+  // order: the names and entries are read sequentially only so, and a
+  // second pass in address order missed the cache for every symbol), then
+  // a sort of the symbols themselves.
+  const std::string_view strings(reinterpret_cast<const char*>(table->strings.data()), table->strings.size());
+  functions.reserve(table->count());
   for (uint64_t i = 1; i < table->count(); ++i) {  // entry 0 is the null symbol
     const auto sym = table->at(i);
     const unsigned type = ELF64_ST_TYPE(sym.st_info);
@@ -618,37 +622,40 @@ Result<BulkVector<ElfSymbol>> read_functions(const FileView& file, const Section
                        " bytes, too many for a " + std::to_string(file.size()) +
                        "-byte file");
     }
-    const auto length = static_cast<uint32_t>(std::min<size_t>(name->size(), kLongName));
-    keys.push_back({sym.st_value, static_cast<uint32_t>(binding_rank(sym.st_info)) << 24 | length,
-                    static_cast<uint32_t>(i)});
-  }
-  auto before = [&](const Key& a, const Key& b) {
-    if (a.value != b.value) return a.value < b.value;
-    if (a.rank() != b.rank()) return a.rank() < b.rank();
-    return name_of(a.index).value() < name_of(b.index).value();
-  };
-  // By value first (a radix sort: symbol tables come in no useful order),
-  // then the few runs of one value by rank and name.
-  stable_sort_by_address(keys, [](const Key& k) { return k.value; });
-  for (size_t i = 0; i < keys.size();) {
-    size_t end = i + 1;
-    while (end < keys.size() && keys[end].value == keys[i].value) ++end;
-    if (end - i > 1) std::sort(keys.begin() + static_cast<ptrdiff_t>(i), keys.begin() + static_cast<ptrdiff_t>(end), before);
-    i = end;
-  }
-
-  names->assign(reinterpret_cast<const char*>(table->strings.data()), table->strings.size());
-  const std::string_view copy(*names);
-  functions.reserve(keys.size());
-  for (const Key& k : keys) {
-    const auto sym = table->at(k.index);
-    const uint32_t length = k.rank_and_length & kLongName;
-    const size_t name_size = length != kLongName ? length : name_of(k.index).value().size();
     const bool in_code = sym.st_shndx < sections.count() && sym.st_shndx < SHN_LORESERVE &&
                          sections[sym.st_shndx].sh_type != SHT_NULL &&
                          (sections[sym.st_shndx].sh_flags & SHF_EXECINSTR) != 0;
-    functions.push_back(ElfSymbol{sym.st_value, sym.st_size, copy.substr(sym.st_name, name_size),
-                                  ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC, in_code});
+    ElfSymbol& f = functions.emplace_back();
+    f.value = sym.st_value;
+    f.size = sym.st_size;
+    f.name = strings.substr(sym.st_name, name->size());
+    f.ifunc = type == STT_GNU_IFUNC;
+    f.in_code_section = in_code;
+    f.binding = static_cast<uint8_t>(ELF64_ST_BIND(sym.st_info));
+    f.mangled = name->starts_with("_Z");
+  }
+  // By value first (a radix sort), then the few runs of one value by
+  // binding (GLOBAL, WEAK, others, LOCAL) and name.
+  sort_by_address(functions, [](const ElfSymbol& f) { return f.value; });
+  // The rest of the fields too: the radix sort leaves equal values in no
+  // particular order, and the order must not depend on it.
+  auto preferred = [](const ElfSymbol& a, const ElfSymbol& b) {
+    const int ra = binding_rank(a.binding), rb = binding_rank(b.binding);
+    if (ra != rb) return ra < rb;
+    if (a.name != b.name) return a.name < b.name;
+    const auto* na = a.name.data();
+    const auto* nb = b.name.data();  // into one string table
+    return std::tie(a.size, a.ifunc, a.in_code_section, a.binding, na) <
+           std::tie(b.size, b.ifunc, b.in_code_section, b.binding, nb);
+  };
+  for (size_t i = 0; i < functions.size();) {
+    size_t end = i + 1;
+    while (end < functions.size() && functions[end].value == functions[i].value) ++end;
+    if (end - i > 1) {
+      std::sort(functions.begin() + static_cast<ptrdiff_t>(i), functions.begin() + static_cast<ptrdiff_t>(end),
+                preferred);
+    }
+    i = end;
   }
   return functions;
 }
@@ -668,13 +675,39 @@ Isa isa_from_machine(uint16_t machine) {
 // ElfImage
 // ============================================================================
 
-Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) { return build(bytes, false); }
+namespace {
 
-Result<ElfImage> ElfImage::parse_for_sites(std::span<const uint8_t> bytes) {
-  return build(bytes, true);
+// The copy an image views when its caller gives no owner of the bytes.
+std::pair<std::span<const uint8_t>, std::shared_ptr<const void>> copied(std::span<const uint8_t> bytes) {
+  auto copy = std::make_shared<const std::vector<uint8_t>>(bytes.begin(), bytes.end());
+  return {std::span<const uint8_t>(*copy), std::move(copy)};
 }
 
-Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_patchable) {
+}  // namespace
+
+Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes) {
+  auto [view, owner] = copied(bytes);
+  return build(view, std::move(owner), false);
+}
+
+Result<ElfImage> ElfImage::parse(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
+  if (!owner) return parse(bytes);
+  return build(bytes, std::move(owner), false);
+}
+
+Result<ElfImage> ElfImage::parse_for_sites(std::span<const uint8_t> bytes) {
+  auto [view, owner] = copied(bytes);
+  return build(view, std::move(owner), true);
+}
+
+Result<ElfImage> ElfImage::parse_for_sites(std::span<const uint8_t> bytes,
+                                           std::shared_ptr<const void> owner) {
+  if (!owner) return parse_for_sites(bytes);
+  return build(bytes, std::move(owner), true);
+}
+
+Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner,
+                                 bool only_if_patchable) {
   FileView file(bytes);
   auto ehdr = read_elf_header(file);
   FTJIT_TRY(ehdr);
@@ -690,6 +723,8 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
   img.isa_ = isa_from_machine(ehdr->e_machine);
   img.flags_ = ehdr->e_flags;
   img.dynamic_ = ehdr->e_type == ET_DYN;
+  img.file_ = bytes;
+  img.owner_ = std::move(owner);
   img.segments_ = std::move(segments.value());
   img.eh_frame_hdr_ = eh_frame_hdr;
   for (uint64_t i = 1; i < sections->count(); ++i) {
@@ -709,13 +744,26 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, bool only_if_pa
                               &img.has_patchable_section_);
   FTJIT_TRY(records);
   img.records_ = std::move(records.value());
-  img.record_code_ = read_code_near_records(file, img.segments_, img.records_);
-  auto names = std::make_shared<BulkString>();
-  auto functions = read_functions(file, sections.value(), names.get());
+  for (size_t i = 0; i < img.records_.size(); ++i) {
+    if (window_offset(img.segments_, img.records_[i])) continue;
+    PaddedWindow& w = img.padded_windows_.emplace_back();
+    w.index = i;
+    pad_window(file, img.segments_, img.records_[i], w.bytes);
+  }
+  auto functions = read_functions(file, sections.value());
   FTJIT_TRY(functions);
-  img.function_names_ = std::move(names);
   img.functions_ = std::move(functions.value());
   return img;
+}
+
+std::span<const uint8_t> ElfImage::code_near_record(size_t index) const {
+  if (const auto offset = window_offset(segments_, records_[index])) {
+    return file_.subspan(*offset, kCodeWindowBytes);
+  }
+  auto it = std::lower_bound(padded_windows_.begin(), padded_windows_.end(), index,
+                             [](const PaddedWindow& w, size_t i) { return w.index < i; });
+  if (it == padded_windows_.end() || it->index != index) return {};  // not a record's index
+  return {it->bytes, kCodeWindowBytes};
 }
 
 std::span<const uint8_t> ElfImage::code_in_file(std::span<const uint8_t> file, uint64_t vaddr,

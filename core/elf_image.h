@@ -30,11 +30,18 @@ struct ElfSymbol {
   // like): only such a symbol may be a function whose sled lost its
   // record (core/sled_recovery.h).
   bool in_code_section = false;
+  uint8_t binding = 0;   // STB_GLOBAL, STB_WEAK, STB_LOCAL...
+  bool mangled = false;  // the name starts with "_Z": a C++ (Itanium) name
 };
 
 // What discovery reads from one linked ELF64 little-endian file
-// (ET_EXEC or ET_DYN). parse() copies everything it keeps, so the bytes it
-// was given may be unmapped as soon as it returns.
+// (ET_EXEC or ET_DYN). An image views the bytes it was parsed from (the
+// symbol names, the code around each record) instead of copying them: a
+// module of a million sites has a 15 MB string table and 32 MB of such
+// code, and fresh memory costs a page fault (in a VM, a trip to the
+// hypervisor) per page. So it shares the ownership of those bytes: the
+// caller's `owner` (a mapping of the file) or, when none is given, a copy
+// of them made once.
 //
 // The parser treats its input as hostile: every offset, size, count and
 // string index is checked against the file before it is used, counts are
@@ -55,7 +62,12 @@ class ElfImage {
   // Parses a whole file. Fails with FTJIT_E_ELF if the bytes are not an
   // ELF64 little-endian executable or shared object, or if any header,
   // table or string the parser needs is truncated or inconsistent.
+  // `owner` keeps `file` readable for as long as it lives (the image and
+  // whoever shares function_names() keep it); without one the image
+  // copies `file`.
   [[nodiscard]] static Result<ElfImage> parse(std::span<const uint8_t> file);
+  [[nodiscard]] static Result<ElfImage> parse(std::span<const uint8_t> file,
+                                              std::shared_ptr<const void> owner);
 
   // What site discovery needs, at a cost that follows the file's sites:
   // like parse(), but a file without a __patchable_function_entries
@@ -63,6 +75,8 @@ class ElfImage {
   // checked). A process's libc, libstdc++... have none, and their symbol
   // tables were most of the time of scanning it.
   [[nodiscard]] static Result<ElfImage> parse_for_sites(std::span<const uint8_t> file);
+  [[nodiscard]] static Result<ElfImage> parse_for_sites(std::span<const uint8_t> file,
+                                                        std::shared_ptr<const void> owner);
 
   // ISA from e_machine; Isa::kUnknown for machines ftjit has no backend for.
   Isa isa() const { return isa_; }
@@ -86,26 +100,25 @@ class ElfImage {
   // The file's code around each record, as much as discovery must see of
   // it: [record - kCodeBeforeRecord, record + kCodeAfterRecord) reaches a
   // landing pad just before an =N,0 record and the symbol (and its pad)
-  // of an =N,M one (core/site_discovery.h). Copied at parse time, 32 bytes
-  // a record; bytes outside the file-backed part of the record's
-  // executable segment read as 0 (no NOP or landing pad is all zeros).
+  // of an =N,M one (core/site_discovery.h). A view of the file; bytes
+  // outside the file-backed part of the record's executable segment read
+  // as 0 (no NOP or landing pad is all zeros), from a copy made at parse
+  // time for the few windows that reach past it.
   static constexpr uint64_t kCodeBeforeRecord = 8;
   static constexpr uint64_t kCodeAfterRecord = 24;
   static constexpr uint64_t kCodeWindowBytes = kCodeBeforeRecord + kCodeAfterRecord;
 
   // The window of patchable_records()[index]: kCodeWindowBytes, starting at
   // record - kCodeBeforeRecord.
-  std::span<const uint8_t> code_near_record(size_t index) const {
-    return {record_code_.data() + index * kCodeWindowBytes, kCodeWindowBytes};
-  }
+  std::span<const uint8_t> code_near_record(size_t index) const;
 
   // Defined function symbols from .symtab, or from .dynsym when the file is
   // stripped. Sorted by value; symbols at the same value are ordered
   // GLOBAL, WEAK, LOCAL, then by name, so the first one is the best name.
   const BulkVector<ElfSymbol>& functions() const { return functions_; }
-  // The string table copy functions()' names view, to share with whoever
+  // What keeps the bytes functions()' names view, to share with whoever
   // keeps those views past this image.
-  const std::shared_ptr<const BulkString>& function_names() const { return function_names_; }
+  const std::shared_ptr<const void>& function_names() const { return owner_; }
 
   // The preferred symbol whose value is exactly vaddr, or nullptr.
   const ElfSymbol* function_at(uint64_t vaddr) const;
@@ -142,18 +155,26 @@ class ElfImage {
   const std::vector<DebugSection>& debug_sections() const { return debug_sections_; }
 
  private:
-  static Result<ElfImage> build(std::span<const uint8_t> file, bool only_if_patchable);
+  static Result<ElfImage> build(std::span<const uint8_t> file, std::shared_ptr<const void> owner,
+                                bool only_if_patchable);
+
+  // A record's window that the file does not hold whole (next to a
+  // segment's end, or below address 0), padded with zeros.
+  struct PaddedWindow {
+    size_t index;  // in records_
+    uint8_t bytes[kCodeWindowBytes];
+  };
 
   Isa isa_ = Isa::kUnknown;
   uint32_t flags_ = 0;
   bool dynamic_ = false;
   bool has_patchable_section_ = false;
+  // The bytes parsed, and what keeps them readable.
+  std::span<const uint8_t> file_;
+  std::shared_ptr<const void> owner_;
   BulkVector<uint64_t> records_;
-  BulkVector<uint8_t> record_code_;  // kCodeWindowBytes per record
-  BulkVector<ElfSymbol> functions_;
-  // The bytes functions_' names view: one allocation for all of them,
-  // shared by copies of the image.
-  std::shared_ptr<const BulkString> function_names_;
+  std::vector<PaddedWindow> padded_windows_;  // sorted by index
+  BulkVector<ElfSymbol> functions_;  // names view file_
   std::vector<Segment> segments_;
   Segment eh_frame_hdr_;
   std::vector<DebugSection> debug_sections_;

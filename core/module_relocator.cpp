@@ -36,21 +36,22 @@ RelocationPlan rebased(RelocationPlan plan, uint64_t bias) {
 }  // namespace
 
 Result<std::unique_ptr<ModuleRelocator>> ModuleRelocator::open(const std::string& path, DecoderLookup decoder_for) {
-  auto file = read_file_bytes(path);
-  if (!file) return file.take_error();
-  auto image = ElfImage::parse(*file);
+  auto read = read_file_bytes(path);
+  if (!read) return read.take_error();
+  auto file = std::make_shared<const std::vector<uint8_t>>(std::move(read.value()));
+  auto image = ElfImage::parse(*file, file);
   if (!image) return make_error(FTJIT_E_ELF, path + ": " + image.error().message);
   const InstructionDecoder* decoder = decoder_for(image->isa());
   if (decoder == nullptr)
     return make_error(FTJIT_E_UNSUPPORTED, path + ": this ftjit cannot decode " + std::string(isa_name(image->isa())) +
                                                " code, so it relocates no entry");
-  std::unique_ptr<ModuleRelocator> r(new ModuleRelocator(std::move(file.value()), std::move(image.value()), *decoder));
+  std::unique_ptr<ModuleRelocator> r(new ModuleRelocator(std::move(file), std::move(image.value()), *decoder));
   // No FDE index: every function is refused (no-fde), none is guessed.
-  if (auto ranges = eh_frame_function_ranges(r->file_, r->image_)) {
+  if (auto ranges = eh_frame_function_ranges(*r->file_, r->image_)) {
     r->fde_ranges_ = std::move(ranges.value());
     for (const FdeRange& f : r->fde_ranges_) r->fde_starts_.push_back(f.start);
   }
-  r->refs_ = CodeReferences::sweep(r->file_, r->image_, r->decoder_, r->fde_ranges_);
+  r->refs_ = CodeReferences::sweep(*r->file_, r->image_, r->decoder_, r->fde_ranges_);
   return r;
 }
 
@@ -64,7 +65,7 @@ RelocationPlan ModuleRelocator::plan(uint64_t link_entry, uint32_t branch_bytes)
       unnamed.value = fde->start;
       unnamed.size = fde->size;
       unnamed.in_code_section = true;
-      return plan_relocation(unnamed, file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
+      return plan_relocation(unnamed, *file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
     }
     RelocationPlan refused;
     refused.entry = refused.patch_at = link_entry;
@@ -72,7 +73,7 @@ RelocationPlan ModuleRelocator::plan(uint64_t link_entry, uint32_t branch_bytes)
     refused.why = "no function symbol or .eh_frame FDE starts at " + format_hex(link_entry);
     return refused;
   }
-  return plan_relocation(*fn, file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
+  return plan_relocation(*fn, *file_, image_, decoder_, refs_, fde_starts_, branch_bytes);
 }
 
 Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_bias, uint64_t place,
@@ -95,7 +96,7 @@ Result<RelocatedEntry> ModuleRelocator::relocate(uint64_t entry, uint64_t load_b
     return make_error(FTJIT_E_NOT_PATCHABLE,
                       std::string(relocation_refusal_name(link_plan.refusal)) + ": " + link_plan.why);
   const std::span<const uint8_t> code =
-      image_.code_in_file(file_, link_plan.entry, link_plan.patch_at - link_plan.entry + link_plan.overwritten);
+      image_.code_in_file(*file_, link_plan.entry, link_plan.patch_at - link_plan.entry + link_plan.overwritten);
   RelocatedEntry out;
   decoder_.around_sled(code.first(link_plan.patch_at - link_plan.entry), &out.before_sled, &out.bytes);
   auto copy = relocated_copy(rebased(link_plan, load_bias), code, place + out.bytes.size(), decoder_);

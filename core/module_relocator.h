@@ -67,7 +67,7 @@ class ModuleRelocator {
   // entry_branch_bytes).
   RelocationPlan plan(uint64_t link_entry, uint32_t branch_bytes = 0) const;
   // The file's bytes (the image was parsed from them).
-  std::span<const uint8_t> file() const { return file_; }
+  std::span<const uint8_t> file() const { return *file_; }
   // The function at run-time `entry` of this module loaded at `load_bias`,
   // relocated to run at `place` in at most `max_bytes`, its entry branching
   // to `stub`. A refusal is FTJIT_E_NOT_PATCHABLE, its message
@@ -76,9 +76,10 @@ class ModuleRelocator {
                                   uint64_t stub) const;
 
  private:
-  ModuleRelocator(std::vector<uint8_t> file, ElfImage image, const InstructionDecoder& decoder)
+  ModuleRelocator(std::shared_ptr<const std::vector<uint8_t>> file, ElfImage image,
+                  const InstructionDecoder& decoder)
       : file_(std::move(file)), image_(std::move(image)), decoder_(decoder) {}
-  std::vector<uint8_t> file_;
+  std::shared_ptr<const std::vector<uint8_t>> file_;  // shared with image_, which views it
   ElfImage image_;
   const InstructionDecoder& decoder_;
   std::vector<uint64_t> fde_starts_;

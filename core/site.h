@@ -55,35 +55,41 @@ const char* ops_slot_refusal(OpsSlot slot);
 // so prefix_bytes (entry - record) is 12 and 0 there, and the ops slot,
 // always just before the symbol, is found through `slot`, not entry - 8.
 struct DiscoveredSite {
-  uint64_t record = 0;        // run-time address of the first NOP
   uint64_t entry = 0;         // run-time address of the site start
-  uint64_t symbol = 0;        // run-time address of the function symbol (0: unnamed)
   uint64_t slot = 0;          // run-time address of the ops slot (0: OpsSlot::kNone)
-  uint32_t prefix_bytes = 0;  // entry - record
-  uint8_t pad_bytes = 0;      // entry - symbol: the landing pad's size (named sites)
-  OpsSlot slot_state = OpsSlot::kNone;
   // Both view text their DiscoveredModule keeps (names_): a million sites
   // are not a million heap strings.
   std::string_view name;       // symbol as in the symbol table (mangled)
   // The demangled C++ name; empty when it is the name itself (a C symbol:
   // a million of them need not carry two copies). shown_name() is either.
   std::string_view demangled;
+  uint32_t prefix_bytes = 0;  // entry - record
+  uint8_t pad_bytes = 0;      // entry - symbol: the landing pad's size (named sites)
+  OpsSlot slot_state = OpsSlot::kNone;
   // Found by its sled's bytes, not by a record: the toolchain dropped the
   // record (core/sled_recovery.h). record is then where the record would
   // point; everything else reads as for a recorded site.
   bool recovered = false;
+  // A function symbol owns it (symbol() is not 0).
+  bool named = false;
+
+  // Derived, not stored (a million sites are 56 MB instead of 80, and
+  // fresh memory costs a page fault a page):
+  // run-time address of the first NOP
+  uint64_t record() const { return entry - prefix_bytes; }
+  // run-time address of the function symbol (0: unnamed)
+  uint64_t symbol() const { return named ? entry - pad_bytes : 0; }
 
   std::string_view shown_name() const { return demangled.empty() ? name : demangled; }
 };
 
-// The text sites' names view: the symbol table's strings as read (shared
-// with the ElfImage), and names made here (demangled, or given). Copies
-// share it; whoever keeps sites keeps one.
+// The text sites' names view: the symbol table's strings (in the module
+// file's bytes, kept readable by what the ElfImage shares), and names made
+// here (demangled, or given). Copies share it; whoever keeps sites keeps
+// one.
 class SiteNames {
  public:
-  void share_symbol_table(std::shared_ptr<const BulkString> strings) {
-    symbol_table_ = std::move(strings);
-  }
+  void share_symbol_table(std::shared_ptr<const void> strings) { symbol_table_ = std::move(strings); }
   // Keeps `text`; the view stays valid as long as this (or a copy) lives.
   std::string_view keep(std::string text) {
     if (!made_) made_ = std::make_shared<std::deque<std::string>>();
@@ -91,7 +97,7 @@ class SiteNames {
   }
 
  private:
-  std::shared_ptr<const BulkString> symbol_table_;
+  std::shared_ptr<const void> symbol_table_;
   std::shared_ptr<std::deque<std::string>> made_;
 };
 

@@ -113,9 +113,8 @@ DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t p
   // Unsigned wrap-around is the intended arithmetic for every address.
   const uint64_t symbol = function.value;
   const uint64_t start = symbol + pad;
-  site.record = record + load_bias;
   site.entry = start + load_bias;
-  site.symbol = symbol + load_bias;
+  site.named = symbol + load_bias != 0;  // as unnamed sites read
   site.prefix_bytes = static_cast<uint32_t>(start - record);
   site.pad_bytes = static_cast<uint8_t>(pad);
   if (symbol - record >= kSlotBytes && symbol >= record) {
@@ -124,7 +123,9 @@ DiscoveredSite named_site(uint64_t record, const ElfSymbol& function, uint32_t p
                                                               : OpsSlot::kMisaligned;
   }
   site.name = function.name;
-  if (function.name.starts_with("_Z")) {
+  // Known from the symbol table's pass: a C name is not read again here
+  // (names lie in the string table's order, not in the records').
+  if (function.mangled) {
     std::string demangled = demangle(function.name);
     if (demangled != site.name) site.demangled = module.names.keep(std::move(demangled));
   }
@@ -154,8 +155,9 @@ Result<DiscoveredModule> discover_sites(const ElfImage& img, std::string path,
 
     if (owner.symbol == nullptr) {
       DiscoveredSite site;
-      site.record = rec.record() + load_bias;  // wraps as every address may
-      site.entry = site.record;  // no name: nothing tells where the symbol is
+      // No name: nothing tells where the symbol is; the site starts at the
+      // record (prefix 0), wrapped as every address may.
+      site.entry = rec.record() + load_bias;
       module.sites.push_back(std::move(site));
       continue;
     }

@@ -141,8 +141,8 @@ struct NamedRecordSite {
 std::vector<NamedRecordSite> named_sites(const DiscoveredModule& module) {
   std::vector<NamedRecordSite> out;
   for (const DiscoveredSite& s : module.sites) {
-    if ((s.symbol == 0 && s.name.empty()) || s.recovered) continue;
-    out.push_back({s.record - module.load_bias, s.symbol - module.load_bias,
+    if ((s.symbol() == 0 && s.name.empty()) || s.recovered) continue;
+    out.push_back({s.record() - module.load_bias, s.symbol() - module.load_bias,
                    s.entry - module.load_bias});
   }
   return out;
@@ -233,7 +233,7 @@ std::vector<uint64_t> owned_symbols(const DiscoveredModule& module) {
   std::vector<uint64_t> owned;
   owned.reserve(module.sites.size());
   for (const DiscoveredSite& s : module.sites) {
-    if (s.symbol != 0 || !s.name.empty()) owned.push_back(s.symbol - module.load_bias);
+    if (s.symbol() != 0 || !s.name.empty()) owned.push_back(s.symbol() - module.load_bias);
   }
   if (!std::is_sorted(owned.begin(), owned.end())) std::sort(owned.begin(), owned.end());  // sites come by entry
   return owned;

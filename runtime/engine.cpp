@@ -129,7 +129,7 @@ Status check_site_model(const Backend& backend) {
 uint64_t usable_slot(const DiscoveredSite& d, const IsaTraits& traits) {
   if (traits.slot_bytes == 0) return 0;
   uint64_t at = d.slot;
-  if (at == 0 && d.symbol == 0 && d.prefix_bytes >= traits.slot_bytes) at = d.entry - traits.slot_bytes;
+  if (at == 0 && d.symbol() == 0 && d.prefix_bytes >= traits.slot_bytes) at = d.entry - traits.slot_bytes;
   // The call-ops trampolines find the slot from the ip rounded down to the
   // slot's alignment (a landing pad may stand between the two): nowhere
   // else.
@@ -222,18 +222,6 @@ uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
   rec->saves_all = module_saves_all(*rec);
   rec->found = std::move(m.sites);  // sorted by entry
   rec->site_names = std::move(m.names);
-  rec->names.reserve(rec->found.size());
-  for (const DiscoveredSite& d : rec->found) {
-    ModuleRecord::NameRef r{};
-    auto put = [&](std::string_view text, uint32_t* at, uint16_t* len) {
-      *at = static_cast<uint32_t>(rec->name_pool.size());
-      *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
-      rec->name_pool.append(text.substr(0, *len));
-    };
-    put(d.name, &r.name_at, &r.name_len);
-    if (!d.demangled.empty() && d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
-    rec->names.push_back(r);
-  }
   rec->first_site = static_cast<uint32_t>(sites_.size());
   uint32_t module_index = static_cast<uint32_t>(modules_.size());
   sites_.reserve(sites_.size() + rec->found.size());
@@ -341,6 +329,37 @@ Engine::~Engine() {
 // Selection
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// ModuleRecord::names, made once.
+void pack_names(const ModuleRecord& m) {
+  if (m.names.size() == m.found.size()) return;
+  m.names.clear();
+  m.name_pool.clear();
+  m.names.reserve(m.found.size());
+  // Sized once (the lengths are in found, the names' bytes are not read):
+  // a pool grown by doubling touches twice its size in fresh pages.
+  size_t bytes = 0;
+  for (const DiscoveredSite& d : m.found) {
+    bytes += std::min<size_t>(d.name.size(), UINT16_MAX);
+    if (!d.demangled.empty() && d.demangled != d.name) bytes += std::min<size_t>(d.demangled.size(), UINT16_MAX);
+  }
+  m.name_pool.reserve(bytes);
+  for (const DiscoveredSite& d : m.found) {
+    ModuleRecord::NameRef r{};
+    auto put = [&](std::string_view text, uint32_t* at, uint16_t* len) {
+      *at = static_cast<uint32_t>(m.name_pool.size());
+      *len = static_cast<uint16_t>(std::min<size_t>(text.size(), UINT16_MAX));
+      m.name_pool.append(text.substr(0, *len));
+    };
+    put(d.name, &r.name_at, &r.name_len);
+    if (!d.demangled.empty() && d.demangled != d.name) put(d.demangled, &r.demangled_at, &r.demangled_len);
+    m.names.push_back(r);
+  }
+}
+
+}  // namespace
+
 Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t first_module,
                                                    size_t end_module) const {
   std::vector<uint32_t> out;
@@ -364,6 +383,7 @@ Result<std::vector<uint32_t>> Engine::select_sites(const Filter& filter, size_t 
     }
     auto local = Filter::compile(inc, exc);
     if (!local) return local.take_error();
+    pack_names(*m);
     const char* pool = m->name_pool.data();
     for (size_t k = 0; k < m->names.size(); ++k) {
       const ModuleRecord::NameRef& r = m->names[k];

@@ -160,14 +160,18 @@ struct ModuleRecord {
   BulkVector<DiscoveredSite> found;  // never changes once added
   SiteNames site_names;               // what found's names view
   uint32_t first_site = 0;            // its sites: [first_site, +found.size())
-  // The same names packed in one buffer, in site order: selection walks
-  // them sequentially instead of chasing a heap pointer per site.
+  // The same names packed in one buffer, in site order, so that selection
+  // walks them sequentially: found's names lie in the string table's
+  // order, and reading them in site order misses the cache for nearly
+  // every site. Packed by the first selection that reads the module (a
+  // filter scoped to another module never does), not at discovery, which
+  // a million sites would slow by as much. Guarded by the engine's mu_.
   struct NameRef {
     uint32_t name_at, demangled_at;
     uint16_t name_len, demangled_len;  // demangled_len 0: same as the name
   };
-  BulkString name_pool;
-  BulkVector<NameRef> names;
+  mutable BulkString name_pool;
+  mutable BulkVector<NameRef> names;
 };
 
 // A read-only view of one site for status output and tests.

@@ -13,6 +13,7 @@
 #include "runtime/code_change.h"
 #include "runtime/dlopen_watch.h"
 #include "runtime/engine.h"
+#include "runtime/file_mapping.h"
 #include "runtime/ifunc_resolution.h"
 #include "runtime/log.h"
 #include "runtime/module_scan.h"
@@ -98,7 +99,7 @@ Status Engine::relocate_matching(const Filter& filter) {
   std::unordered_set<uint64_t> taken;
   for (const auto& m : modules_) {
     if (m->gone) continue;
-    for (const DiscoveredSite& d : m->found) taken.insert(m->relocated ? 0 : (d.symbol ? d.symbol : d.entry));
+    for (const DiscoveredSite& d : m->found) taken.insert(m->relocated ? 0 : (d.symbol() ? d.symbol() : d.entry));
   }
   for (const RelocatedFunction& f : relocated_) taken.insert(f.function);
 
@@ -111,9 +112,9 @@ Status Engine::relocate_matching(const Filter& filter) {
     if (!filter_may_match_module(filter, base) || module_never_relocated(base)) continue;
     auto cached = relocation_images_.find(path);
     if (cached == relocation_images_.end()) {
-      auto bytes = read_file_bytes(main_exe ? "/proc/self/exe" : path);
-      if (!bytes) continue;
-      auto image = ElfImage::parse(*bytes);
+      auto file = FileMapping::open(main_exe ? "/proc/self/exe" : path);
+      if (!file) continue;
+      auto image = ElfImage::parse((*file)->bytes(), *file);
       if (!image) continue;
       cached = relocation_images_.emplace(path, std::make_unique<ElfImage>(std::move(image.value()))).first;
     }
@@ -256,8 +257,8 @@ Status Engine::relocate_matching(const Filter& filter) {
 
       DiscoveredModule& dm = modules[arena.value()];
       DiscoveredSite d;
-      d.record = d.entry = sled;
-      d.symbol = symbol;
+      d.entry = sled;  // record() too: prefix 0
+      d.named = true;  // symbol(): sled - pad
       d.slot = stub;
       d.slot_state = OpsSlot::kAligned;
       d.pad_bytes = traits.landing_pad_bytes;

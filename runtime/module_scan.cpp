@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Module scanning: maps ELF files read-only and walks the loader's list with dl_iterate_phdr.
+// Module scanning: maps ELF files read-only (runtime/file_mapping.h) and walks the loader's list with dl_iterate_phdr.
 #include "runtime/module_scan.h"
 
 #include <fcntl.h>
 #include <link.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +13,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -25,6 +24,7 @@
 #include "core/register_evidence.h"
 #include "core/site_discovery.h"
 #include "core/sled_recovery.h"
+#include "runtime/file_mapping.h"
 #include "runtime/log.h"
 
 namespace ftjit {
@@ -32,71 +32,12 @@ namespace {
 
 constexpr const char* kSelfExe = "/proc/self/exe";
 
-Error system_error(const std::string& path, const char* call, int err) {
-  return make_error(FTJIT_E_SYSTEM, path + ": " + call + ": " + std::strerror(err));
-}
-
-// A read-only private mapping of a whole file. Mapping instead of reading
-// keeps large binaries cheap: the parser touches only headers, symbol
-// tables and the record sections, so most pages are never faulted in.
-class MappedFile {
- public:
-  static Result<MappedFile> open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return system_error(path, "open", errno);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return system_error(path, "fstat", err);
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return make_error(FTJIT_E_SYSTEM, path + ": not a regular file");
-    }
-    MappedFile file;
-    file.size_ = static_cast<size_t>(st.st_size);
-    if (file.size_ != 0) {  // mmap rejects length 0; an empty span parses to an error
-      void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        return system_error(path, "mmap", err);
-      }
-      file.data_ = static_cast<const uint8_t*>(p);
-    }
-    ::close(fd);
-    return file;
-  }
-
-  MappedFile(MappedFile&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  MappedFile& operator=(MappedFile&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(size_, other.size_);
-    return *this;
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-  }
-
-  std::span<const uint8_t> bytes() const { return {data_, size_}; }
-
- private:
-  MappedFile() = default;
-
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 std::mutex g_reader_mu;
 ProducerReader g_reader;  // guarded by g_reader_mu
 
 // The producers of a module with sites, from whoever reads DWARF for this
 // process; a file without .debug_info costs no question.
-Result<std::vector<CompileUnitProducer>> read_producers(const MappedFile& file, const ElfImage& image,
+Result<std::vector<CompileUnitProducer>> read_producers(const FileMapping& file, const ElfImage& image,
                                                         const std::string& read_path,
                                                         const std::string& report_path) {
   bool has_info = false;
@@ -129,13 +70,14 @@ Result<DiscoveredModule> discover_path(const std::string& read_path,
       return module;
     }
   }
-  auto file = MappedFile::open(read_path);
-  if (!file.ok()) {
-    Error e = file.take_error();
+  auto mapped = FileMapping::open(read_path);
+  if (!mapped.ok()) {
+    Error e = mapped.take_error();
     if (read_path != report_path) e.message = report_path + " (via " + e.message + ")";
     return e;
   }
-  auto img = ElfImage::parse_for_sites(file->bytes());
+  const std::shared_ptr<const FileMapping> file = std::move(mapped.value());
+  auto img = ElfImage::parse_for_sites(file->bytes(), file);
   if (!img.ok()) {
     Error e = img.take_error();
     e.message = report_path + ": " + e.message;

@@ -3,6 +3,7 @@
 // the .eh_frame_hdr index and FDE ranges (core/eh_frame_index.h), IRELATIVE
 // words (core/ifunc_slots.h),
 // the compile units' producers (DWARF) and sled recovery.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -72,19 +73,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       __builtin_trap();
     }
     for (const auto& site : module->sites) {
-      if (site.recovered && (site.symbol == 0 && site.name.empty())) __builtin_trap();
+      if (site.recovered && (site.symbol() == 0 && site.name.empty())) __builtin_trap();
     }
     for (const auto& site : module->sites) {
       if (site.prefix_bytes > ftjit::kMaxSitePrefixBytes) __builtin_trap();
-      if (site.entry - site.record != site.prefix_bytes) __builtin_trap();
+      // A recorded site's record is one of the image's.
+      const auto& records = img->patchable_records();
+      if (!site.recovered && !std::binary_search(records.begin(), records.end(), site.record() - bias)) {
+        __builtin_trap();
+      }
       // The slot, when there is one, is the 8 bytes before the symbol.
       const bool has_slot = site.slot_state != ftjit::OpsSlot::kNone;
-      if (has_slot ? site.symbol - site.slot != 8 : site.slot != 0) __builtin_trap();
+      if (has_slot ? site.symbol() - site.slot != 8 : site.slot != 0) __builtin_trap();
       // A site that has a symbol (whose name may be empty in a hostile
       // file) starts past its landing pad, which is one a64 word at most.
       if (site.pad_bytes > 4) __builtin_trap();
-      const bool unnamed = site.symbol == 0 && site.name.empty();
-      if (!unnamed && site.entry - site.symbol != site.pad_bytes) __builtin_trap();
+      // A named site's symbol is a function of the image.
+      if (site.named && img->function_at(site.symbol() - bias) == nullptr) __builtin_trap();
     }
   }
   return 0;

@@ -53,12 +53,12 @@ uint32_t word_at(const TrustedElf& elf, uint64_t vaddr) {
 // the symbol with =4,2.
 void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const DiscoveredSite& s) {
   if (s.name.empty()) return;
-  EXPECT_EQ(word_at(elf, s.symbol), f.pad != 0 ? arm64::kBtiC : arm64::kNop) << std::hex << s.symbol;
+  EXPECT_EQ(word_at(elf, s.symbol()), f.pad != 0 ? arm64::kBtiC : arm64::kNop) << std::hex << s.symbol();
   EXPECT_EQ(word_at(elf, s.entry), arm64::kNop);
   EXPECT_EQ(word_at(elf, s.entry + 4), arm64::kNop);
   if (f.literal) {
-    EXPECT_EQ(word_at(elf, s.symbol - 8), arm64::kNop);
-    EXPECT_EQ(word_at(elf, s.symbol - 4), arm64::kNop);
+    EXPECT_EQ(word_at(elf, s.symbol() - 8), arm64::kNop);
+    EXPECT_EQ(word_at(elf, s.symbol() - 4), arm64::kNop);
   }
 }
 
@@ -71,15 +71,15 @@ void check_backend_at_site(const IsaFixture&, const Backend& backend, const Trus
   // The backend's own reading from the symbol agrees on where the sled
   // starts.
   const uint32_t site_bytes = backend.traits().site_bytes;
-  const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol, s.pad_bytes + site_bytes);
+  const std::vector<uint8_t> from_symbol = code_at(elf, s.symbol(), s.pad_bytes + site_bytes);
   const Arm64SledStart start = find_arm64_sled(from_symbol);
   EXPECT_TRUE(start.found);
   EXPECT_EQ(start.offset, s.pad_bytes);
-  EXPECT_EQ(backend.classify_entry(s.symbol, from_symbol).kind, SledKind::kNopSled);
+  EXPECT_EQ(backend.classify_entry(s.symbol(), from_symbol).kind, SledKind::kNopSled);
   // Read from the symbol as if it were the start: after a pad that is the
   // pad and one NOP, too short; without one it is the same sled.
   if (s.pad_bytes != 0) {
-    EXPECT_EQ(backend.classify_entry(s.symbol, code_at(elf, s.symbol, site_bytes)).kind,
+    EXPECT_EQ(backend.classify_entry(s.symbol(), code_at(elf, s.symbol(), site_bytes)).kind,
               SledKind::kUnknown);
   }
 }

@@ -112,8 +112,8 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
     if (s.name.empty()) {
       // No symbol says where the function starts: the record stands for it.
       ++unnamed;
-      EXPECT_EQ(s.entry, s.record);
-      EXPECT_EQ(s.symbol, 0u);
+      EXPECT_EQ(s.entry, s.record());
+      EXPECT_EQ(s.symbol(), 0u);
       EXPECT_EQ(s.slot_state, OpsSlot::kNone);
       continue;
     }
@@ -121,12 +121,12 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
     auto sym_it = symbols.find(std::string(s.name));
     ASSERT_NE(sym_it, symbols.end());
     const uint64_t sym = sym_it->second;
-    EXPECT_EQ(s.symbol, sym);
+    EXPECT_EQ(s.symbol(), sym);
     EXPECT_EQ(s.entry, sym + f.pad);
     EXPECT_EQ(s.pad_bytes, f.pad);
     EXPECT_EQ(ftjit::landing_pad_bytes(kFixtureIsa, code_at(elf, sym, 12)), f.pad);
     if (f.literal) {
-      EXPECT_EQ(s.record, sym - 8);
+      EXPECT_EQ(s.record(), sym - 8);
       EXPECT_EQ(s.prefix_bytes, 8 + f.pad);
       EXPECT_EQ(s.slot, sym - 8);
       const bool aligned = (sym - 8) % 8 == 0;
@@ -137,7 +137,7 @@ TEST_P(ISA_SUITE(DiscoveryTest), SitesAreExactlyTheFunctionsOfTheSourceInTheirLa
       EXPECT_EQ(s.slot_state, aligned ? OpsSlot::kAligned : OpsSlot::kMisaligned);
       EXPECT_EQ(ftjit::ops_slot_refusal(s.slot_state) == nullptr, aligned);
     } else {
-      EXPECT_EQ(s.record, sym + f.pad);
+      EXPECT_EQ(s.record(), sym + f.pad);
       EXPECT_EQ(s.prefix_bytes, 0u);
       EXPECT_EQ(s.slot, 0u);
       EXPECT_EQ(s.slot_state, OpsSlot::kNone);
@@ -196,10 +196,10 @@ TEST_P(ISA_SUITE(DiscoveryTest), LoadBiasShiftsEveryAddress) {
     const DiscoveredSite& a = module_.sites[i];
     const DiscoveredSite& b = shifted->sites[i];
     SCOPED_TRACE(a.name);
-    EXPECT_EQ(b.record, a.record + kBias);
+    EXPECT_EQ(b.record(), a.record() + kBias);
     EXPECT_EQ(b.entry, a.entry + kBias);
     EXPECT_EQ(b.entry % 8, a.entry % 8);
-    EXPECT_EQ(b.symbol, a.name.empty() ? 0 : a.symbol + kBias);
+    EXPECT_EQ(b.symbol(), a.name.empty() ? 0 : a.symbol() + kBias);
     EXPECT_EQ(b.slot, a.slot_state == OpsSlot::kNone ? 0 : a.slot + kBias);
     EXPECT_EQ(b.slot_state, a.slot_state);
     EXPECT_EQ(b.prefix_bytes, a.prefix_bytes);

@@ -94,7 +94,7 @@ std::vector<IsaFixture> isa_fixtures(const std::vector<std::string>& compilers) 
 void check_compiler_sled(const IsaFixture& f, const TrustedElf& elf, const DiscoveredSite& s) {
   // The full sled, prefix and all, from the record: what the compiler
   // put there whether or not a symbol names it.
-  EXPECT_EQ(code_at(elf, s.record, 16), bytes(sled_of(f), 2)) << std::hex << s.record;
+  EXPECT_EQ(code_at(elf, s.record(), 16), bytes(sled_of(f), 2)) << std::hex << s.record();
   if (s.name.empty()) return;
   // The literal and the entry share their place on the 8-byte grid: an
   // entry the site's stub word cannot serve is one whose literal call-ops

@@ -88,14 +88,14 @@ TEST_P(SiteDiscoveryFixtureTest, SitesAreExactlyThePatchableFunctionsOfTheSource
   for (const auto& s : module_.sites) {
     if (s.name.empty()) {
       ++unnamed;
-      EXPECT_EQ(s.entry, s.record);
+      EXPECT_EQ(s.entry, s.record());
       EXPECT_EQ(s.prefix_bytes, 0u);
       EXPECT_TRUE(s.demangled.empty());
       continue;
     }
     EXPECT_TRUE(found.emplace(s.name, s.shown_name()).second) << "duplicate site " << s.name;
     EXPECT_EQ(s.prefix_bytes, f.prefix_bytes) << s.name;
-    EXPECT_EQ(s.entry - s.record, s.prefix_bytes) << s.name;
+    EXPECT_EQ(s.entry - s.record(), s.prefix_bytes) << s.name;
   }
   EXPECT_EQ(found, expected);
   EXPECT_EQ(unnamed, expected_unnamed);
@@ -125,7 +125,7 @@ TEST_P(SiteDiscoveryFixtureTest, LoadBiasShiftsEveryAddress) {
   EXPECT_EQ(shifted->load_bias, kBias);
   EXPECT_EQ(shifted->path, "shifted");
   for (size_t i = 0; i < module_.sites.size(); ++i) {
-    EXPECT_EQ(shifted->sites[i].record, module_.sites[i].record + kBias);
+    EXPECT_EQ(shifted->sites[i].record(), module_.sites[i].record() + kBias);
     EXPECT_EQ(shifted->sites[i].entry, module_.sites[i].entry + kBias);
     EXPECT_EQ(shifted->sites[i].prefix_bytes, module_.sites[i].prefix_bytes);
     EXPECT_EQ(shifted->sites[i].name, module_.sites[i].name);
@@ -217,7 +217,7 @@ TEST(SiteDiscoverySyntheticTest, NearestSymbolOwnedByNoCloserRecordNamesTheSite)
                        {text + 96, text + 96, 0, ""}};
   for (size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE(i);
-    EXPECT_EQ(module->sites[i].record, want[i].record + 0x1000);
+    EXPECT_EQ(module->sites[i].record(), want[i].record + 0x1000);
     EXPECT_EQ(module->sites[i].entry, want[i].entry + 0x1000);
     EXPECT_EQ(module->sites[i].prefix_bytes, want[i].prefix);
     EXPECT_EQ(module->sites[i].name, want[i].name);
@@ -274,9 +274,9 @@ TEST(ModuleScanTest, DlopenedFixturesAreFoundAtTheirRunTimeAddresses) {
     size_t resolved = 0;
     for (const auto& s : it->sites) {
       // The sled in memory is the sled in the file: nothing patched it.
-      auto off = elf.file_offset(s.record - it->load_bias);
+      auto off = elf.file_offset(s.record() - it->load_bias);
       ASSERT_TRUE(off.has_value()) << s.name;
-      EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(s.record), file.data() + *off,
+      EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(s.record()), file.data() + *off,
                             f.sled_bytes),
                 0)
           << s.name;

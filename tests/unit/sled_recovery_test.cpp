@@ -116,17 +116,17 @@ TEST(SledRecoveryTest, RecoveredSitesAreWhatARecordWouldGive) {
   const DiscoveredModule slot = discover("rc_dropped_p13_8");
   for (const DiscoveredSite& s : slot.sites) {
     SCOPED_TRACE(s.shown_name());
-    EXPECT_EQ(s.entry, s.symbol);
-    EXPECT_EQ(s.record, s.symbol - 8);
+    EXPECT_EQ(s.entry, s.symbol());
+    EXPECT_EQ(s.record(), s.symbol() - 8);
     EXPECT_EQ(s.prefix_bytes, 8u);
-    EXPECT_EQ(s.slot, s.symbol - 8);
+    EXPECT_EQ(s.slot, s.symbol() - 8);
     EXPECT_EQ(s.slot_state, OpsSlot::kAligned);  // -falign-functions=16
   }
   const DiscoveredModule entry = discover("rc_dropped_p5");
   for (const DiscoveredSite& s : entry.sites) {
     SCOPED_TRACE(s.shown_name());
-    EXPECT_EQ(s.entry, s.symbol);
-    EXPECT_EQ(s.record, s.symbol);
+    EXPECT_EQ(s.entry, s.symbol());
+    EXPECT_EQ(s.record(), s.symbol());
     EXPECT_EQ(s.prefix_bytes, 0u);
     EXPECT_EQ(s.slot_state, OpsSlot::kNone);
   }
@@ -180,7 +180,7 @@ TEST(SledRecoveryTest, OnlyTheExactPrefixIsTaken) {
   for (const DiscoveredSite& s : m.sites) {
     if (!s.recovered) continue;
     EXPECT_EQ(s.prefix_bytes, 8u);
-    EXPECT_EQ(s.slot, s.symbol - 8);
+    EXPECT_EQ(s.slot, s.symbol() - 8);
   }
 }
 
