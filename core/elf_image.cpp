@@ -395,9 +395,48 @@ Result<SymbolTable> symbol_table(const Sections& sections, uint64_t index) {
 // Records
 // ============================================================================
 
-struct RecordWord {
-  uint64_t vaddr;  // where the 8-byte word lives
-  uint64_t value;  // what it says, or what its relocation will make it
+// The words of the __patchable_function_entries sections, as read (then
+// as their relocations make them): one array for all of them, and where
+// each section's run of words lives. A million records are 8 MB once,
+// not a 16 MB array of (address, word) pairs beside the records.
+class RecordWords {
+ public:
+  struct Run {
+    uint64_t vaddr;  // of its first word
+    size_t first;    // in values
+    size_t count;
+  };
+
+  void add_section(uint64_t vaddr, std::span<const uint8_t> bytes) {
+    const size_t count = bytes.size() / kRecordSize;
+    runs_.push_back({vaddr, values_.size(), count});
+    // Sized once: a million records grown by doubling fault in twice the pages.
+    values_.resize(values_.size() + count);
+    if (count != 0) std::memcpy(values_.data() + runs_.back().first, bytes.data(), count * kRecordSize);
+  }
+  // After the last add_section.
+  void index() {
+    std::stable_sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.vaddr < b.vaddr; });
+  }
+
+  bool empty() const { return values_.empty(); }
+  // The word at link-time `vaddr`, or nullptr. Sections overlap only in
+  // hostile files: there, the run that starts last at or below vaddr is
+  // asked, and no other.
+  uint64_t* at(uint64_t vaddr) {
+    auto it = std::upper_bound(runs_.begin(), runs_.end(), vaddr,
+                               [](uint64_t a, const Run& r) { return a < r.vaddr; });
+    if (it == runs_.begin()) return nullptr;
+    --it;
+    const uint64_t offset = vaddr - it->vaddr;
+    if (offset % kRecordSize != 0 || offset / kRecordSize >= it->count) return nullptr;
+    return &values_[it->first + offset / kRecordSize];
+  }
+  BulkVector<uint64_t>& values() { return values_; }
+
+ private:
+  std::vector<Run> runs_;
+  BulkVector<uint64_t> values_;
 };
 
 struct RelocKinds {
@@ -419,8 +458,7 @@ bool reloc_kinds(Isa isa, RelocKinds* out) {
 // link-time value the relocation produces (B = 0). Only SHF_ALLOC RELA
 // sections are read: they are what the loader applies, while non-alloc
 // ones (--emit-relocs) describe a value already in the word.
-Status apply_dynamic_relocations(const Sections& sections, Isa isa,
-                                 BulkVector<RecordWord>& words) {
+Status apply_dynamic_relocations(const Sections& sections, Isa isa, RecordWords& words) {
   RelocKinds kinds;
   if (words.empty() || !reloc_kinds(isa, &kinds)) return {};
   for (uint64_t i = 1; i < sections.count(); ++i) {
@@ -436,25 +474,18 @@ Status apply_dynamic_relocations(const Sections& sections, Isa isa,
     }
     auto bytes = sections.contents(i);
     const uint64_t count = bytes.size() / sizeof(Elf64_Rela);
-    // Linkers sort a module's relocations by address, so the word after
-    // the last one hit is the likely next: a million records' relocations
-    // then cost no binary search each. Anything else still finds its word.
-    auto next = words.begin();
+    // A word is found by its section's run (one, nearly always): a
+    // million records' relocations cost no search over the words.
     for (uint64_t r = 0; r < count; ++r) {
       Elf64_Rela rela;
       std::memcpy(&rela, bytes.data() + r * sizeof rela, sizeof rela);
-      if (rela.r_offset < words.front().vaddr || rela.r_offset > words.back().vaddr) continue;
-      auto it = next != words.end() && next->vaddr == rela.r_offset
-                    ? next
-                    : std::lower_bound(words.begin(), words.end(), rela.r_offset,
-                                       [](const RecordWord& w, uint64_t a) { return w.vaddr < a; });
-      if (it == words.end() || it->vaddr != rela.r_offset) continue;
-      next = it + 1;
+      uint64_t* word = words.at(rela.r_offset);
+      if (word == nullptr) continue;
       const uint32_t type = ELF64_R_TYPE(rela.r_info);
       const uint64_t sym_index = ELF64_R_SYM(rela.r_info);
       const auto addend = static_cast<uint64_t>(rela.r_addend);
       if (type == kinds.relative || (type == kinds.abs64 && sym_index == 0)) {
-        it->value = addend;
+        *word = addend;
       } else if (type == kinds.abs64) {
         auto symtab = symbol_table(sections, sh.sh_link);
         FTJIT_TRY(symtab);
@@ -466,7 +497,7 @@ Status apply_dynamic_relocations(const Sections& sections, Isa isa,
         auto sym = symtab->at(sym_index);
         // An undefined symbol resolves in another object; a record of this
         // module cannot point there, so the word is left as the file has it.
-        if (sym.st_shndx != SHN_UNDEF) it->value = sym.st_value + addend;
+        if (sym.st_shndx != SHN_UNDEF) *word = sym.st_value + addend;
       }
     }
   }
@@ -483,7 +514,8 @@ bool in_executable_segment(const std::vector<ElfImage::Segment>& segments, uint6
 Result<BulkVector<uint64_t>> read_records(const Sections& sections, Isa isa,
                                            const std::vector<ElfImage::Segment>& segments,
                                            bool* has_section) {
-  BulkVector<RecordWord> words;
+  RecordWords words;
+  std::vector<uint64_t> found;  // the sections, checked
   for (uint64_t i = 1; i < sections.count(); ++i) {
     if (sections.name(i) != kPatchableSectionName) continue;
     *has_section = true;
@@ -500,27 +532,21 @@ Result<BulkVector<uint64_t>> read_records(const Sections& sections, Isa isa,
       return elf_error(label + ": address range " + hex(sh.sh_addr) + " + " + hex(sh.sh_size) +
                        " wraps around");
     }
-    auto bytes = sections.contents(i);
-    // Sized once: a million records grown by doubling fault in twice the pages.
-    words.reserve(words.size() + bytes.size() / kRecordSize);
-    for (uint64_t off = 0; off < bytes.size(); off += kRecordSize) {
-      uint64_t value;
-      std::memcpy(&value, bytes.data() + off, sizeof value);
-      words.push_back({sh.sh_addr + off, value});
-    }
+    found.push_back(i);
   }
-  // One section's words come in address order already: sorted only when
-  // several sections interleave.
-  auto by_vaddr = [](const RecordWord& a, const RecordWord& b) { return a.vaddr < b.vaddr; };
-  if (!std::is_sorted(words.begin(), words.end(), by_vaddr)) std::stable_sort(words.begin(), words.end(), by_vaddr);
+  uint64_t total = 0;
+  for (uint64_t i : found) total += sections.contents(i).size() / kRecordSize;
+  words.values().reserve(total);  // sized once: growing by doubling faults in twice the pages
+  for (uint64_t i : found) words.add_section(sections[i].sh_addr, sections.contents(i));
+  words.index();
   FTJIT_TRY(apply_dynamic_relocations(sections, isa, words));
 
-  BulkVector<uint64_t> records;
-  records.reserve(words.size());
-  for (const auto& w : words) {
-    // A zero word is the record of a function the linker dropped.
-    if (w.value != 0 && in_executable_segment(segments, w.value)) records.push_back(w.value);
-  }
+  // The records are the words, kept in place: a zero word is the record
+  // of a function the linker dropped.
+  BulkVector<uint64_t> records = std::move(words.values());
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [&](uint64_t w) { return w == 0 || !in_executable_segment(segments, w); }),
+                records.end());
   if (!std::is_sorted(records.begin(), records.end())) std::sort(records.begin(), records.end());
   records.erase(std::unique(records.begin(), records.end()), records.end());
   return records;

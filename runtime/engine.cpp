@@ -230,15 +230,13 @@ uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
     SiteRecord s;
     SiteOrigin o;
     s.entry = d.entry;
-    o.found = &d;
     s.module = module_index;
-    const uint64_t slot_at = usable_slot(d, traits);
-    s.has_slot = slot_at != 0;
+    const uint64_t slot = usable_slot(d, traits);
+    s.has_slot = slot != 0;
     const auto* code = reinterpret_cast<const uint8_t*>(d.entry);
     std::memcpy(s.original, code, std::min<size_t>(traits.site_bytes, sizeof s.original));
     if (s.has_slot) {
-      o.slot_at = slot_at;
-      std::memcpy(&o.original_slot, reinterpret_cast<const void*>(slot_at), traits.slot_bytes);
+      std::memcpy(&o.original_slot, reinterpret_cast<const void*>(slot), traits.slot_bytes);
     }
     s.original_kind = backend_.classify_entry(d.entry, {code, traits.site_bytes}).kind;
     s.usable = s.original_kind == SledKind::kNop || s.original_kind == SledKind::kNopSled;
@@ -248,6 +246,10 @@ uint32_t Engine::add_module_record(DiscoveredModule m, bool relocated) {
   rec->relocated = relocated;
   modules_.push_back(std::move(rec));
   return module_index;
+}
+
+uint64_t Engine::slot_at(uint32_t index) const {
+  return sites_[index].has_slot ? usable_slot(found_of(index), backend_.traits()) : 0;
 }
 
 long Engine::find_site(uint64_t entry) const {

@@ -81,14 +81,11 @@ struct SiteRecord {
 };
 static_assert(sizeof(SiteRecord) == 48);
 
-// What a site was before ftjit touched it, and its names.
+// What a site's ops slot held before ftjit touched it. Its names and
+// where the slot is are the module record's (Engine::found_of, slot_at):
+// a million sites are 8 MB here, not 24.
 struct SiteOrigin {
-  const DiscoveredSite* found = nullptr;  // names; owned by the module record
-  uint64_t original_slot = 0;             // slot bytes as discovered
-  // Where the ops slot is (0: none): just before the symbol, which a
-  // landing pad puts 4 bytes before the entry (core/site.h), so not
-  // always entry - slot_bytes.
-  uint64_t slot_at = 0;
+  uint64_t original_slot = 0;  // slot bytes as discovered
 };
 
 struct OpsRecord {
@@ -410,8 +407,17 @@ class Engine {
     std::memcpy(orig.bytes, s.original + backend_.traits().live_offset, orig.size);
     return orig;
   }
-  std::string_view name_of(uint32_t index) const { return origins_[index].found->name; }
-  std::string_view demangled_of(uint32_t index) const { return origins_[index].found->shown_name(); }
+  // What discovery found of site `index`.
+  const DiscoveredSite& found_of(uint32_t index) const {
+    const ModuleRecord& m = *modules_[sites_[index].module];
+    return m.found[index - m.first_site];
+  }
+  // Where site `index`'s ops slot is (0: none): just before the symbol,
+  // which a landing pad puts 4 bytes before the entry (core/site.h), so
+  // not always entry - slot_bytes.
+  uint64_t slot_at(uint32_t index) const;
+  std::string_view name_of(uint32_t index) const { return found_of(index).name; }
+  std::string_view demangled_of(uint32_t index) const { return found_of(index).shown_name(); }
   Status release_after_grace();
   Status may_change(const char* what, bool needs_modules);
   Status release_if_much_retired();

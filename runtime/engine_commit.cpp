@@ -327,7 +327,7 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
     done = k + 1;
 
     if (slot_changes(s.applied, t)) {
-      auto rw = writable(origins_[p.site].slot_at, slot_bytes);
+      auto rw = writable(slot_at(p.site), slot_bytes);
       if (!rw) return fail(rw.take_error());
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), t.slot});
     }
@@ -556,7 +556,7 @@ Status Engine::restore_original_sleds_in_scope() {
       }
     }
     if (s.applied.slot != 0) {
-      auto rw = writable(origins_[i].slot_at, traits.slot_bytes);
+      auto rw = writable(slot_at(i), traits.slot_bytes);
       if (!rw) return rw.take_error();
       slots.push_back({reinterpret_cast<uint64_t*>(rw.value()), origins_[i].original_slot});
     }
