@@ -752,6 +752,9 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, std::shared_ptr
   img.file_ = bytes;
   img.owner_ = std::move(owner);
   img.segments_ = std::move(segments.value());
+  for (const Segment& seg : img.segments_) {
+    if ((seg.flags & PF_X) != 0) img.code_segments_.push_back(seg);
+  }
   img.eh_frame_hdr_ = eh_frame_hdr;
   for (uint64_t i = 1; i < sections->count(); ++i) {
     const auto& sh = (*sections)[i];
@@ -771,7 +774,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, std::shared_ptr
   FTJIT_TRY(records);
   img.records_ = std::move(records.value());
   for (size_t i = 0; i < img.records_.size(); ++i) {
-    if (window_offset(img.segments_, img.records_[i])) continue;
+    if (window_offset(img.code_segments_, img.records_[i])) continue;
     PaddedWindow& w = img.padded_windows_.emplace_back();
     w.index = i;
     pad_window(file, img.segments_, img.records_[i], w.bytes);
@@ -783,7 +786,7 @@ Result<ElfImage> ElfImage::build(std::span<const uint8_t> bytes, std::shared_ptr
 }
 
 std::span<const uint8_t> ElfImage::code_near_record(size_t index) const {
-  if (const auto offset = window_offset(segments_, records_[index])) {
+  if (const auto offset = window_offset(code_segments_, records_[index])) {
     return file_.subspan(*offset, kCodeWindowBytes);
   }
   auto it = std::lower_bound(padded_windows_.begin(), padded_windows_.end(), index,

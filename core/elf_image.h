@@ -176,6 +176,7 @@ class ElfImage {
   std::vector<PaddedWindow> padded_windows_;  // sorted by index
   BulkVector<ElfSymbol> functions_;  // names view file_
   std::vector<Segment> segments_;
+  std::vector<Segment> code_segments_;  // the executable ones (one, nearly always)
   Segment eh_frame_hdr_;
   std::vector<DebugSection> debug_sections_;
 };

@@ -477,6 +477,7 @@ class Engine {
   std::vector<Planned> plan_;
   std::vector<EntryWrite> writes_;
   std::vector<SlotWrite> slots_;
+  std::vector<FixedPartWrite> inits_;  // fixed parts (re)written: every site of a generated attach
   std::vector<uint64_t> entries_;  // a fresh attach's entries, for its ip set
   std::vector<std::unique_ptr<CodeArena>> arenas_;
   std::map<const CodeArena*, bool> arena_saves_all_;  // each arena's kind

@@ -206,7 +206,8 @@ Status Engine::commit_in_scope(OpsRecord* rec, const std::vector<uint32_t>& old_
   std::vector<Planned>& plan = plan_;
   std::vector<EntryWrite>& writes = writes_;
   std::vector<SlotWrite>& slots = slots_;
-  std::vector<FixedPartWrite> inits;
+  std::vector<FixedPartWrite>& inits = inits_;
+  inits.clear();
   plan.resize(changed.size());
   slots.clear();
   // Sized once and filled by index: push_back's checks cost more than the
