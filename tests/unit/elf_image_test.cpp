@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -325,6 +326,93 @@ TEST(ElfImageSyntheticTest, ManySymbolsSharingOneHugeNameAreRefused) {
   EXPECT_EQ(img.error().code, FTJIT_E_ELF);
   EXPECT_NE(img.error().message.find("function names total"), std::string::npos)
       << img.error().message;
+}
+
+// The names and code windows an image keeps view the bytes it was parsed
+// from, which its owner keeps readable; without an owner, a copy of them.
+TEST(ElfImageSyntheticTest, NamesViewTheOwnersBytesOrTheImagesCopy) {
+  ElfWriter w;
+  const uint64_t text = ElfWriter::kFirstSectionOffset;
+  w.add_section({".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0, 0, 0, 0,
+                 std::vector<uint8_t>(64, 0x90)});
+  w.add_section({".symtab", SHT_SYMTAB, 0, 0, 3, 0, sizeof(Elf64_Sym),
+                 ElfWriter::symbols({testing::function_symbol(1, text, 1),
+                                     testing::function_symbol(5, text + 16, 1)})});
+  const std::string strings("\0foo\0_Z3barv\0", 13);
+  w.add_section({".strtab", SHT_STRTAB, 0, 0, 0, 0, 0, std::vector<uint8_t>(strings.begin(), strings.end())});
+  auto owner = std::make_shared<const std::vector<uint8_t>>(w.build());
+  const auto* first = owner->data();
+  const auto* end = first + owner->size();
+  auto inside = [&](std::string_view name) {
+    const auto* p = reinterpret_cast<const uint8_t*>(name.data());
+    return p >= first && p < end;
+  };
+
+  auto viewing = ElfImage::parse(as_span(*owner), owner);
+  ASSERT_TRUE(viewing.ok()) << viewing.error().message;
+  ASSERT_EQ(viewing->functions().size(), 2u);
+  EXPECT_EQ(viewing->functions()[0].name, "foo");
+  EXPECT_FALSE(viewing->functions()[0].mangled);
+  EXPECT_EQ(viewing->functions()[1].name, "_Z3barv");
+  EXPECT_TRUE(viewing->functions()[1].mangled);
+  for (const ElfSymbol& f : viewing->functions()) EXPECT_TRUE(inside(f.name)) << f.name;
+  EXPECT_EQ(viewing->function_names().get(), owner.get());
+
+  // No owner: the image copies, and outlives the caller's bytes.
+  auto bytes = std::make_unique<std::vector<uint8_t>>(*owner);
+  auto copying = ElfImage::parse(as_span(*bytes));
+  ASSERT_TRUE(copying.ok()) << copying.error().message;
+  const auto* caller = bytes->data();
+  for (const ElfSymbol& f : copying->functions()) {
+    const auto* p = reinterpret_cast<const uint8_t*>(f.name.data());
+    EXPECT_TRUE(p < caller || p >= caller + bytes->size()) << f.name << " views the caller's bytes";
+  }
+  bytes.reset();  // under ASan, a view of them would be a use after free below
+  std::vector<std::string> names;
+  for (const ElfSymbol& f : copying->functions()) names.emplace_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"foo", "_Z3barv"}));
+}
+
+// A record's code window is a view of the file where the file holds all
+// of it, and a copy padded with zeros where it does not: past the end of
+// its segment's file-backed part, below address 0.
+TEST(ElfImageSyntheticTest, CodeWindowsViewTheFileAndPadWhatItDoesNotHold) {
+  ElfWriter w;
+  const uint64_t text = ElfWriter::kFirstSectionOffset;
+  w.add_section({".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0, 0, 0, 0,
+                 std::vector<uint8_t>(256, 0x90)});
+  w.add_section({"__patchable_function_entries", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, 0, 1, 0, 8,
+                 ElfWriter::words({text + 200, 4, text + 64})});
+  auto built = w.build();
+  // The one PT_LOAD (vaddr 0, offset 0) holds the file up to text + 210 only.
+  poke<uint64_t>(built, sizeof(Elf64_Ehdr) + offsetof(Elf64_Phdr, p_filesz), text + 210);
+  auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(built));
+  auto img = ElfImage::parse(as_span(*owner), owner);
+  ASSERT_TRUE(img.ok()) << img.error().message;
+  ASSERT_EQ(std::vector<uint64_t>(img->patchable_records().begin(), img->patchable_records().end()),
+            (std::vector<uint64_t>{4, text + 64, text + 200}));
+  constexpr size_t kWindow = ElfImage::kCodeWindowBytes;
+  constexpr size_t kBefore = ElfImage::kCodeBeforeRecord;
+  const std::vector<uint8_t>& file = *owner;
+
+  // Record 4: the window starts 4 bytes below address 0.
+  auto low = img->code_near_record(0);
+  ASSERT_EQ(low.size(), kWindow);
+  std::vector<uint8_t> want(kBefore - 4, 0);
+  want.insert(want.end(), file.begin(), file.begin() + (kWindow - want.size()));
+  EXPECT_EQ(std::vector<uint8_t>(low.begin(), low.end()), want);
+
+  // Held whole: the file's own bytes.
+  auto whole = img->code_near_record(1);
+  ASSERT_EQ(whole.size(), kWindow);
+  EXPECT_EQ(whole.data(), file.data() + text + 64 - kBefore);
+
+  // Past text + 210: zeros.
+  auto tail = img->code_near_record(2);
+  ASSERT_EQ(tail.size(), kWindow);
+  want.assign(18, 0x90);  // [text + 192, text + 210)
+  want.resize(kWindow, 0);
+  EXPECT_EQ(std::vector<uint8_t>(tail.begin(), tail.end()), want);
 }
 
 // ============================================================================
