@@ -4,6 +4,7 @@
 // itself: the parser and discovery build the arrays, and they run in the
 // agent, the CLI and embedders alike.
 #include "core/bulk_memory.h"
+#include "core/bulk_prefault.h"
 
 #include <sys/mman.h>
 
@@ -47,6 +48,7 @@ void* bulk_allocate(size_t bytes) {
   if (start + size + kHugePage != tail) ::munmap(reinterpret_cast<void*>(tail), start + size + kHugePage - tail);
   // Advice, not a requirement: without THP the pages stay 4 KiB.
   (void)::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  bulk_prefault_offer(reinterpret_cast<void*>(aligned), size);
   return reinterpret_cast<void*>(aligned);
 }
 
@@ -56,6 +58,7 @@ void bulk_free(void* p, size_t bytes) noexcept {
     ::operator delete(p);
     return;
   }
+  bulk_prefault_withdraw(p);
   ::munmap(p, mapped_size(bytes));
 }
 

@@ -17,10 +17,12 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include <spdlog/spdlog.h>
 
+#include "core/bulk_prefault.h"
 #include "runtime/log.h"
 
 #include "runtime/arch/arch.h"
@@ -220,6 +222,11 @@ Result<size_t> Engine::refresh_locked() {
   if (gen == modules_generation_ && !modules_.empty()) return size_t{0};
   // Files are read outside the code-change scope (it holds the loader's
   // lock); the sleds in memory inside it, for the modules still listed.
+  // A large module's arrays, the discovery's and the engine's, are faulted
+  // in by a helper while they are filled (core/bulk_prefault.h; started
+  // by the module scan, outside that lock), which is gone before anything
+  // below stops the world.
+  std::optional<BulkPrefaultScope> prefault(std::in_place);
   auto found = discover_loaded_modules();
   if (!found) return found.take_error();
   const size_t before = sites_.size();
@@ -245,6 +252,7 @@ Result<size_t> Engine::refresh_locked() {
     }
     return add_modules(std::move(modules));
   }));
+  prefault.reset();
   modules_generation_ = gen;
   // The functions without a sled an ops relocating entries selects in the
   // modules loaded since: relocated as at its attach (their relocation

@@ -24,6 +24,7 @@ add_executable(ftjit_discovery_tests
   ${CMAKE_CURRENT_LIST_DIR}/sled_recovery_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sort_by_address_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bulk_memory_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bulk_prefault_test.cpp
 )
 target_link_libraries(ftjit_discovery_tests PRIVATE
   ${FTJIT_DISCOVERY_TEST_LIBS} GTest::gtest_main ${CMAKE_DL_LIBS})
