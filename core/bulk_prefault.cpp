@@ -33,6 +33,7 @@ struct Prefault {
   std::deque<Region> queue;
   const uint8_t* current = nullptr;  // what the helper populates now
   bool withdrawn = false;            // current is to be left
+  Prefault* previous = nullptr;      // a forked child's parent state, kept reachable
 };
 
 Prefault* g_state = nullptr;
@@ -41,9 +42,14 @@ Prefault& state() {
   static const bool ready = [] {
     g_state = new Prefault();  // never destroyed: used until exit
     // A child of fork has no helper (only the forking thread is copied),
-    // and the lock may have been held: it starts from a new state (the
-    // old one is left, as it would be at exit).
-    ::pthread_atfork(nullptr, nullptr, [] { g_state = new Prefault(); });
+    // and the lock may have been held: it starts from a new state. The
+    // old one is left as it would be at exit, but linked from the new
+    // one: the child still holds it, and a leak checker must see that.
+    ::pthread_atfork(nullptr, nullptr, [] {
+      auto* fresh = new Prefault();
+      fresh->previous = g_state;
+      g_state = fresh;
+    });
     return true;
   }();
   (void)ready;
