@@ -7,21 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/unit/smaps_field.h"
 
 namespace ftjit {
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FTJIT_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FTJIT_TEST_ASAN 1
-#endif
 #if defined(FTJIT_TEST_ASAN)
 constexpr bool kMapped = false;  // under ASan the arrays stay on the heap
 #else
@@ -29,23 +21,7 @@ constexpr bool kMapped = true;
 #endif
 
 // The VmFlags line of the mapping that holds `p` in /proc/self/smaps.
-std::string vm_flags_of(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
-      inside = at >= lo && at < hi;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return {};
-}
+std::string vm_flags_of(const void* p) { return smaps_field_of(p, "VmFlags:"); }
 
 TEST(BulkMemory, GrowsAcrossTheThresholdKeepingItsContents) {
   BulkVector<uint64_t> v;

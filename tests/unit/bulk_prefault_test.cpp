@@ -17,43 +17,21 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/bulk_memory.h"
+#include "tests/unit/smaps_field.h"
 
 namespace ftjit {
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FTJIT_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FTJIT_TEST_ASAN 1
-#endif
 
 // Resident KiB of the mapping that holds `p` (/proc/self/smaps), -1 if none.
 long rss_kb_of(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
-      inside = at >= lo && at < hi;
-      continue;
-    }
-    if (inside && line.rfind("Rss:", 0) == 0) return std::stol(line.substr(4));
-  }
-  return -1;
+  const std::string rss = smaps_field_of(p, "Rss:");
+  return rss.empty() ? -1 : std::stol(rss.substr(4));
 }
 
 size_t threads_of_this_process() {
